@@ -1,0 +1,141 @@
+# gxboot - one non-recursive Makefile.
+#   make            build/gxboot (static, stripped, release)
+#   make check      lint + every test (unit plain/ASan+UBSan/valgrind, fuzz smoke, e2e)
+#   make demo       4-pod simulated cluster, torchrun over net1
+#   make deps       apt-install everything build, tests and demo need (idempotent)
+#   make asan | debug | valgrind | fuzz | bench | fmt | lint | clean
+# V=1 shows the commands.
+
+CC ?= cc
+CLANG ?= clang-14
+Q := $(if $(V),,@)
+MODE ?= release
+B := build/$(MODE)
+
+PKGS := libibverbs librdmacm libnl-route-3.0 libcares libsodium jansson
+# The RDMA providers compiled into the static binary (STYLE.md: the NICs GPU
+# clusters use; keeps build/gxboot under 2.5 MB stripped).
+RDMA_PROVIDERS := mlx5,mlx4,efa,irdma,bnxt_re,mana,erdma,rxe,siw
+# Only the file that calls ibv_get_device_list needs the define.
+STATIC_PROVIDER_SRCS := netdetect/nd_verbs.c
+
+GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+VERSION := 1.0.0
+
+WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
+	-Wno-format-nonliteral -Wshadow -Wvla
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -I. $(WARN) -fno-common \
+	-DGX_VERSION='"$(VERSION)"' -DGX_GIT_REV='"$(GIT_REV)"' \
+	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+
+ifeq ($(MODE),release)
+MODE_CFLAGS := -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+MODE_LDFLAGS := -static -Wl,-z,relro,-z,now
+LIBS := $(shell pkg-config --static --libs $(PKGS) 2>/dev/null)
+else ifeq ($(MODE),asan)
+MODE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined
+MODE_LDFLAGS := -fsanitize=address,undefined
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+else
+MODE_CFLAGS := -O0 -g -D_FORTIFY_SOURCE=0
+MODE_LDFLAGS :=
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+endif
+
+CFLAGS_ALL = $(BASE_CFLAGS) $(MODE_CFLAGS) $(CFLAGS)
+
+LIB_SRCS := $(sort $(wildcard rdzv/*.c netdetect/*.c) $(filter-out agent/main.c,$(wildcard agent/*.c)))
+LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
+MAIN_OBJ := $(B)/agent/main.o
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
+SUPPORT_OBJ := $(B)/tests/unit/test_support.o
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+.PHONY: all release debug asan check unit deps demo fmt fmt-check lint clean valgrind fuzz \
+	bench tools
+.DEFAULT_GOAL := all
+
+all: build/gxboot
+
+build/gxboot: FORCE_RELEASE
+	$(Q)$(MAKE) --no-print-directory MODE=release build/release/gxboot
+	$(Q)cp build/release/gxboot build/gxboot.tmp && strip build/gxboot.tmp && \
+		mv build/gxboot.tmp build/gxboot
+.PHONY: FORCE_RELEASE
+
+$(B)/gxboot: $(MAIN_OBJ) $(B)/libgx.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) 2> $@.ldlog || { cat $@.ldlog; exit 1; }
+
+$(B)/libgx.a: $(LIB_OBJS)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+ifeq ($(MODE),release)
+$(STATIC_PROVIDER_SRCS:%.c=$(B)/%.o): MODE_CFLAGS += -DRDMA_STATIC_PROVIDERS=$(RDMA_PROVIDERS)
+endif
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+
+$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(SUPPORT_OBJ) $(B)/libgx.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
+
+$(B)/tests/unit/test_support.o: MODE_CFLAGS += -Wno-missing-prototypes
+
+debug:
+	$(Q)$(MAKE) --no-print-directory MODE=debug build/debug/gxboot unit-bins
+asan:
+	$(Q)$(MAKE) --no-print-directory MODE=asan build/asan/gxboot unit-bins
+release:
+	$(Q)$(MAKE) --no-print-directory build/gxboot
+unit-bins: $(UNIT_BINS)
+.PHONY: unit-bins
+
+# Small tools the e2e tests and bench use (MPI program), built on demand.
+tools: build/tools/mpi_allreduce
+build/tools/mpi_allreduce: tests/e2e/mpi_allreduce.c
+	@mkdir -p $(dir $@)
+	$(Q)mpicc -O2 -o $@ $<
+
+deps:
+	$(Q)tests/deps.sh
+
+check:
+	$(Q)tests/deps.sh --if-missing
+	$(Q)tests/check.sh
+
+unit: debug
+	$(Q)tests/run-unit.sh build/debug
+
+valgrind: debug
+	$(Q)tests/run-unit.sh build/debug valgrind
+
+fuzz:
+	$(Q)tests/fuzz/run.sh $(or $(FUZZ_SECONDS),60)
+
+bench: all
+	$(Q)tests/bench/run.sh
+
+demo:
+	$(Q)tests/deps.sh --if-missing
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/e2e/demo.sh
+
+FMT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null; find . -path ./build -prune -o \( -name '*.c' -o -name '*.h' \) -print | sed 's|^\./||') 
+fmt:
+	$(Q)clang-format-14 -i $(sort $(FMT_SRCS))
+fmt-check:
+	$(Q)clang-format-14 --dry-run -Werror $(sort $(FMT_SRCS))
+lint: fmt-check
+	$(Q)tests/lint.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent.h - the agent module: CLI options, peer discovery, files, environment,
+ * exec/supervise. It composes netdetect/ and rdzv/ into the commands of
+ * shared/INTERFACE.md.
+ */
+#ifndef AGENT_H
+#define AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum agent_cmd {
+	AGENT_CMD_NONE = 0,
+	AGENT_CMD_RUN,
+	AGENT_CMD_INIT,
+	AGENT_CMD_EXEC,
+	AGENT_CMD_INSTALL,
+	AGENT_CMD_NETDETECT,
+	AGENT_CMD_CHECK,
+	AGENT_CMD_SERVE,
+	AGENT_CMD_RSH,
+	AGENT_CMD_HOSTS,
+	AGENT_CMD_VERSION,
+	AGENT_CMD_HELP,
+};
+
+enum agent_rdma_mode {
+	AGENT_RDMA_AUTO = 0,
+	AGENT_RDMA_REQUIRE,
+	AGENT_RDMA_OFF,
+};
+
+enum agent_hostfile_fmt {
+	AGENT_HF_OPENMPI = 0,
+	AGENT_HF_MPICH,
+	AGENT_HF_HOROVOD,
+};
+
+enum agent_check_mode {
+	AGENT_CHECK_DEFAULT = 0,
+	AGENT_CHECK_STAR,
+	AGENT_CHECK_ALL,
+};
+
+/* Parsed options. Strings point into argv/environ (never freed). */
+struct agent_opts {
+	enum agent_cmd cmd;
+	/* peers and rendezvous */
+	const char *peers;
+	long nnodes_min, nnodes_max; /* 0 = not given */
+	const char *self;
+	const char *job_id;
+	long port;  /* default 29410 */
+	long check_port; /* 0 = port + 1 */
+	long timeout; /* seconds, default 600 */
+	const char *token_file;
+	int require_token;
+	const char *dns_server;
+	int full_table;
+	int dry_run;
+	/* interface and RDMA */
+	const char *iface;
+	const char *network;
+	const char *network_status;
+	int allow_primary;
+	enum agent_rdma_mode rdma;
+	const char *rdma_dev;
+	const char *rails;
+	/* files, environment, command */
+	const char *out; /* default /run/gxboot */
+	long master_port; /* default 29500 */
+	long slots; /* 0 = auto */
+	enum agent_hostfile_fmt hostfile_format;
+	int override_env;
+	int no_rewrite;
+	int supervise;
+	int serve;
+	/* check */
+	enum agent_check_mode check_mode;
+	long size; /* default 65536 */
+	/* output */
+	int json;
+	int verbosity; /* -v adds, -q subtracts */
+	/* positional */
+	const char *install_dir;  /* install DIR */
+	const char *rsh_host;     /* rsh HOST */
+	char **argv; /* CMD [ARGS...] after "--" (or rsh's CMD...), NULL-terminated */
+	int argc;
+	int help; /* --help given */
+};
+
+/*
+ * Parse the command line and GXBOOT_* environment (a flag wins over the env).
+ * envp may be NULL (then environ). On a usage error returns GX_EUSAGE with a
+ * one-line reason in err.
+ */
+int agent_opts_parse(int argc, char **argv, char **envp, struct agent_opts *o, char *err,
+		     size_t errlen);
+/* The usage text of one command (AGENT_CMD_NONE: the whole program). */
+const char *agent_usage(enum agent_cmd cmd);
+const char *agent_cmd_name(enum agent_cmd cmd);
+
+/* install DIR: copy /proc/self/exe to DIR/gxboot atomically (0755). */
+int agent_install(const char *dir, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - gxboot's entry point: the command dispatcher. The only file with
+ * global mutable state (parsed options, log level) and the only one that exits.
+ */
+#include "agent/agent.h"
+#include "rdzv/gx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int gx_log_level = GX_LOG_INFO;
+static struct agent_opts g_opts;
+
+/* The one clear line for a non-zero exit, also to /dev/termination-log. */
+static void fail_line(const char *line)
+{
+	int fd;
+
+	dprintf(STDERR_FILENO, "gxboot: %s\n", line);
+	fd = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0) {
+		dprintf(fd, "gxboot: %s\n", line);
+		close(fd);
+	}
+}
+
+static int cmd_version(void)
+{
+	printf("gxboot %s (%s)\n", GX_VERSION, GX_GIT_REV);
+	return 0;
+}
+
+static int cmd_install(const struct agent_opts *o, char *err, size_t errlen)
+{
+	int rc = agent_install(o->install_dir, err, errlen);
+
+	if (rc == 0)
+		gx_info("installed %s/gxboot", o->install_dir);
+	return rc;
+}
+
+static int dispatch(struct agent_opts *o, char *err, size_t errlen)
+{
+	switch (o->cmd) {
+	case AGENT_CMD_VERSION:
+		return cmd_version();
+	case AGENT_CMD_INSTALL:
+		return cmd_install(o, err, errlen);
+	case AGENT_CMD_RUN:
+	case AGENT_CMD_INIT:
+	case AGENT_CMD_EXEC:
+	case AGENT_CMD_NETDETECT:
+	case AGENT_CMD_CHECK:
+	case AGENT_CMD_SERVE:
+	case AGENT_CMD_RSH:
+	case AGENT_CMD_HOSTS:
+		snprintf(err, errlen, "'%s' is not available yet in this build",
+			 agent_cmd_name(o->cmd));
+		return GX_EUSAGE;
+	case AGENT_CMD_NONE:
+	case AGENT_CMD_HELP:
+		break;
+	}
+	fputs(agent_usage(AGENT_CMD_NONE), stdout);
+	return 0;
+}
+
+static enum agent_cmd help_topic(const struct agent_opts *o)
+{
+	int i;
+
+	if (o->cmd != AGENT_CMD_HELP)
+		return o->cmd;
+	for (i = AGENT_CMD_RUN; o->install_dir && i <= AGENT_CMD_VERSION; i++) {
+		if (strcmp(agent_cmd_name((enum agent_cmd)i), o->install_dir) == 0)
+			return (enum agent_cmd)i;
+	}
+	return AGENT_CMD_NONE;
+}
+
+int main(int argc, char **argv)
+{
+	char err[1024] = "";
+	int rc;
+
+	rc = agent_opts_parse(argc, argv, NULL, &g_opts, err, sizeof(err));
+	if (rc < 0) {
+		fail_line(err);
+		exit(2);
+	}
+	gx_log_level = GX_LOG_INFO + g_opts.verbosity;
+	if (gx_log_level < GX_LOG_ERROR)
+		gx_log_level = GX_LOG_ERROR;
+	if (g_opts.help || g_opts.cmd == AGENT_CMD_HELP) {
+		fputs(agent_usage(help_topic(&g_opts)), stdout);
+		exit(0);
+	}
+	rc = dispatch(&g_opts, err, sizeof(err));
+	if (rc < 0) {
+		fail_line(err[0] ? err : gx_strerror(rc));
+		exit(gx_exit_code(rc));
+	}
+	exit(rc);
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* usage.c - --help texts, one per command (INTERFACE.md). */
+#include "agent/agent.h"
+
+static const char usage_main[] =
+    "gxboot - put distributed training on the pod's secondary / RDMA network\n"
+    "\n"
+    "Usage:\n"
+    "  gxboot [OPTIONS] -- CMD [ARGS...]   wait for peers, detect the secondary/RDMA interface,\n"
+    "                                      rendezvous, write files, exec CMD\n"
+    "  gxboot init [OPTIONS]               the same without exec (init container)\n"
+    "  gxboot exec [--out DIR] -- CMD ...  load DIR/env and exec CMD; no network use\n"
+    "  gxboot install DIR                  copy this static binary to DIR/gxboot\n"
+    "  gxboot netdetect [--json] [...]     interfaces, RDMA devices, the choice and why\n"
+    "  gxboot check [OPTIONS] [--json]     all-pairs TCP/RDMA reachability check\n"
+    "  gxboot serve [OPTIONS]              rendezvous, then serve remote exec (MPI workers)\n"
+    "  gxboot rsh HOST CMD...              remote exec through a peer's gxboot (plm_rsh_agent)\n"
+    "  gxboot hosts [--out DIR]            live peers as host:slots lines (Horovod)\n"
+    "  gxboot version | --help             'gxboot help CMD' for one command\n"
+    "\n"
+    "Peers and rendezvous:\n"
+    "  --peers LIST          peers in rank order, brace ranges {0..3}; first = coordinator\n"
+    "  --nnodes N|MIN:MAX    number of peers        --self NAME   this pod's name\n"
+    "  --job-id ID           must match among peers --port P      rendezvous port (29410)\n"
+    "  --timeout SEC         give up after SEC (600) --token-file F shared job secret\n"
+    "  --require-token       refuse to run without a token\n"
+    "  --dns-server IP[:PORT] ask this DNS server   --full-table  members get every peer\n"
+    "  --dry-run             print the plan, use no network\n"
+    "Interface and RDMA:\n"
+    "  --iface NAME|CIDR     bootstrap interface    --network NAME  Multus network to use\n"
+    "  --network-status F    Multus network-status JSON or downward-API annotations file\n"
+    "  --allow-primary       accept the default-route interface (warns)\n"
+    "  --rdma auto|require|off  --require-rdma      --rdma-dev DEV[:PORT][,...]\n"
+    "  --rails auto|none|LIST\n"
+    "Files, environment, command:\n"
+    "  --out DIR (/run/gxboot)  --master-port P (29500)  --slots N\n"
+    "  --hostfile-format openmpi|mpich|horovod      --override-env  --no-rewrite\n"
+    "  --supervise           stay as CMD's parent   --serve  also serve remote exec\n"
+    "check:\n"
+    "  --mode star|all       --size BYTES (65536)\n"
+    "Output:\n"
+    "  --json  -v  -q\n"
+    "\n"
+    "Every option also reads GXBOOT_<NAME> (e.g. GXBOOT_PEERS); a flag wins.\n"
+    "Exit: 0 ok, 2 usage, 3 peers missing, 4 no secondary interface, 5 rendezvous failed.\n";
+
+static const char usage_run[] =
+    "Usage: gxboot [OPTIONS] -- CMD [ARGS...]\n"
+    "Wait for every peer, detect the secondary/RDMA interface, rendezvous (ranks, MASTER_ADDR\n"
+    "on the secondary network), write --out files, then exec CMD with the job's environment.\n"
+    "As PID 1 (or with --supervise/--serve) gxboot forks CMD and stays as its parent.\n"
+    "Options: --peers --nnodes --self --job-id --port --timeout --token-file --require-token\n"
+    "  --dns-server --full-table --dry-run --iface --network --network-status --allow-primary\n"
+    "  --rdma --rdma-dev --rails --out --master-port --slots --hostfile-format --override-env\n"
+    "  --no-rewrite --supervise --serve -v -q\n";
+
+static const char usage_init[] =
+    "Usage: gxboot init [OPTIONS]\n"
+    "Like the run command without exec: exit 0 once --out/{env,env.json,hostfile,\n"
+    "rendezvous.json} are written. Main container: gxboot exec -- CMD.\n"
+    "Options: as for the run command (see gxboot --help).\n";
+
+static const char usage_exec[] = "Usage: gxboot exec [--out DIR] -- CMD [ARGS...]\n"
+				 "Load DIR/env (written by 'gxboot init') and exec CMD. No network.\n";
+
+static const char usage_install[] = "Usage: gxboot install DIR\n"
+				    "Copy this static binary to DIR/gxboot (mode 0755, atomic).\n";
+
+static const char usage_netdetect[] =
+    "Usage: gxboot netdetect [--json] [--iface NAME|CIDR] [--rdma-dev DEV[:PORT]]\n"
+    "                        [--network-status F] [--network NAME] [--allow-primary]\n"
+    "List interfaces and RDMA devices, the chosen bootstrap interface, rails, and why.\n";
+
+static const char usage_check[] =
+    "Usage: gxboot check [OPTIONS] [--mode star|all] [--size BYTES] [--json]\n"
+    "All-pairs (or star) TCP and RDMA-CM reachability among the peers on the chosen\n"
+    "interface. Exit 1 when any pair is unreachable. Port: --check-port, else --port + 1.\n";
+
+static const char usage_serve[] =
+    "Usage: gxboot serve [OPTIONS]\n"
+    "Rendezvous (or load --out/rendezvous.json after init), then serve remote-exec requests\n"
+    "from token holders on the secondary address. Needs a token.\n";
+
+static const char usage_rsh[] = "Usage: gxboot rsh [ssh flags ignored] HOST CMD...\n"
+				"Run CMD on HOST through its gxboot serve (OMPI_MCA_plm_rsh_agent).\n"
+				"Exit: the remote status; 255 when HOST cannot be reached.\n";
+
+static const char usage_hosts[] = "Usage: gxboot hosts [--out DIR]\n"
+				  "Print live peers as host:slots lines (Horovod host discovery).\n";
+
+static const char usage_version[] = "Usage: gxboot version\n";
+
+const char *agent_usage(enum agent_cmd cmd)
+{
+	switch (cmd) {
+	case AGENT_CMD_RUN:
+		return usage_run;
+	case AGENT_CMD_INIT:
+		return usage_init;
+	case AGENT_CMD_EXEC:
+		return usage_exec;
+	case AGENT_CMD_INSTALL:
+		return usage_install;
+	case AGENT_CMD_NETDETECT:
+		return usage_netdetect;
+	case AGENT_CMD_CHECK:
+		return usage_check;
+	case AGENT_CMD_SERVE:
+		return usage_serve;
+	case AGENT_CMD_RSH:
+		return usage_rsh;
+	case AGENT_CMD_HOSTS:
+		return usage_hosts;
+	case AGENT_CMD_VERSION:
+		return usage_version;
+	case AGENT_CMD_NONE:
+	case AGENT_CMD_HELP:
+		return usage_main;
+	}
+	return usage_main;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs exactly what building, testing and the demo need (Debian bookworm, as root).
+# Idempotent. --if-missing: do nothing when every package is already installed.
+set -euo pipefail
+PKGS=(
+  # build
+  build-essential pkg-config file git
+  libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev libc-ares-dev
+  libsodium-dev libjansson-dev
+  # tests: unit, sanitizers, fuzzing, lint
+  libcmocka-dev valgrind clang-14 libclang-rt-14-dev clang-format-14
+  # simulated cluster: namespaces, DNS, firewall, real torchrun and mpirun
+  iproute2 util-linux procps dnsmasq-base nftables python3-torch python3-yaml
+  openmpi-bin libopenmpi-dev
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  [ "${1:-}" = "--if-missing" ] || echo "deps: all ${#PKGS[@]} packages installed"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing ${missing[*]}; run 'make deps' as root" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: done"
