@@ -10,7 +10,10 @@ CC ?= cc
 CLANG ?= clang-14
 Q := $(if $(V),,@)
 MODE ?= release
-B := build/$(MODE)
+# BUILD and MODULES let parallel work build a subset out of the way of others.
+BUILD ?= build
+MODULES ?= rdzv netdetect agent
+B := $(BUILD)/$(MODE)
 
 PKGS := libibverbs librdmacm libnl-route-3.0 libcares libsodium jansson
 # The RDMA providers compiled into the static binary (STYLE.md: the NICs GPU
@@ -45,10 +48,10 @@ endif
 
 CFLAGS_ALL = $(BASE_CFLAGS) $(MODE_CFLAGS) $(CFLAGS)
 
-LIB_SRCS := $(sort $(wildcard rdzv/*.c netdetect/*.c) $(filter-out agent/main.c,$(wildcard agent/*.c)))
+LIB_SRCS := $(sort $(filter-out agent/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c))))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 MAIN_OBJ := $(B)/agent/main.o
-UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_SRCS := $(filter-out tests/unit/test_support.c,$(sort $(wildcard tests/unit/$(or $(TESTS),test_*).c)))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 SUPPORT_OBJ := $(B)/tests/unit/test_support.o
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
@@ -89,9 +92,9 @@ $(B)/tests/test_%: $(B)/tests/unit/test_%.o $(SUPPORT_OBJ) $(B)/libgx.a
 $(B)/tests/unit/test_support.o: MODE_CFLAGS += -Wno-missing-prototypes
 
 debug:
-	$(Q)$(MAKE) --no-print-directory MODE=debug build/debug/gxboot unit-bins
+	$(Q)$(MAKE) --no-print-directory MODE=debug $(BUILD)/debug/gxboot unit-bins
 asan:
-	$(Q)$(MAKE) --no-print-directory MODE=asan build/asan/gxboot unit-bins
+	$(Q)$(MAKE) --no-print-directory MODE=asan $(BUILD)/asan/gxboot unit-bins
 release:
 	$(Q)$(MAKE) --no-print-directory build/gxboot
 unit-bins: $(UNIT_BINS)
