@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* dns_int.h - resolve the coordinator's name with c-ares driven by gx_ev. */
+#ifndef AGENT_DNS_INT_H
+#define AGENT_DNS_INT_H
+
+#include "rdzv/gx.h"
+
+struct agent_dns_answer {
+	union gx_sockaddr addrs[8];
+	socklen_t lens[8];
+	int n;
+	int nxdomain; /* the name did not exist (NXDOMAIN / no data) */
+};
+
+/*
+ * One lookup of name (A and AAAA; /etc/resolv.conf search + ndots, or only the
+ * name when it ends in '.'), against dns_server ("IP[:PORT]") when not NULL.
+ * IPv4 answers come first. Returns 0 with ans->n > 0, -ENOENT when the name
+ * does not exist (ans->nxdomain = 1), -ETIMEDOUT at deadline_ms, GX_EDNS.
+ */
+int agent_dns_lookup(const char *name, const char *dns_server, uint16_t port, int64_t deadline_ms,
+		     struct agent_dns_answer *ans);
+
+#endif

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# check.sh - everything `make check` runs, in order. Each step prints PASS/FAIL/SKIP
+# lines; the last line is "N passed, N failed, N skipped". Exit 1 on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export LC_ALL=C
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+MAKE="${MAKE:-make} --no-print-directory"
+JOBS=$(nproc 2>/dev/null || echo 2)
+
+step() { # step NAME CMD... : run a step, its output filtered into PASS/FAIL/SKIP lines
+  local name=$1; shift
+  echo "== $name"
+  "$@" 2>&1 | tee -a "$log" | grep -E '^(PASS|FAIL|SKIP)|^  |error|Error|warning:' | head -400
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 77 ]; then echo "SKIP $name" | tee -a "$log"; return 0; fi
+  [ "$rc" -eq 0 ] || echo "FAIL $name (exit $rc)" | tee -a "$log"
+  return 0
+}
+
+build_release() {
+  $MAKE -j"$JOBS" all || return 1
+  file build/gxboot | grep -q "statically linked" || { echo "FAIL static: $(file build/gxboot)"; return 1; }
+  size=$(stat -c %s build/gxboot)
+  echo "  build/gxboot: $size bytes stripped (limit 2621440)"
+  [ "$size" -le 2621440 ] || { echo "FAIL size $size > 2.5 MB"; return 1; }
+  build/gxboot --help >/dev/null || { echo "FAIL gxboot --help"; return 1; }
+  echo "PASS build/static"
+}
+
+lint() {
+  tests/lint.sh || { echo "FAIL lint"; return 1; }
+  $MAKE fmt-check || { echo "FAIL clang-format (run 'make fmt')"; return 1; }
+  echo "PASS lint/format"
+}
+
+step "lint" lint
+step "release build" build_release
+step "debug build" $MAKE -j"$JOBS" MODE=debug build/debug/gxboot unit-bins tools
+step "unit tests" tests/run-unit.sh build/debug
+step "asan build" $MAKE -j"$JOBS" MODE=asan build/asan/gxboot unit-bins
+step "unit tests (ASan+UBSan)" tests/run-unit.sh build/asan
+step "unit tests (valgrind)" tests/run-unit.sh build/debug valgrind
+[ -x tests/fuzz/run.sh ] && step "fuzz smoke" tests/fuzz/run.sh "${FUZZ_SECONDS:-10}"
+[ -x tests/e2e/nd_netns.sh ] && step "netdetect in netns" tests/e2e/nd_netns.sh
+[ -x tests/container/run.sh ] && step "container manifests" tests/container/run.sh
+[ -x tests/e2e/run.sh ] && step "end-to-end" tests/e2e/run.sh
+[ -x tests/bench/run.sh ] && step "bench smoke" tests/bench/run.sh --smoke
+
+pass=$(grep -c '^PASS' "$log")
+fail=$(grep -c '^FAIL' "$log")
+skip=$(grep -c '^SKIP' "$log")
+if [ "$fail" -gt 0 ]; then
+  echo "Failures:"; grep '^FAIL' "$log" | sed 's/^/  /'
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
