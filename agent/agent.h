@@ -51,9 +51,9 @@ struct agent_opts {
 	long nnodes_min, nnodes_max; /* 0 = not given */
 	const char *self;
 	const char *job_id;
-	long port;  /* default 29410 */
+	long port;	 /* default 29410 */
 	long check_port; /* 0 = port + 1 */
-	long timeout; /* seconds, default 600 */
+	long timeout;	 /* seconds, default 600 */
 	const char *token_file;
 	int require_token;
 	const char *dns_server;
@@ -68,9 +68,9 @@ struct agent_opts {
 	const char *rdma_dev;
 	const char *rails;
 	/* files, environment, command */
-	const char *out; /* default /run/gxboot */
+	const char *out;  /* default /run/gxboot */
 	long master_port; /* default 29500 */
-	long slots; /* 0 = auto */
+	long slots;	  /* 0 = auto */
 	enum agent_hostfile_fmt hostfile_format;
 	int override_env;
 	int no_rewrite;
@@ -83,9 +83,9 @@ struct agent_opts {
 	int json;
 	int verbosity; /* -v adds, -q subtracts */
 	/* positional */
-	const char *install_dir;  /* install DIR */
-	const char *rsh_host;     /* rsh HOST */
-	char **argv; /* CMD [ARGS...] after "--" (or rsh's CMD...), NULL-terminated */
+	const char *install_dir; /* install DIR */
+	const char *rsh_host;	 /* rsh HOST */
+	char **argv;		 /* CMD [ARGS...] after "--" (or rsh's CMD...), NULL-terminated */
 	int argc;
 	int help; /* --help given */
 };

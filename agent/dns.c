@@ -48,8 +48,8 @@ static void dns_schedule(struct dns_lookup *l)
 	struct timeval tv, max = {.tv_sec = 1, .tv_usec = 0}, *t;
 
 	t = ares_timeout(l->ch, &max, &tv);
-	l->timer = gx_ev_timer(l->ev, (int64_t)t->tv_sec * 1000 + t->tv_usec / 1000 + 1,
-			       dns_timer_cb, l);
+	l->timer =
+	    gx_ev_timer(l->ev, (int64_t)t->tv_sec * 1000 + t->tv_usec / 1000 + 1, dns_timer_cb, l);
 }
 
 static void dns_timer_cb(struct gx_ev *ev, uint64_t id, void *arg)

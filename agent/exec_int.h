@@ -6,7 +6,10 @@
 #include "rdzv/gx.h"
 
 /* Signals that stop gxboot while it waits, and that it forwards while supervising. */
-#define AGENT_FWD_SIGNALS {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGWINCH}
+#define AGENT_FWD_SIGNALS                                                                          \
+	{                                                                                          \
+		SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGWINCH                       \
+	}
 
 /*
  * While waiting: SIGTERM/SIGINT/SIGHUP end gxboot at once with 128+n (also as

@@ -41,7 +41,8 @@ int agent_install(const char *dir, char *err, size_t errlen)
 		goto out;
 	}
 	if (snprintf(dst, sizeof(dst), "%s/gxboot", dir) >= (int)sizeof(dst) ||
-	    snprintf(tmp, sizeof(tmp), "%s/.gxboot.%d.tmp", dir, (int)getpid()) >= (int)sizeof(tmp)) {
+	    snprintf(tmp, sizeof(tmp), "%s/.gxboot.%d.tmp", dir, (int)getpid()) >=
+		(int)sizeof(tmp)) {
 		snprintf(err, errlen, "install: path too long");
 		rc = GX_EUSAGE;
 		goto out;
@@ -50,8 +51,8 @@ int agent_install(const char *dir, char *err, size_t errlen)
 	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
 	if (in < 0 || out < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "install: cannot %s: %s", in < 0 ? "read /proc/self/exe" : "create",
-			 strerror(-rc));
+		snprintf(err, errlen, "install: cannot %s: %s",
+			 in < 0 ? "read /proc/self/exe" : "create", strerror(-rc));
 		goto out;
 	}
 	rc = copy_fd(in, out);

@@ -14,11 +14,11 @@
 extern char **environ;
 
 enum opt_type {
-	OT_STR,   /* --x VALUE */
-	OT_PORT,  /* 1..65535 */
-	OT_LONG,  /* >= 1 */
-	OT_BOOL,  /* flag; env takes 1/true/yes 0/false/no */
-	OT_ENUM,  /* one of names[] */
+	OT_STR,	   /* --x VALUE */
+	OT_PORT,   /* 1..65535 */
+	OT_LONG,   /* >= 1 */
+	OT_BOOL,   /* flag; env takes 1/true/yes 0/false/no */
+	OT_ENUM,   /* one of names[] */
 	OT_NNODES, /* N | MIN:MAX */
 };
 
@@ -70,11 +70,11 @@ static const struct opt_def opt_defs[] = {
 };
 
 static const char *const cmd_names[] = {
-    [AGENT_CMD_NONE] = "gxboot",   [AGENT_CMD_RUN] = "run",
-    [AGENT_CMD_INIT] = "init",     [AGENT_CMD_EXEC] = "exec",
+    [AGENT_CMD_NONE] = "gxboot",     [AGENT_CMD_RUN] = "run",
+    [AGENT_CMD_INIT] = "init",	     [AGENT_CMD_EXEC] = "exec",
     [AGENT_CMD_INSTALL] = "install", [AGENT_CMD_NETDETECT] = "netdetect",
-    [AGENT_CMD_CHECK] = "check",   [AGENT_CMD_SERVE] = "serve",
-    [AGENT_CMD_RSH] = "rsh",       [AGENT_CMD_HOSTS] = "hosts",
+    [AGENT_CMD_CHECK] = "check",     [AGENT_CMD_SERVE] = "serve",
+    [AGENT_CMD_RSH] = "rsh",	     [AGENT_CMD_HOSTS] = "hosts",
     [AGENT_CMD_VERSION] = "version", [AGENT_CMD_HELP] = "help",
 };
 
@@ -104,8 +104,8 @@ static int parse_nnodes(const char *v, struct agent_opts *o)
 		return 0;
 	}
 	*colon = '\0';
-	if (gx_parse_long(buf, 1, 1 << 20, &a) < 0 || gx_parse_long(colon + 1, 1, 1 << 20, &b) < 0 ||
-	    a > b)
+	if (gx_parse_long(buf, 1, 1 << 20, &a) < 0 ||
+	    gx_parse_long(colon + 1, 1, 1 << 20, &b) < 0 || a > b)
 		return -EINVAL;
 	o->nnodes_min = a;
 	o->nnodes_max = b;
@@ -182,7 +182,9 @@ static void env_name(const char *opt, char *buf, size_t len)
 
 	j = (size_t)snprintf(buf, len, "GXBOOT_");
 	for (i = 0; opt[i] && j + 1 < len; i++, j++)
-		buf[j] = opt[i] == '-' ? '_' : (char)(opt[i] >= 'a' && opt[i] <= 'z' ? opt[i] - 32 : opt[i]);
+		buf[j] = opt[i] == '-'
+			     ? '_'
+			     : (char)(opt[i] >= 'a' && opt[i] <= 'z' ? opt[i] - 32 : opt[i]);
 	buf[j] = '\0';
 }
 
@@ -210,7 +212,8 @@ static int apply_env(char **envp, struct agent_opts *o, char *err, size_t errlen
 		int b = 0;
 
 		if (gx_parse_bool(v, &b) < 0) {
-			set_err(err, errlen, "invalid value for %s: '%s'", "GXBOOT_REQUIRE_RDMA", v);
+			set_err(err, errlen, "invalid value for %s: '%s'", "GXBOOT_REQUIRE_RDMA",
+				v);
 			return GX_EUSAGE;
 		}
 		if (b)
@@ -242,8 +245,7 @@ static enum agent_cmd find_cmd(const char *s)
 }
 
 /* One "--name[=value]" (or -v/-q/-h) at argv[*i]; advances *i past its value. */
-static int parse_flag(int argc, char **argv, int *i, struct agent_opts *o, char *err,
-		      size_t errlen)
+static int parse_flag(int argc, char **argv, int *i, struct agent_opts *o, char *err, size_t errlen)
 {
 	const char *a = argv[*i], *name, *eq, *v;
 	const struct opt_def *d;
@@ -336,8 +338,8 @@ static int parse_positional(int argc, char **argv, int *i, struct agent_opts *o,
 		return 0;
 	}
 	if (o->cmd == AGENT_CMD_NONE || o->cmd == AGENT_CMD_RUN || o->cmd == AGENT_CMD_EXEC)
-		set_err(err, errlen, "unexpected argument '%s': put '--' before the command to run%s",
-			a, "");
+		set_err(err, errlen,
+			"unexpected argument '%s': put '--' before the command to run%s", a, "");
 	else
 		set_err(err, errlen, "unexpected argument '%s' for '%s'", a, cmd_names[o->cmd]);
 	(void)argc;
@@ -360,13 +362,13 @@ static int skip_ssh_flag(int argc, char **argv, int *i)
 static int check_combination(struct agent_opts *o, char *err, size_t errlen)
 {
 	if ((o->cmd == AGENT_CMD_RUN) && o->argc == 0 && !o->help && !o->dry_run) {
-		set_err(err, errlen, "no command to run: use 'gxboot [OPTIONS] -- CMD [ARGS...]'%s%s",
-			"", "");
+		set_err(err, errlen,
+			"no command to run: use 'gxboot [OPTIONS] -- CMD [ARGS...]'%s%s", "", "");
 		return GX_EUSAGE;
 	}
 	if (o->cmd == AGENT_CMD_EXEC && o->argc == 0 && !o->help) {
-		set_err(err, errlen, "no command: use 'gxboot exec [--out DIR] -- CMD [ARGS...]'%s%s",
-			"", "");
+		set_err(err, errlen,
+			"no command: use 'gxboot exec [--out DIR] -- CMD [ARGS...]'%s%s", "", "");
 		return GX_EUSAGE;
 	}
 	if (o->cmd != AGENT_CMD_RUN && o->cmd != AGENT_CMD_EXEC && o->cmd != AGENT_CMD_RSH &&

@@ -71,7 +71,8 @@ static const char *env_lookup(char **envp, const char *name, size_t len)
 	return NULL;
 }
 
-/* Evaluate $VAR, ${VAR}, ${VAR:=def}, ${VAR:-def} at s; appends to out. Returns chars used or -1. */
+/* Evaluate $VAR, ${VAR}, ${VAR:=def}, ${VAR:-def} at s; appends to out. Returns chars used or -1.
+ */
 static int eval_var(const char *s, char **envp, char *out, size_t *o, size_t cap)
 {
 	const char *p = s + 1, *name, *def = NULL, *v;
@@ -219,16 +220,26 @@ static enum rw_opt classify(const char *name, size_t n)
 		const char *name;
 		enum rw_opt o;
 	} tab[] = {
-	    {"--rdzv_endpoint", RW_ENDPOINT}, {"--rdzv-endpoint", RW_ENDPOINT},
-	    {"--rdzv_backend", RW_BACKEND},   {"--rdzv-backend", RW_BACKEND},
-	    {"--master_addr", RW_MASTER_ADDR}, {"--master-addr", RW_MASTER_ADDR},
-	    {"--master_port", RW_MASTER_PORT}, {"--master-port", RW_MASTER_PORT},
-	    {"--nnodes", RW_NNODES},          {"--node_rank", RW_NODE_RANK},
-	    {"--node-rank", RW_NODE_RANK},    {"--standalone", RW_FLAG},
-	    {"--no_python", RW_FLAG},         {"--no-python", RW_FLAG},
-	    {"--run_path", RW_FLAG},          {"--run-path", RW_FLAG},
-	    {"--module", RW_FLAG},            {"-m", RW_FLAG},
-	    {"--use_env", RW_FLAG},           {"--use-env", RW_FLAG},
+	    {"--rdzv_endpoint", RW_ENDPOINT},
+	    {"--rdzv-endpoint", RW_ENDPOINT},
+	    {"--rdzv_backend", RW_BACKEND},
+	    {"--rdzv-backend", RW_BACKEND},
+	    {"--master_addr", RW_MASTER_ADDR},
+	    {"--master-addr", RW_MASTER_ADDR},
+	    {"--master_port", RW_MASTER_PORT},
+	    {"--master-port", RW_MASTER_PORT},
+	    {"--nnodes", RW_NNODES},
+	    {"--node_rank", RW_NODE_RANK},
+	    {"--node-rank", RW_NODE_RANK},
+	    {"--standalone", RW_FLAG},
+	    {"--no_python", RW_FLAG},
+	    {"--no-python", RW_FLAG},
+	    {"--run_path", RW_FLAG},
+	    {"--run-path", RW_FLAG},
+	    {"--module", RW_FLAG},
+	    {"-m", RW_FLAG},
+	    {"--use_env", RW_FLAG},
+	    {"--use-env", RW_FLAG},
 	};
 	size_t i;
 
@@ -244,8 +255,8 @@ static int names_coordinator(const struct agent_rewrite_ctx *c, const char *host
 
 	if (hl && host[hl - 1] == '.')
 		hl--;
-	if (c->is_coordinator &&
-	    (strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0))
+	if (c->is_coordinator && (strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
+				  strcmp(host, "::1") == 0))
 		return 1;
 	for (i = 0; c->coord_names && c->coord_names[i]; i++) {
 		const char *n = c->coord_names[i];
@@ -317,8 +328,10 @@ static int rewrite_value(struct rw_state *st, enum rw_opt o, struct tok *t, cons
 		split_endpoint(v, host, sizeof(host), &port);
 		if (!names_coordinator(c, host)) {
 			st->foreign = 1;
-			gx_warn("torchrun --rdzv_endpoint %s names another host than the coordinator: "
-				"left alone", v);
+			gx_warn(
+			    "torchrun --rdzv_endpoint %s names another host than the coordinator: "
+			    "left alone",
+			    v);
 			return 0;
 		}
 		snprintf(buf, sizeof(buf), strchr(c->addr, ':') ? "[%s]:%ld" : "%s:%ld", c->addr,

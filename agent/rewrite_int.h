@@ -6,12 +6,12 @@
 #include "rdzv/gx.h"
 
 struct agent_rewrite_ctx {
-	const char *addr;              /* elected MASTER_ADDR (coordinator's secondary IP) */
+	const char *addr; /* elected MASTER_ADDR (coordinator's secondary IP) */
 	long master_port;
 	long rank, world;
-	int is_coordinator;            /* localhost / 127.x name the coordinator only there */
+	int is_coordinator;		/* localhost / 127.x name the coordinator only there */
 	const char *const *coord_names; /* NULL-terminated: names and eth0 IPs of the coordinator */
-	char **envp;                   /* for ${VAR:=default} words in sh -c STR */
+	char **envp;			/* for ${VAR:=default} words in sh -c STR */
 };
 
 /*

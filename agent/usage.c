@@ -60,8 +60,9 @@ static const char usage_init[] =
     "rendezvous.json} are written. Main container: gxboot exec -- CMD.\n"
     "Options: as for the run command (see gxboot --help).\n";
 
-static const char usage_exec[] = "Usage: gxboot exec [--out DIR] -- CMD [ARGS...]\n"
-				 "Load DIR/env (written by 'gxboot init') and exec CMD. No network.\n";
+static const char usage_exec[] =
+    "Usage: gxboot exec [--out DIR] -- CMD [ARGS...]\n"
+    "Load DIR/env (written by 'gxboot init') and exec CMD. No network.\n";
 
 static const char usage_install[] = "Usage: gxboot install DIR\n"
 				    "Copy this static binary to DIR/gxboot (mode 0755, atomic).\n";
@@ -81,12 +82,14 @@ static const char usage_serve[] =
     "Rendezvous (or load --out/rendezvous.json after init), then serve remote-exec requests\n"
     "from token holders on the secondary address. Needs a token.\n";
 
-static const char usage_rsh[] = "Usage: gxboot rsh [ssh flags ignored] HOST CMD...\n"
-				"Run CMD on HOST through its gxboot serve (OMPI_MCA_plm_rsh_agent).\n"
-				"Exit: the remote status; 255 when HOST cannot be reached.\n";
+static const char usage_rsh[] =
+    "Usage: gxboot rsh [ssh flags ignored] HOST CMD...\n"
+    "Run CMD on HOST through its gxboot serve (OMPI_MCA_plm_rsh_agent).\n"
+    "Exit: the remote status; 255 when HOST cannot be reached.\n";
 
-static const char usage_hosts[] = "Usage: gxboot hosts [--out DIR]\n"
-				  "Print live peers as host:slots lines (Horovod host discovery).\n";
+static const char usage_hosts[] =
+    "Usage: gxboot hosts [--out DIR]\n"
+    "Print live peers as host:slots lines (Horovod host discovery).\n";
 
 static const char usage_version[] = "Usage: gxboot version\n";
 

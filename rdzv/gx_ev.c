@@ -2,7 +2,7 @@
 /*
  * gx_ev.c - one single-threaded epoll loop in the style of redis ae.c:
  * fd events with a user pointer, one-shot timers on the monotonic clock
- * (a binary min-heap), and a stop flag. No threads, no sleep().
+ * (a binary min-heap), and a stop flag. No threads, no sleeping calls.
  */
 #include "rdzv/gx.h"
 

@@ -56,7 +56,7 @@ int gx_addr_parse(const char *str, uint16_t port, union gx_sockaddr *sa, socklen
 const char *gx_addr_str(const union gx_sockaddr *sa, char *buf, size_t len)
 {
 	const void *src = sa->sa.sa_family == AF_INET ? (const void *)&sa->in4.sin_addr
-						       : (const void *)&sa->in6.sin6_addr;
+						      : (const void *)&sa->in6.sin6_addr;
 
 	if ((sa->sa.sa_family != AF_INET && sa->sa.sa_family != AF_INET6) ||
 	    !inet_ntop(sa->sa.sa_family, src, buf, (socklen_t)len))

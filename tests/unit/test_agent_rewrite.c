@@ -9,8 +9,8 @@
 
 #include "agent/rewrite_int.h"
 
-static const char *const coord_names[] = {"job-worker-0", "job-worker-0.job.default.svc", "10.9.1.10",
-					  NULL};
+static const char *const coord_names[] = {"job-worker-0", "job-worker-0.job.default.svc",
+					  "10.9.1.10", NULL};
 static char *env_vc[] = {"VC_TRAINER_0_HOSTS=job-worker-0.job", NULL};
 
 static struct agent_rewrite_ctx ctx(int is_coord)
@@ -36,10 +36,20 @@ static char **rw(char **argv, int argc, int is_coord, int expect_rc)
 
 static void test_space_and_equals_forms(void **state)
 {
-	char *argv[] = {"torchrun",      "--nnodes=1:3",    "--node-rank",   "0",
-			"--master_addr", "job-worker-0",    "--master-port=23456", "--rdzv_backend",
-			"c10d",          "--rdzv-endpoint", "job-worker-0:29400",  "train.py",
-			"--master_addr", "x"};
+	char *argv[] = {"torchrun",
+			"--nnodes=1:3",
+			"--node-rank",
+			"0",
+			"--master_addr",
+			"job-worker-0",
+			"--master-port=23456",
+			"--rdzv_backend",
+			"c10d",
+			"--rdzv-endpoint",
+			"job-worker-0:29400",
+			"train.py",
+			"--master_addr",
+			"x"};
 	char **o = rw(argv, 14, 0, 1);
 
 	(void)state;
@@ -57,8 +67,8 @@ static void test_space_and_equals_forms(void **state)
 
 static void test_python_m_and_ip(void **state)
 {
-	char *argv[] = {"/usr/bin/python3", "-m", "torch.distributed.run", "--master_addr",
-			"10.9.1.10",        "x.py"};
+	char *argv[] = {"/usr/bin/python3", "-m",	 "torch.distributed.run",
+			"--master_addr",    "10.9.1.10", "x.py"};
 	char **o = rw(argv, 6, 0, 1);
 
 	(void)state;
@@ -68,8 +78,8 @@ static void test_python_m_and_ip(void **state)
 
 static void test_foreign_host_left_alone(void **state)
 {
-	char *argv[] = {"torchrun", "--rdzv_backend", "c10d", "--rdzv_endpoint", "other-host:29500",
-			"x.py"};
+	char *argv[] = {"torchrun",	   "--rdzv_backend",   "c10d",
+			"--rdzv_endpoint", "other-host:29500", "x.py"};
 
 	(void)state;
 	assert_null(rw(argv, 6, 0, 0));
