@@ -4,6 +4,8 @@
  * global mutable state (parsed options, log level) and the only one that exits.
  */
 #include "agent/agent.h"
+#include "agent/cmd_netdetect.h"
+#include "agent/run_int.h"
 #include "rdzv/gx.h"
 
 #include <errno.h>
@@ -53,8 +55,12 @@ static int dispatch(struct agent_opts *o, char *err, size_t errlen)
 		return cmd_install(o, err, errlen);
 	case AGENT_CMD_RUN:
 	case AGENT_CMD_INIT:
+		snprintf(err, errlen, "'%s' is not available yet in this build", agent_cmd_name(o->cmd));
+		return GX_EUSAGE;
 	case AGENT_CMD_EXEC:
+		return agent_cmd_exec(o, err, errlen);
 	case AGENT_CMD_NETDETECT:
+		return agent_cmd_netdetect(o, err, errlen);
 	case AGENT_CMD_CHECK:
 	case AGENT_CMD_SERVE:
 	case AGENT_CMD_RSH:

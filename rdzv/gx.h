@@ -37,7 +37,9 @@ enum gx_err {
 	GX_EREJECTED = -(GX_EBASE + 16),   /* our JOIN was rejected by the coordinator */
 	GX_EABORTED = -(GX_EBASE + 17),	   /* the coordinator aborted the job */
 	GX_ECHECK = -(GX_EBASE + 18),	   /* check: some pair unreachable (exit 1) */
-	GX_ELAST = -(GX_EBASE + 19),
+	GX_ECMDNOTFOUND = -(GX_EBASE + 19), /* CMD not found (exit 127) */
+	GX_ECMDEXEC = -(GX_EBASE + 20),     /* CMD could not be executed (exit 126) */
+	GX_ELAST = -(GX_EBASE + 21),
 };
 
 /* Text for 0, a negative errno or a GX_E* code. Never NULL. */

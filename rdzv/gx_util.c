@@ -53,6 +53,10 @@ static const char *gx_code_text(enum gx_err e)
 		return "aborted by the coordinator";
 	case GX_ECHECK:
 		return "some pair is unreachable";
+	case GX_ECMDNOTFOUND:
+		return "command not found";
+	case GX_ECMDEXEC:
+		return "command cannot be executed";
 	}
 	return "unknown gxboot error";
 }
@@ -84,6 +88,10 @@ int gx_exit_code(int err)
 		return 4;
 	case GX_ECHECK:
 		return 1;
+	case GX_ECMDNOTFOUND:
+		return 127;
+	case GX_ECMDEXEC:
+		return 126;
 	default:
 		return 5;
 	}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * out_int.h - what gxboot hands the job (INTERFACE.md "Files written to --out"
+ * and "Environment handed to CMD"): the variable set and its rules, the env
+ * file (writer and strict reader), env.json, hostfile, rendezvous.json,
+ * atomic file writes, and the default slot count (DECISIONS 16, 19).
+ */
+#ifndef AGENT_OUT_INT_H
+#define AGENT_OUT_INT_H
+
+#include "agent/agent.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- an ordered NAME=value list ------------------------------------------ */
+struct agent_kv {
+	char *name;
+	char *value;
+};
+
+struct agent_env {
+	struct agent_kv *v;
+	size_t n, cap;
+};
+
+/* 1 when s is [A-Za-z_][A-Za-z0-9_]* (at most 255 bytes). */
+int agent_env_name_ok(const char *s, size_t len);
+/* Sets name (replacing its value in place, else appending). -EINVAL / -ENOMEM. */
+int agent_env_set(struct agent_env *e, const char *name, const char *value);
+/* The value of name, or NULL. */
+const char *agent_env_get(const struct agent_env *e, const char *name);
+void agent_env_free(struct agent_env *e);
+
+/* ---- the variable set -------------------------------------------------------- */
+struct agent_env_input {
+	const char *master_addr; /* the coordinator's secondary address */
+	long master_port;
+	long rank, world;
+	const char *iface;    /* bootstrap interface, e.g. "net1" */
+	const char *addr;     /* this pod's secondary address */
+	const char *rails;    /* "mlx5_0:1,mlx5_3:1", "" or NULL when no RDMA */
+	int nccl_gid_index;   /* -1: not exported */
+	const char *hostfile; /* path of the hostfile, NULL when none is written */
+	int override_env;     /* --override-env */
+};
+
+/* gxboot's own values, exactly INTERFACE.md's set. GX_EUSAGE on an invalid input. */
+int agent_env_ours(const struct agent_env_input *in, struct agent_env *out, char *err,
+		   size_t errlen);
+/*
+ * Applies the rules against the user's environment: host/address/port/rank/
+ * count/hostfile variables are always ours (a different user value is logged
+ * "NAME: old -> new"); interface/device selections the user set are kept with
+ * a warning when they differ, unless override_env. out gets the result.
+ */
+int agent_env_merge(const struct agent_env *ours, char **user_envp, int override_env,
+		    struct agent_env *out);
+/* agent_env_ours + agent_env_merge(user_envp). */
+int agent_env_build(const struct agent_env_input *in, char **user_envp, struct agent_env *out,
+		    char *err, size_t errlen);
+/* 1 when NAME is an interface/device selection the user may keep. */
+int agent_env_is_selection(const char *name);
+
+/*
+ * The envp for execve: base (NULL: environ) with every variable of e set,
+ * GXBOOT_TOKEN removed. Free with agent_envp_free.
+ */
+int agent_env_apply_to(char **base, const struct agent_env *e, char ***envp_out);
+int agent_env_apply(const struct agent_env *e, char ***envp_out);
+void agent_envp_free(char **envp);
+
+/* ---- the env file --------------------------------------------------------------- */
+#define AGENT_ENV_FILE_MAX (1 << 20)
+
+/* "export NAME='value'\n" per variable; values with control bytes are refused. */
+int agent_env_serialize_sh(const struct agent_env *e, char **out, size_t *len, char *err,
+			   size_t errlen);
+/* {"NAME": "value", ...} in order. NULL on ENOMEM. */
+json_t *agent_env_json(const struct agent_env *e);
+/*
+ * Strict reader of what agent_env_serialize_sh writes: only `export NAME='v'`
+ * lines ('\'' escapes); anything else is GX_EUSAGE "malformed env file line N".
+ */
+int agent_env_parse(const char *buf, size_t len, struct agent_env *out, char *err,
+		    size_t errlen);
+/* agent_env_parse of a file (at most AGENT_ENV_FILE_MAX bytes). */
+int agent_env_load(const char *path, struct agent_env *out, char *err, size_t errlen);
+
+/* ---- files ------------------------------------------------------------------------ */
+/*
+ * Writes dir/name atomically: a temp file in dir (O_CREAT|O_EXCL|O_NOFOLLOW),
+ * fsync, rename over name (a symlink planted at name is replaced, never
+ * followed), fsync of dir. dir must be a directory. -errno / GX_EUSAGE.
+ */
+int agent_write_file_atomic(const char *dir, const char *name, const char *data, size_t len,
+			    mode_t mode, char *err, size_t errlen);
+
+struct agent_hf_peer {
+	const char *addr; /* secondary address */
+	long slots;	  /* >= 1 */
+};
+/* openmpi "ADDR slots=N", mpich / horovod "ADDR:N", one line per peer. */
+int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_peer *peers,
+			  size_t n, char **out, size_t *len, char *err, size_t errlen);
+
+struct agent_rdzv_peer_info {
+	long rank;
+	const char *name;
+	const char *addr4, *addr6; /* NULL or "" when absent */
+	const char *iface;
+	const char *rdma_dev; /* NULL or "" without RDMA */
+	int rdma_port;
+	const char *rails;  /* "mlx5_0:1,..." or NULL */
+	int gid_index;	    /* -1 = none */
+	long slots;
+};
+
+struct agent_timing {
+	const char *name; /* e.g. "peers_ms", "netdetect_ms", "rendezvous_ms" */
+	int64_t ms;
+};
+
+struct agent_rdzv_info {
+	long rank, world;
+	const char *master; /* the coordinator's secondary address */
+	const char *iface;
+	const char *job_id;
+	const char *source; /* where the peers came from */
+	const struct agent_timing *timings;
+	size_t ntimings;
+	const struct agent_rdzv_peer_info *peers; /* those known here */
+	size_t npeers;
+};
+/* The rendezvous.json object; every string validated first. NULL + err on failure. */
+json_t *agent_rendezvous_json(const struct agent_rdzv_info *ri, char *err, size_t errlen);
+
+/* JSON text (indented, trailing newline) for a file. */
+int agent_json_text(const json_t *j, char **out, size_t *len);
+
+/*
+ * Slots per host: opt_slots when > 0, else NVIDIA_VISIBLE_DEVICES from envp (a
+ * list: its length; "all": the count of root/dev/nvidia[0-9]*; none/void/
+ * empty: 1), else the count of root/dev/nvidia[0-9]*, else 1.
+ */
+long agent_slots_detect(long opt_slots, char **envp, const char *root);
+
+#endif

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * peers_int.h - the peer list: --peers brace expansion, matching this pod in
+ * the list, auto-detection from what job systems hand a pod (shared/FIELD.md,
+ * DECISIONS 14-16), and the default job id.
+ *
+ * Nothing here runs a shell or touches the network. File reads go through a
+ * root prefix ("" in production) and the environment is an explicit envp, so
+ * tests run against fixtures under tests/fixtures/peers/.
+ */
+#ifndef AGENT_PEERS_INT_H
+#define AGENT_PEERS_INT_H
+
+#include "agent/agent.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Upper bound on the peers one list may expand to. */
+#define AGENT_PEERS_MAX 1000000
+/* Upper bound on the --peers text itself. */
+#define AGENT_PEERS_TEXT_MAX (1 << 20)
+/* agent_peers.self of an observer (MPI launcher not listed in the hostfile). */
+#define AGENT_SELF_NONE SIZE_MAX
+
+/*
+ * Bash-like brace expansion of a peer list: split on commas outside braces,
+ * expand {N..M[..S]} (zero padding as bash), {a..e} and {x,y} lists, several
+ * groups as a cartesian product in bash order. Every resulting name must be a
+ * DNS-1123 name (gx_valid_hostname) or an IP address (stored normalised).
+ * Empty entries and duplicates are refused. On success *names is a
+ * NULL-terminated array of *n strings (free with agent_names_free).
+ * Errors: GX_EUSAGE with one line in err naming the bad entry, -ENOMEM.
+ */
+int agent_peers_expand(const char *list, char ***names, size_t *n, char *err, size_t errlen);
+/* The same with another bound on the number of names (fuzzing, tests). */
+int agent_peers_expand_max(const char *list, size_t max, char ***names, size_t *n, char *err,
+			   size_t errlen);
+void agent_names_free(char **names, size_t n);
+
+/*
+ * Index of this pod in names. A name matches self by full name (case does not
+ * matter, a trailing dot neither) or by first DNS label when either side is a
+ * single label; an exact match wins over a short-label one. An IP entry matches
+ * when it equals self or is_local_ip(ip) returns 1 (is_local_ip may be NULL).
+ * Returns 0, -ENOENT when nothing matches, GX_EUSAGE when several short matches
+ * make it ambiguous.
+ */
+int agent_self_index(char *const *names, size_t n, const char *self,
+		     int (*is_local_ip)(const char *ip), size_t *idx);
+
+/* 1 when ip (a normalised address) is configured on a local interface. */
+int agent_is_local_ip(const char *ip);
+
+struct agent_peers {
+	char **names;	  /* rank order, NULL-terminated */
+	size_t n;	  /* number of names */
+	size_t self;	  /* this pod's index, AGENT_SELF_NONE for an observer */
+	const char *source; /* "--peers", "TorchX", "Volcano", "MPI Operator", ... (static) */
+	char *coord_fqdn; /* the coordinator's full name with a trailing dot, or NULL */
+	long slots_hint;  /* slots from the source (MPI hostfile), 0 = none */
+	int observer;	  /* this pod is not a peer (MPI launcher) */
+};
+
+/*
+ * Peers from --peers, or else from the first job system recognised (each one
+ * tried in turn and logged): TorchX, Volcano, MPI Operator v2, Kubeflow
+ * PyTorchJob, LeaderWorkerSet, then an indexed hostname (JobSet, Indexed Job,
+ * StatefulSet, TorchX on MCAD/Kueue) with --nnodes as the count. envp is the
+ * environment to read (NULL-terminated), root prefixes every file read ("" in
+ * production), hostname is this pod's host name (--self wins). The count is
+ * checked against --nnodes. GX_EUSAGE with one line in err on any failure,
+ * saying which option or variable to set.
+ */
+int agent_peers_discover(const struct agent_opts *o, char **envp, const char *root,
+			 const char *hostname, int (*is_local_ip)(const char *), struct agent_peers *p,
+			 char *err, size_t errlen);
+void agent_peers_free(struct agent_peers *p);
+
+/*
+ * The job id: --job-id when given (checked with gx_valid_jobid), else the hex
+ * SHA-256 of the peers joined by "," followed by ":<port>". Host names enter
+ * by their first label, lower case, so two sources that spell the same pods
+ * differently ("a-worker-0" vs "a-worker-0.a.ns.svc") agree. out needs 65
+ * bytes (or 129 for a --job-id). GX_EUSAGE / -ENOSPC.
+ */
+int agent_job_id(const struct agent_opts *o, char *const *names, size_t n, char *out, size_t len);
+
+/* ---- between peers.c and peers_detect.c ------------------------------------ */
+
+/* A growing NULL-terminated name list. */
+struct agent_names {
+	char **v;
+	size_t n, cap;
+};
+/* Appends a copy of s[0..len): -ENOMEM. */
+int agent_names_push(struct agent_names *l, const char *s, size_t len);
+/*
+ * Appends s[0..len) after checking it is a host name or an IP (stored
+ * normalised); GX_EUSAGE naming it and `what` (where it came from) otherwise.
+ */
+int agent_names_push_valid(struct agent_names *l, const char *s, size_t len, const char *what,
+			   char *err, size_t errlen);
+/* GX_EUSAGE when two names are equal (case-insensitive). */
+int agent_names_unique(const struct agent_names *l, const char *what, char *err, size_t errlen);
+/* Copies s into buf, control/non-ASCII bytes as '?', cut at 80 bytes. */
+const char *agent_printable(const char *s, char *buf, size_t len);
+
+struct agent_detect {
+	const struct agent_opts *o;
+	char **envp;
+	const char *root;
+	const char *self; /* --self, else the host name */
+	int (*is_local_ip)(const char *);
+};
+
+/* The job-system sources, in order; fills p (names, self, source, ...). */
+int agent_peers_autodetect(const struct agent_detect *c, struct agent_peers *p, char *err,
+			   size_t errlen);
+
+#endif

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nd_choose.c - the bootstrap interface, by the rules of issue 4 in order
+ * (README.md "The choice"): 1 --iface / --rdma-dev, 2 network-status, 3 an up
+ * secondary carrying an RDMA port, 4 any up addressed secondary, 5 nothing (or
+ * the default-route link with --allow-primary). Each step is logged in reason.
+ */
+#include "netdetect/nd_int.h"
+#include "rdzv/gx.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *nd_secondary_why(const struct nd_link *l)
+{
+	const char *why;
+	size_t i;
+	int linklocal = 0;
+
+	if (l->is_loopback)
+		return "is loopback";
+	if (l->is_default)
+		return "holds the default route";
+	if (!nd_link_is_up(l, &why))
+		return !l->admin_up ? "is down (administratively)" : "is down (no carrier)";
+	if (nd_link_global(l, AF_INET) || nd_link_global(l, AF_INET6))
+		return NULL;
+	for (i = 0; i < l->naddrs; i++)
+		linklocal |= l->addrs[i].scope == 253;
+	return linklocal ? "has only link-local addresses" : "has no address";
+}
+
+int nd_link_rank_speed(const struct nd_inventory *inv, const struct nd_link *l)
+{
+	const struct nd_device *d;
+	const struct nd_port *p;
+	int s = l->speed_mbps;
+
+	if (nd_link_port(inv, l, &d, &p) == 0 && p->state == ND_PORT_ACTIVE && p->rate_mbps > s)
+		s = p->rate_mbps;
+	return s;
+}
+
+/* Rank for steps 3/4: higher speed first, then lower ifindex. */
+static int nd_better(const struct nd_inventory *inv, const struct nd_link *a,
+		     const struct nd_link *b)
+{
+	int sa, sb;
+
+	if (!b)
+		return 1;
+	sa = nd_link_rank_speed(inv, a);
+	sb = nd_link_rank_speed(inv, b);
+	if (sa != sb)
+		return sa > sb;
+	return a->ifindex < b->ifindex;
+}
+
+static int nd_has_rdma_port(const struct nd_inventory *inv, const struct nd_link *l)
+{
+	const struct nd_device *d;
+	const struct nd_port *p;
+
+	return nd_link_port(inv, l, &d, &p) == 0 && p->state == ND_PORT_ACTIVE;
+}
+
+/* Does an address of l lie in net/plen? */
+static int nd_link_in_cidr(const struct nd_link *l, int fam, const unsigned char *net, int plen)
+{
+	size_t i;
+	int k, bits;
+
+	for (i = 0; i < l->naddrs; i++) {
+		const unsigned char *a = l->addrs[i].a;
+
+		if (l->addrs[i].family != fam)
+			continue;
+		for (k = 0, bits = plen; bits >= 8 && a[k] == net[k]; k++, bits -= 8)
+			;
+		if (bits <= 0 || (bits < 8 && ((a[k] ^ net[k]) & (0xff << (8 - bits)) & 0xff) == 0))
+			return 1;
+	}
+	return 0;
+}
+
+static int nd_find_cidr(struct nd_ctx *c, const char *spec, const struct nd_link **out)
+{
+	char ip[ND_ADDR6SIZ];
+	unsigned char net[16];
+	const char *slash = strchr(spec, '/');
+	long plen;
+	size_t i, n = slash ? (size_t)(slash - spec) : strlen(spec);
+	int fam = memchr(spec, ':', n) ? AF_INET6 : AF_INET, max = fam == AF_INET ? 32 : 128;
+
+	if (n >= sizeof(ip))
+		return -EINVAL;
+	memcpy(ip, spec, n);
+	ip[n] = '\0';
+	if (inet_pton(fam, ip, net) != 1)
+		return -EINVAL;
+	plen = max;
+	if (slash && gx_parse_long(slash + 1, 0, max, &plen) < 0)
+		return -EINVAL;
+	for (i = 0; i < c->inv->nlinks; i++)
+		if (nd_link_in_cidr(&c->inv->links[i], fam, net, (int)plen)) {
+			*out = &c->inv->links[i];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static int nd_fail(struct nd_ctx *c, int rc, const char *fmt, const char *a, const char *b)
+{
+	snprintf(c->err, c->errlen, fmt, a, b);
+	return rc;
+}
+
+/* An explicit interface must exist, be up and have an address (lo allowed). */
+static int nd_check_explicit(struct nd_ctx *c, const struct nd_link *l, const char *what)
+{
+	const char *why;
+	size_t i;
+	int any = 0;
+
+	if (!nd_link_is_up(l, &why))
+		return nd_fail(c, GX_ENOSECONDARY, "%s is %s", l->name, why);
+	for (i = 0; i < l->naddrs; i++)
+		any |= l->addrs[i].scope != 253;
+	if (!any)
+		return nd_fail(c, GX_ENOSECONDARY, "%s: %s has no usable address", what, l->name);
+	c->chosen = l;
+	return 0;
+}
+
+static int nd_step1_iface(struct nd_ctx *c)
+{
+	const char *spec = c->req->iface;
+	const struct nd_link *l = NULL;
+	struct in_addr v4;
+	int rc;
+
+	if (strchr(spec, '/') || strchr(spec, ':') || inet_pton(AF_INET, spec, &v4) == 1) {
+		rc = nd_find_cidr(c, spec, &l);
+		if (rc == -EINVAL)
+			return nd_fail(c, GX_EUSAGE, "--iface %s: not an interface name or CIDR%s",
+				       spec, "");
+		if (rc < 0)
+			return nd_fail(c, GX_ENOSECONDARY,
+				       "--iface %s: no local interface has an address in it%s", spec,
+				       "");
+		nd_reason(c->r, "1: --iface %s matches %s", spec, l->name);
+	} else {
+		l = nd_link_by_name(c->inv, spec);
+		if (!l)
+			return nd_fail(c, GX_ENOSECONDARY, "--iface %s: no such interface%s", spec,
+				       "");
+		nd_reason(c->r, "1: --iface %s", spec);
+	}
+	return nd_check_explicit(c, l, "--iface");
+}
+
+/* --rdma-dev without --iface: the netdev of the first listed device's port. */
+static int nd_step1_rdmadev(struct nd_ctx *c)
+{
+	const struct nd_devport *w = &c->want[0];
+	const struct nd_device *d = nd_dev_by_name(c->inv, w->dev);
+	const struct nd_link *l = NULL;
+	size_t j;
+
+	if (!d)
+		return nd_fail(c, GX_ENOSECONDARY, "--rdma-dev %s: no such RDMA device%s", w->dev,
+			       "");
+	for (j = 0; j < d->nports && !l; j++)
+		if (!w->port || d->ports[j].num == w->port)
+			l = nd_port_link(c->inv, &d->ports[j]);
+	if (!l)
+		return nd_fail(c, GX_ENOSECONDARY,
+			       "--rdma-dev %s: no GID of this pod's interfaces on it (%s)", w->dev,
+			       d->open_err ? gx_strerror(d->open_err) : "another pod's device?");
+	nd_reason(c->r, "1: --rdma-dev %s serves %s", w->dev, l->name);
+	return nd_check_explicit(c, l, "--rdma-dev");
+}
+
+static const struct nd_net *nd_pick_net(struct nd_ctx *c)
+{
+	const struct nd_inventory *inv = c->inv;
+	const char *want = c->req->network, *slash;
+	size_t i;
+
+	for (i = 0; i < inv->nnets; i++) {
+		const struct nd_net *n = &inv->nets[i];
+
+		if (n->is_default || !n->iface[0])
+			continue;
+		slash = strrchr(n->name, '/');
+		if (!want || strcmp(n->name, want) == 0 || (slash && strcmp(slash + 1, want) == 0))
+			return n;
+	}
+	return NULL;
+}
+
+/* 1 chosen, 0 go on, <0 error. */
+static int nd_step2(struct nd_ctx *c)
+{
+	const struct nd_net *n;
+	const struct nd_link *l;
+	const char *why;
+
+	if (!c->inv->nets_loaded) {
+		if (c->req->network)
+			return nd_fail(c, GX_EUSAGE, "--network %s needs --network-status%s",
+				       c->req->network, "");
+		nd_reason(c->r, "2: no network-status");
+		return 0;
+	}
+	n = nd_pick_net(c);
+	if (!n && c->req->network)
+		return nd_fail(c, GX_ENOSECONDARY, "--network %s: not in network-status%s",
+			       c->req->network, "");
+	if (!n) {
+		nd_reason(c->r, "2: network-status lists no secondary network");
+		return 0;
+	}
+	l = nd_link_by_name(c->inv, n->iface);
+	if (!l)
+		return nd_fail(c, GX_ENOSECONDARY,
+			       "network-status names %s (%s) but this pod has no such interface",
+			       n->iface, n->name);
+	if (!nd_link_is_up(l, &why))
+		return nd_fail(c, GX_ENOSECONDARY, "%s is %s", l->name, why);
+	c->ns_rdma = n->rdma_dev[0] ? n->rdma_dev : NULL;
+	c->ns_name = n->name;
+	gx_strlcpy(c->r->network, n->name, sizeof(c->r->network));
+	nd_reason(c->r, "2: network-status network %s is %s%s%s", n->name, l->name,
+		  c->ns_rdma ? " with rdma-device " : "", c->ns_rdma ? c->ns_rdma : "");
+	c->chosen = l;
+	return 1;
+}
+
+/* Steps 3 and 4: best up secondary, with an RDMA port (need_rdma) or any. */
+static const struct nd_link *nd_best(struct nd_ctx *c, int need_rdma)
+{
+	const struct nd_link *best = NULL;
+	size_t i;
+
+	for (i = 0; i < c->inv->nlinks; i++) {
+		const struct nd_link *l = &c->inv->links[i];
+
+		if (nd_secondary_why(l) || (need_rdma && !nd_has_rdma_port(c->inv, l)))
+			continue;
+		if (nd_better(c->inv, l, best))
+			best = l;
+	}
+	return best;
+}
+
+static void nd_list_defaults(const struct nd_inventory *inv, char *buf, size_t len)
+{
+	size_t i, off = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < inv->nlinks && off < len; i++)
+		if (inv->links[i].is_default)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? ", " : "",
+						inv->links[i].name);
+}
+
+/* Step 5 failure: name the secondaries that were there but unusable. */
+static int nd_fail_none(struct nd_ctx *c)
+{
+	char defs[128];
+	size_t i, off = 0;
+	const char *why;
+
+	for (i = 0; i < c->inv->nlinks && off < c->errlen; i++) {
+		const struct nd_link *l = &c->inv->links[i];
+
+		why = nd_secondary_why(l);
+		if (!why || l->is_loopback || l->is_default)
+			continue;
+		off += (size_t)snprintf(c->err + off, c->errlen - off, "%s%s %s", off ? "; " : "",
+					l->name, why);
+	}
+	if (off)
+		return GX_ENOSECONDARY;
+	nd_list_defaults(c->inv, defs, sizeof(defs));
+	if (defs[0])
+		snprintf(c->err, c->errlen, "no secondary interface: only %s (default route) found",
+			 defs);
+	else
+		snprintf(c->err, c->errlen, "no secondary interface: only loopback found");
+	return GX_ENOSECONDARY;
+}
+
+static int nd_step5(struct nd_ctx *c)
+{
+	size_t i;
+	const char *why;
+
+	if (!c->req->allow_primary)
+		return nd_fail_none(c);
+	for (i = 0; i < c->inv->nlinks; i++) {
+		const struct nd_link *l = &c->inv->links[i];
+
+		if (l->is_default && nd_link_is_up(l, &why) &&
+		    (nd_link_global(l, AF_INET) || nd_link_global(l, AF_INET6))) {
+			c->chosen = l;
+			nd_reason(c->r, "5: no secondary; --allow-primary: %s", l->name);
+			nd_result_warn(c->r,
+				       "no secondary interface: using %s (default route) because of "
+				       "--allow-primary",
+				       l->name);
+			return 0;
+		}
+	}
+	return nd_fail_none(c);
+}
+
+int nd_choose_iface(struct nd_ctx *c)
+{
+	const struct nd_link *l;
+	int rc;
+
+	c->step = 1;
+	if (c->req->iface)
+		return nd_step1_iface(c);
+	if (c->nwant)
+		return nd_step1_rdmadev(c);
+	nd_reason(c->r, "1: no --iface/--rdma-dev");
+	c->step = 2;
+	rc = nd_step2(c);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	c->step = 3;
+	l = c->req->rdma_mode == ND_RDMA_OFF ? NULL : nd_best(c, 1);
+	if (l) {
+		nd_reason(c->r, "3: %s carries an active RDMA port", l->name);
+		c->chosen = l;
+		return 0;
+	}
+	nd_reason(c->r, "3: no up secondary carries an RDMA port");
+	c->step = 4;
+	l = nd_best(c, 0);
+	if (l) {
+		nd_reason(c->r, "4: %s is up and addressed", l->name);
+		c->chosen = l;
+		return 0;
+	}
+	c->step = 5;
+	return nd_step5(c);
+}
+
+static void nd_rank_why(struct nd_ctx *c, const struct nd_link *l, char *buf, size_t len)
+{
+	const struct nd_link *ch = c->chosen;
+	int sl = nd_link_rank_speed(c->inv, l), sc = nd_link_rank_speed(c->inv, ch);
+
+	if (c->step == 1)
+		snprintf(buf, len, "not the one asked for (%s)", ch->name);
+	else if (c->step == 2)
+		snprintf(buf, len, "network-status names %s", ch->name);
+	else if (c->step == 3 && !nd_has_rdma_port(c->inv, l))
+		snprintf(buf, len, "carries no RDMA port (%s does)", ch->name);
+	else if (sl != sc)
+		snprintf(buf, len, "slower than %s (%d vs %d Mb/s)", ch->name, sl, sc);
+	else
+		snprintf(buf, len, "same speed as %s, higher ifindex", ch->name);
+}
+
+void nd_fill_passed(struct nd_ctx *c)
+{
+	char buf[160];
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < c->inv->nlinks; i++) {
+		const struct nd_link *l = &c->inv->links[i];
+
+		if (l == c->chosen)
+			continue;
+		why = nd_secondary_why(l);
+		if (!why && c->chosen) {
+			nd_rank_why(c, l, buf, sizeof(buf));
+			why = buf;
+		} else if (!why) {
+			why = "not usable";
+		}
+		nd_result_pass(c->r, l->name, why);
+	}
+}

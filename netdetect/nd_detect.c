@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nd_detect.c - the entry points: gather the inventory (netlink, verbs,
+ * network-status, memlock), run the choice over it, and own the result.
+ * README.md "Flow".
+ */
+#include "netdetect/nd_int.h"
+#include "rdzv/gx.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#define ND_CAP_IPC_LOCK 14
+
+void nd_inventory_free(struct nd_inventory *inv)
+{
+	size_t i, j;
+
+	if (!inv)
+		return;
+	for (i = 0; i < inv->nlinks; i++)
+		free(inv->links[i].addrs);
+	free(inv->links);
+	for (i = 0; i < inv->ndevs; i++) {
+		for (j = 0; j < inv->devs[i].nports; j++)
+			free(inv->devs[i].ports[j].gids);
+		free(inv->devs[i].ports);
+	}
+	free(inv->devs);
+	nd_nets_free(inv->nets, inv->nnets);
+	free(inv);
+}
+
+void nd_result_free(struct nd_result *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->nwarnings; i++)
+		free(r->warnings[i]);
+	free(r->warnings);
+	free(r->passed);
+	free(r->rails);
+	nd_inventory_free(r->own_inv);
+	free(r);
+}
+
+void nd_reason(struct nd_result *r, const char *fmt, ...)
+{
+	size_t off = strlen(r->reason);
+	va_list ap;
+
+	if (off && off + 2 < sizeof(r->reason)) {
+		memcpy(r->reason + off, "; ", 3);
+		off += 2;
+	}
+	if (off + 1 >= sizeof(r->reason))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->reason + off, sizeof(r->reason) - off, fmt, ap);
+	va_end(ap);
+}
+
+int nd_result_warn(struct nd_result *r, const char *fmt, ...)
+{
+	char buf[512], **grown;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	grown = realloc(r->warnings, (r->nwarnings + 1) * sizeof(*r->warnings));
+	if (!grown)
+		return -ENOMEM;
+	r->warnings = grown;
+	r->warnings[r->nwarnings] = strdup(buf);
+	if (!r->warnings[r->nwarnings])
+		return -ENOMEM;
+	r->nwarnings++;
+	return 0;
+}
+
+int nd_result_pass(struct nd_result *r, const char *iface, const char *why)
+{
+	struct nd_passed *grown = realloc(r->passed, (r->npassed + 1) * sizeof(*r->passed));
+
+	if (!grown)
+		return -ENOMEM;
+	r->passed = grown;
+	gx_strlcpy(r->passed[r->npassed].iface, iface, sizeof(r->passed[0].iface));
+	gx_strlcpy(r->passed[r->npassed].why, why, sizeof(r->passed[0].why));
+	r->npassed++;
+	return 0;
+}
+
+/* First address of family: global first, else any but link-local (lo, 127.x/32). */
+static const struct nd_addr *nd_pick_addr(const struct nd_link *l, int family)
+{
+	const struct nd_addr *a = nd_link_global(l, family);
+	size_t i;
+
+	for (i = 0; !a && i < l->naddrs; i++)
+		if (l->addrs[i].family == family && l->addrs[i].scope != 253)
+			a = &l->addrs[i];
+	return a;
+}
+
+static void nd_fill_choice(struct nd_ctx *c)
+{
+	const struct nd_link *l = c->chosen;
+	struct nd_result *r = c->r;
+	const struct nd_addr *a4 = nd_pick_addr(l, AF_INET), *a6 = nd_pick_addr(l, AF_INET6);
+
+	gx_strlcpy(r->iface, l->name, sizeof(r->iface));
+	r->ifindex = l->ifindex;
+	r->mtu = l->mtu;
+	r->is_primary = l->is_default;
+	if (a4) {
+		gx_strlcpy(r->addr4, a4->str, sizeof(r->addr4));
+		r->prefix4 = a4->prefixlen;
+	}
+	if (a6) {
+		gx_strlcpy(r->addr6, a6->str, sizeof(r->addr6));
+		r->prefix6 = a6->prefixlen;
+	}
+	r->family = a4 ? AF_INET : a6 ? AF_INET6 : 0;
+	nd_reason(r, "chosen %s", l->name);
+}
+
+int nd_detect_with(const struct nd_request *req, const struct nd_inventory *inv,
+		   struct nd_result **ret, char *err, size_t errlen)
+{
+	struct nd_ctx c;
+	struct nd_result *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (errlen)
+		err[0] = '\0';
+	if (!r)
+		return -ENOMEM;
+	memset(&c, 0, sizeof(c));
+	c.req = req;
+	c.inv = inv;
+	c.r = r;
+	c.err = err;
+	c.errlen = errlen;
+	r->inv = inv;
+	r->gid_index = -1;
+	r->gid_type = ND_GID_NONE;
+	r->nccl_gid_index = -1;
+	rc = nd_parse_request(&c);
+	if (rc == 0)
+		rc = nd_choose_iface(&c);
+	if (rc == 0) {
+		nd_fill_choice(&c);
+		rc = nd_choose_rdma(&c);
+	}
+	nd_fill_passed(&c);
+	if (rc == 0 || (req->keep_on_error && (rc == GX_ENOSECONDARY || rc == GX_ENORDMA))) {
+		*ret = r;
+		r = NULL;
+	}
+	nd_result_free(r);
+	return rc;
+}
+
+/* CAP_IPC_LOCK in CapEff of /proc/self/status (no libcap). */
+static int nd_has_ipc_lock(void)
+{
+	char line[256];
+	unsigned long long caps = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &caps) == 1;
+	fclose(f);
+	return found && (caps >> ND_CAP_IPC_LOCK) & 1;
+}
+
+static void nd_env_facts(struct nd_inventory *inv)
+{
+	struct rlimit rl;
+
+	inv->memlock = ND_MEMLOCK_INF;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		inv->memlock = (uint64_t)rl.rlim_cur;
+	inv->ipc_lock = nd_has_ipc_lock();
+}
+
+int nd_detect(const struct nd_request *req, struct nd_result **ret, char *err, size_t errlen)
+{
+	struct nd_inventory *inv = calloc(1, sizeof(*inv));
+	struct nd_result *r = NULL;
+	char nswarn[256] = "";
+	int64_t t0 = gx_now_us();
+	int rc;
+
+	if (!inv)
+		return -ENOMEM;
+	rc = nd_links_collect(inv, err, errlen);
+	if (rc == 0 && req->rdma_mode != ND_RDMA_OFF)
+		rc = nd_rdma_collect(nd_verbs_real(), inv);
+	if (rc == 0 && req->network_status) {
+		rc = nd_netstatus_load(req->network_status, inv, nswarn, sizeof(nswarn));
+		if (rc == -ENOENT) /* empty, or no annotation yet: go on without */
+			rc = 0;
+		else if (rc < 0)
+			snprintf(err, errlen, "%s", nswarn);
+		if (inv->nets_loaded)
+			nswarn[0] = '\0';
+	}
+	if (rc < 0)
+		goto out;
+	nd_env_facts(inv);
+	rc = nd_detect_with(req, inv, &r, err, errlen);
+	if (r) {
+		r->own_inv = inv;
+		inv = NULL;
+		if (nswarn[0])
+			nd_result_warn(r, "%s", nswarn);
+		*ret = r;
+	}
+	gx_debug("netdetect: %lld us, %s", (long long)(gx_now_us() - t0), gx_strerror(rc));
+out:
+	nd_inventory_free(inv);
+	return rc;
+}
+
+int nd_rails_hca(const struct nd_result *r, char *buf, size_t len)
+{
+	size_t i, off = 0;
+	int n;
+
+	if (len)
+		buf[0] = '\0';
+	if (!r->nrails)
+		return -ENOENT;
+	for (i = 0; i < r->nrails; i++) {
+		n = snprintf(buf + off, len - off, "%s%s:%d", i ? "," : "", r->rails[i].dev,
+			     r->rails[i].port);
+		if (n < 0 || (size_t)n >= len - off) {
+			if (len)
+				buf[0] = '\0';
+			return -ENOSPC;
+		}
+		off += (size_t)n;
+	}
+	return 0;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * netdetect.h - the public API of netdetect/ (prefix nd_): find the secondary /
+ * RDMA interface a job must use, its RDMA port and GID, every RDMA rail, and say
+ * why (issues 4 and 15, DECISIONS 9-13). Design note: netdetect/README.md.
+ *
+ * Library code: never prints, returns 0 / -errno / GX_E* with one line in err.
+ */
+#ifndef NETDETECT_H
+#define NETDETECT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define ND_IFNAMSIZ 16
+#define ND_DEVSIZ 64
+#define ND_ADDR6SIZ 46
+
+/* Same values as enum agent_rdma_mode. */
+enum nd_rdma_mode {
+	ND_RDMA_AUTO = 0,
+	ND_RDMA_REQUIRE = 1,
+	ND_RDMA_OFF = 2,
+};
+
+/* Same values as enum ibv_port_attr.link_layer. */
+enum nd_link_layer {
+	ND_LL_UNSPEC = 0,
+	ND_LL_IB = 1,
+	ND_LL_ETH = 2,
+};
+
+/* Same values as enum ibv_gid_type; ND_GID_NONE when no GID was chosen. */
+enum nd_gid_type {
+	ND_GID_IB = 0,
+	ND_GID_ROCE_V1 = 1,
+	ND_GID_ROCE_V2 = 2,
+	ND_GID_NONE = -1,
+};
+
+struct nd_request {
+	const char *iface;	    /* NAME or CIDR (or a bare IP); NULL = auto */
+	const char *rdma_dev;	    /* DEV[:PORT][,...]: the rail set (DECISIONS 13); NULL = auto */
+	const char *network;	    /* Multus network name (with network_status) */
+	const char *network_status; /* file: JSON array or downward-API annotations file */
+	int allow_primary;	    /* accept the default-route link when nothing else exists */
+	int rdma_mode;		    /* enum nd_rdma_mode */
+	const char *rails;	    /* "auto" (NULL), "none", or a list of netdevs / DEV[:PORT] */
+	int keep_on_error;	    /* on GX_ENOSECONDARY / GX_ENORDMA still hand back *ret */
+};
+
+struct nd_rail {
+	char dev[ND_DEVSIZ];
+	int port;
+	char iface[ND_IFNAMSIZ]; /* "" when an explicit --rdma-dev port has no GID of ours */
+	int ifindex;
+	char addr[ND_ADDR6SIZ]; /* the netdev's first global address of the bootstrap family */
+	int gid_index;		/* the GID NCCL would use on this rail, -1 none */
+	int gid_type;		/* enum nd_gid_type */
+	int gid_v2_v4;		/* RoCE v2 entry of the IPv4 address, -1 none */
+	int gid_v2_v6;		/* RoCE v2 entry of a global IPv6 address, -1 none */
+	int link_layer;		/* enum nd_link_layer */
+	int rate_mbps;
+	int mtu;	/* active RDMA MTU in bytes */
+	int netdev_mtu; /* the netdev's MTU */
+};
+
+struct nd_passed {
+	char iface[ND_IFNAMSIZ];
+	char why[160];
+};
+
+struct nd_inventory;
+
+struct nd_result {
+	/* the bootstrap interface */
+	char iface[ND_IFNAMSIZ];
+	int ifindex;
+	int mtu;
+	int is_primary; /* the default-route link (--allow-primary or explicit) */
+	char addr4[16]; /* first global IPv4, "" none */
+	char addr6[ND_ADDR6SIZ]; /* first global IPv6, "" none */
+	int prefix4, prefix6;
+	int family;	   /* AF_INET when addr4 is set, else AF_INET6, 0 for no address */
+	char network[128]; /* the Multus network name when network-status chose it */
+	/* its RDMA port (when one is bound to it) */
+	char rdma_dev[ND_DEVSIZ];
+	int rdma_port;
+	int gid_index; /* -1 none */
+	int gid_type;  /* enum nd_gid_type */
+	int link_layer;
+	int rdma_usable; /* device opened, uverbs present, memlock fine, mode not off */
+	/* rails (issue 15), netdev-name order */
+	struct nd_rail *rails;
+	size_t nrails;
+	int nccl_gid_index; /* -1 = leave NCCL_IB_GID_INDEX unset */
+	char nccl_gid_why[256];
+	/* explanation */
+	char reason[1024];
+	char **warnings;
+	size_t nwarnings;
+	struct nd_passed *passed;
+	size_t npassed;
+	/* what was seen (for the JSON / table); owned when own_inv is set */
+	const struct nd_inventory *inv;
+	struct nd_inventory *own_inv;
+};
+
+/*
+ * Real detection: netlink (libnl-route-3), libibverbs, network-status file.
+ * On success *ret is a new result. GX_ENOSECONDARY / GX_ENORDMA / GX_EUSAGE /
+ * GX_EJSON / GX_ENETLINK / -errno with one line in err; with req->keep_on_error
+ * *ret is also set for GX_ENOSECONDARY and GX_ENORDMA (iface "").
+ */
+int nd_detect(const struct nd_request *req, struct nd_result **ret, char *err, size_t errlen);
+/* The same choice over a given inventory (tests). inv must outlive *ret. */
+int nd_detect_with(const struct nd_request *req, const struct nd_inventory *inv,
+		   struct nd_result **ret, char *err, size_t errlen);
+void nd_result_free(struct nd_result *r);
+
+/* JSON of issue 4 (links, rdma, choice, passed_over, rails, warnings); NULL on ENOMEM. */
+json_t *nd_result_json(const struct nd_result *r);
+/* Human table. */
+void nd_result_print(FILE *f, const struct nd_result *r);
+
+/* Rails as "mlx5_0:1,mlx5_3:1" (no "=" prefix); 0, -ENOENT (no rails), -ENOSPC. */
+int nd_rails_hca(const struct nd_result *r, char *buf, size_t len);
+
+/* 1 if ip (IPv4/IPv6 text) is an address of a local interface, 0 if not, -errno. */
+int nd_addr_on_local_iface(const char *ip);
+
+/* Text of enum nd_gid_type / nd_link_layer ("RoCE v2", "Ethernet", ...). */
+const char *nd_gid_type_str(int type);
+const char *nd_link_layer_str(int ll);
+
+#endif

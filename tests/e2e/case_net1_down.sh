@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Issue 7 case 5a (DECISIONS 4): job-worker-2's net1 is down. That pod's netdetect finds no
+# secondary interface; it still joins over the primary network and reports why; the
+# coordinator aborts everyone.
+# Asserts: job-worker-2 exits 4; job-worker-0 and -1 exit 5 and their output names
+# job-worker-2; no pod wrote env/env.json/hostfile/rendezvous.json.
+set -uo pipefail
+. "$(dirname "$0")/cluster.sh"
+cluster_need_root
+gx_skip_unless init
+gx_need_gxboot
+cluster_create 3 || fail "cluster_create"
+T=$(cluster_token)
+cluster_net1_down 2
+for i in 2 1 0; do gx_start "$i" --peers 'job-worker-{0..2}' --token-file "$T" --timeout 10 -- "${GX_REPORT[@]}"; done
+gx_wait_all 25 0 1 2
+gx_expect_rc 4 2
+gx_expect_rc 5 0 1
+for i in 0 1; do gx_expect_in "$i" 'job-worker-2'; done
+gx_expect_no_files 0 1 2
+for i in 0 1 2; do echo "job-worker-$i: $(tail -n 1 "$GX_DIR/pod$i.log")"; done

@@ -1,0 +1,468 @@
+# cluster.sh - a simulated Kubernetes cluster of N pods in network namespaces.
+# Sourced by tests/e2e/case_*.sh and demo.sh (bash). Needs root, iproute2, nftables, dnsmasq.
+#
+#   pod i   = netns ${GX_P}-p<i>, hostname job-worker-<i> (unshare -u per command)
+#     eth0  = veth on the primary bridge   10.<x>.1.<10+i>/24, default route via 10.<x>.1.254,
+#             which is the host's bridge address: ip_forward stays 0, so it routes nowhere
+#     net1  = veth on the secondary bridge 192.168.<y>.<10+i>/24 (unknown to DNS)
+#   dnsmasq on 10.<x>.1.254:53 only: job-worker-<i>.job.default.svc.cluster.local -> eth0
+#   /etc/netns/<ns>/{resolv.conf,hosts} as a kubelet writes them (ndots:5, search list).
+#
+# API (i = pod index; every command is passed as separate arguments, never through a shell):
+#   cluster_create N                 create pods 0..N-1, DNS records for all (see GX_UNPUBLISHED)
+#   cluster_destroy                  idempotent; also runs from the EXIT/INT/TERM trap
+#   pod_ns i | pod_name i | pod_fqdn i | pod_eth0 i | pod_net1 i
+#   pod_exec i CMD...                run CMD in pod i (foreground), hostname job-worker-<i>
+#   pod_bg i LOG CMD...              same in the background, stdout+stderr to LOG; sets GX_PID
+#   pod_wait PID SEC                 wait for PID at most SEC s; returns its status, 124 on timeout
+#   cluster_publish i | cluster_unpublish i   add / remove pod i's DNS record (dnsmasq SIGHUP)
+#   cluster_cut_eth0 i [PORT...]     nftables in pod i: drop eth0 except DNS and PORTs
+#                                    (default 29410; "none" keeps DNS only)
+#   cluster_net1_down i              link net1 down in pod i
+#   cluster_net1_other_subnet i      move pod i's net1 to another bridge + 192.168.<y+1>.0/24
+#   cluster_loss i PCT [IFACE]       drop PCT % of packets arriving on IFACE (net1) in pod i
+#   cluster_token [FILE]             write a random token (0600), print its path
+#   cluster_need_root                exit 77 "SKIPPED: needs root/netns" unless possible
+# Variables after cluster_create: GX_P (prefix), GX_DIR (state + logs), GX_N, GX_NET_A (10.x.1),
+#   GX_NET_B (192.168.y), GX_NET_C (192.168.y+1), GX_DNS (dnsmasq address), GX_HOSTMAP
+#   (lines "net1-IP eth0-IP ns hostname", for the netns rsh agent).
+# Set before cluster_create: GX_UNPUBLISHED="2 3" (pods without DNS record at start),
+#   GX_IPV6=1 keeps IPv6 on in the pods (link-local only; default off),
+#   GX_KEEP=1 keeps GX_DIR after teardown, GX_STATE_ROOT (run.sh: where leftovers are swept).
+
+GX_SVC=job.default.svc.cluster.local
+# gxboot reads GXBOOT_<OPTION> from the environment: the cases set what they mean to
+while read -r _gxv; do unset "$_gxv"; done < <(compgen -e | grep '^GXBOOT_')
+GX_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+GX_ROOT=$(cd "$GX_E2E_DIR/../.." && pwd)
+GX_P=
+GX_DIR=
+GX_N=0
+
+gx_log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+
+cluster_need_root() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIPPED: needs root/netns"
+    exit 77
+  fi
+  local t="gxprobe$$"
+  if ! ip netns add "$t" 2>/dev/null; then
+    echo "SKIPPED: needs root/netns"
+    exit 77
+  fi
+  ip netns del "$t"
+  for c in nft dnsmasq unshare; do
+    command -v "$c" >/dev/null || { echo "SKIPPED: $c not installed (make deps)"; exit 77; }
+  done
+}
+
+pod_ns() { echo "${GX_P}-p$1"; }
+pod_name() { echo "job-worker-$1"; }
+pod_fqdn() { echo "job-worker-$1.$GX_SVC"; }
+pod_eth0() { echo "$GX_NET_A.$((10 + $1))"; }
+pod_net1() {
+  if [ -e "$GX_DIR/other.$1" ]; then echo "$GX_NET_C.$((10 + $1))"; else echo "$GX_NET_B.$((10 + $1))"; fi
+}
+
+# A per-run prefix and subnets that no other run (or the host) is using.
+gx_pick_names() {
+  local base=$(($$ % 10000)) k x
+  for k in $(seq 0 50); do
+    GX_P="gx$(((base + k) % 10000))"
+    ip netns list | grep -q "^${GX_P}-" && continue
+    ip link show "${GX_P}-b0" >/dev/null 2>&1 && continue
+    break
+  done
+  for k in $(seq 0 200); do
+    x=$((((base + k) % 200) + 20))
+    ip -4 addr | grep -q " 10\.$x\.1\." && continue
+    break
+  done
+  GX_NET_A="10.$x.1"
+  GX_NET_B="192.168.$((x + 1))"
+  GX_NET_C="192.168.$((x + 2))"
+  GX_DNS="$GX_NET_A.254"
+}
+
+gx_state() { # record what teardown needs, so run.sh can sweep after a SIGKILL
+  {
+    echo "GX_P=$GX_P"
+    echo "GX_N=$GX_N"
+    echo "GX_DIR=$GX_DIR"
+  } >"$GX_DIR/state"
+  if [ -n "${GX_STATE_ROOT:-}" ] && [ -d "$GX_STATE_ROOT" ]; then
+    cp "$GX_DIR/state" "$GX_STATE_ROOT/$GX_P"
+  fi
+}
+
+gx_bridge() { # gx_bridge NAME [ADDR/PLEN]
+  ip link add "$1" type bridge
+  sysctl -qw "net.ipv6.conf.$1.disable_ipv6=1" 2>/dev/null || true
+  [ -z "${2:-}" ] || ip addr add "$2" dev "$1"
+  ip link set "$1" up
+}
+
+gx_pod_create() { # gx_pod_create i
+  local i=$1 ns eth net
+  ns=$(pod_ns "$i")
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  # IPv4 only unless GX_IPV6=1: no router solicitations / MLD, so the eth0 cut's drop
+  # counters count only what a program sent
+  [ "${GX_IPV6:-0}" = 1 ] || ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 \
+    net.ipv6.conf.all.disable_ipv6=1
+  # eth0 on the primary bridge
+  ip link add "${GX_P}-e$i" type veth peer name eth0 netns "$ns"
+  ip link set "${GX_P}-e$i" master "${GX_P}-b0" up
+  eth=$(pod_eth0 "$i")
+  ip -n "$ns" addr add "$eth/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" route add default via "$GX_DNS" dev eth0
+  # net1 on the secondary bridge
+  ip link add "${GX_P}-n$i" type veth peer name net1 netns "$ns"
+  ip link set "${GX_P}-n$i" master "${GX_P}-b1" up
+  net=$(pod_net1 "$i")
+  ip -n "$ns" addr add "$net/24" dev net1
+  ip -n "$ns" link set net1 up
+  # what the kubelet writes into a pod
+  mkdir -p "/etc/netns/$ns"
+  printf 'search %s default.svc.cluster.local svc.cluster.local cluster.local\nnameserver %s\noptions ndots:5\n' \
+    "$GX_SVC" "$GX_DNS" >"/etc/netns/$ns/resolv.conf"
+  printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n%s\t%s %s\n' \
+    "$eth" "$(pod_fqdn "$i")" "$(pod_name "$i")" >"/etc/netns/$ns/hosts"
+  echo "$net $eth $ns $(pod_name "$i")" >>"$GX_HOSTMAP"
+}
+
+gx_dnsmasq_start() {
+  cat >"$GX_DIR/dnsmasq.conf" <<EOF
+port=53
+listen-address=$GX_DNS
+bind-interfaces
+no-resolv
+no-hosts
+addn-hosts=$GX_DIR/dns.hosts
+local=/cluster.local/
+neg-ttl=2
+local-ttl=1
+pid-file=$GX_DIR/dnsmasq.pid
+log-queries
+log-facility=$GX_DIR/dnsmasq.log
+EOF
+  dnsmasq --keep-in-foreground --conf-file="$GX_DIR/dnsmasq.conf" 2>>"$GX_DIR/dnsmasq.log" &
+  echo $! >"$GX_DIR/dnsmasq.pid.bg"
+  local k
+  for k in $(seq 1 50); do # answered once it is bound
+    ss -lun | grep -q "$GX_DNS:53 " && return 0
+    sleep 0.1
+  done
+  gx_log "dnsmasq did not start:"
+  cat "$GX_DIR/dnsmasq.log" >&2
+  return 1
+}
+
+gx_dns_reload() {
+  local pid
+  pid=$(cat "$GX_DIR/dnsmasq.pid.bg" 2>/dev/null) || return 0
+  kill -HUP "$pid" 2>/dev/null || true
+}
+
+cluster_publish() {
+  grep -q " $(pod_fqdn "$1")\$" "$GX_DIR/dns.hosts" 2>/dev/null && return 0
+  echo "$(pod_eth0 "$1") $(pod_fqdn "$1")" >>"$GX_DIR/dns.hosts"
+  gx_dns_reload
+}
+
+cluster_unpublish() {
+  local f=$GX_DIR/dns.hosts
+  grep -v " $(pod_fqdn "$1")\$" "$f" >"$f.new" || true
+  mv "$f.new" "$f"
+  chmod 0644 "$f"
+  gx_dns_reload
+}
+
+cluster_create() {
+  local n=$1 i
+  [ -n "$GX_P" ] && cluster_destroy
+  gx_pick_names
+  GX_N=$n
+  GX_DIR=$(mktemp -d "/tmp/${GX_P}.XXXXXX")
+  chmod 0755 "$GX_DIR" # dnsmasq drops to nobody and re-reads dns.hosts on SIGHUP
+  GX_HOSTMAP=$GX_DIR/hostmap
+  : >"$GX_HOSTMAP"
+  : >"$GX_DIR/pids"
+  : >"$GX_DIR/dns.hosts"
+  chmod 0644 "$GX_DIR/dns.hosts"
+  gx_state
+  trap 'cluster_destroy' EXIT
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
+  gx_bridge "${GX_P}-b0" "$GX_DNS/24" || return 1
+  gx_bridge "${GX_P}-b1" || return 1
+  for i in $(seq 0 $((n - 1))); do
+    gx_pod_create "$i" || return 1
+  done
+  for i in $(seq 0 $((n - 1))); do
+    case " ${GX_UNPUBLISHED:-} " in *" $i "*) continue ;; esac
+    echo "$(pod_eth0 "$i") $(pod_fqdn "$i")" >>"$GX_DIR/dns.hosts"
+  done
+  gx_dnsmasq_start || return 1
+}
+
+# pod_exec i CMD... : CMD runs in pod i's netns with its own hostname (a UTS namespace).
+pod_exec() {
+  local i=$1
+  shift
+  ip netns exec "$(pod_ns "$i")" unshare -u /bin/sh -c 'hostname "$1" && shift && exec "$@"' \
+    sh "$(pod_name "$i")" "$@"
+}
+
+pod_bg() { # pod_bg i LOG CMD... ; GX_PID = the command's PID (exec chain keeps it)
+  local i=$1 log=$2
+  shift 2
+  pod_exec "$i" "$@" >"$log" 2>&1 </dev/null &
+  GX_PID=$!
+  echo "$GX_PID" >>"$GX_DIR/pids"
+}
+
+pod_wait() { # pod_wait PID SEC -> the PID's exit status, 124 if still running after SEC s
+  local pid=$1 end=$(($(date +%s%N) / 1000000 + $2 * 1000))
+  while kill -0 "$pid" 2>/dev/null; do
+    [ $(($(date +%s%N) / 1000000)) -lt "$end" ] || return 124
+    sleep 0.1
+  done
+  wait "$pid"
+}
+
+cluster_cut_eth0() { # cluster_cut_eth0 i [PORT...|none]
+  local i=$1 ports
+  shift
+  if [ $# -eq 0 ]; then ports=29410; else ports=$(echo "$*" | tr ' ' ','); fi
+  local keep_in="" keep_out=""
+  if [ "$ports" != none ]; then
+    keep_in="iifname \"eth0\" tcp dport { $ports } accept
+    iifname \"eth0\" tcp sport { $ports } accept"
+    keep_out="oifname \"eth0\" tcp dport { $ports } accept
+    oifname \"eth0\" tcp sport { $ports } accept"
+  fi
+  ip netns exec "$(pod_ns "$i")" nft -f - <<EOF
+table inet gxcut {
+  chain in {
+    type filter hook input priority 0; policy accept;
+    iifname "eth0" udp sport 53 accept
+    iifname "eth0" tcp sport 53 accept
+    $keep_in
+    iifname "eth0" counter drop
+  }
+  chain out {
+    type filter hook output priority 0; policy accept;
+    oifname "eth0" udp dport 53 accept
+    oifname "eth0" tcp dport 53 accept
+    $keep_out
+    oifname "eth0" counter drop
+  }
+}
+EOF
+}
+
+# Packets dropped by the cut (proves that something tried eth0): "in out"
+cluster_cut_counters() {
+  ip netns exec "$(pod_ns "$1")" nft list table inet gxcut 2>/dev/null |
+    awk '/counter/ { for (k = 1; k <= NF; k++) if ($k == "packets") s = s " " $(k + 1) } END { print s }'
+}
+
+cluster_net1_down() { ip -n "$(pod_ns "$1")" link set net1 down; }
+
+cluster_net1_other_subnet() {
+  local i=$1 ns old
+  ns=$(pod_ns "$i")
+  ip link show "${GX_P}-b2" >/dev/null 2>&1 || gx_bridge "${GX_P}-b2"
+  old=$(pod_net1 "$i")
+  ip link set "${GX_P}-n$i" nomaster
+  ip link set "${GX_P}-n$i" master "${GX_P}-b2" up
+  ip -n "$ns" addr del "$old/24" dev net1
+  touch "$GX_DIR/other.$i"
+  ip -n "$ns" addr add "$(pod_net1 "$i")/24" dev net1
+  sed -i "s|^$old |$(pod_net1 "$i") |" "$GX_HOSTMAP"
+}
+
+cluster_loss() { # cluster_loss i PCT [IFACE]
+  ip netns exec "$(pod_ns "$1")" nft -f - <<EOF
+table inet gxloss {
+  chain in {
+    type filter hook input priority 0; policy accept;
+    iifname "${3:-net1}" numgen random mod 100 < $2 counter drop
+  }
+}
+EOF
+}
+
+cluster_token() {
+  local f=${1:-$GX_DIR/token}
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$f")
+  echo "$f"
+}
+
+gx_kill_ns_procs() { # gx_kill_ns_procs SIGNAL : every process inside one of our pods
+  local i ns
+  for i in $(seq 0 $((GX_N - 1))); do
+    ns="${GX_P}-p$i"
+    [ -e "/run/netns/$ns" ] || continue
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill "-$1" 2>/dev/null
+  done
+  return 0
+}
+
+# Teardown: recorded PIDs, everything else in the pods, dnsmasq, namespaces, bridges,
+# /etc/netns dirs, the state dir. Safe to call twice and after a partial create.
+cluster_destroy() {
+  [ -n "$GX_P" ] || return 0
+  local pid i left
+  if [ -f "$GX_DIR/pids" ]; then
+    while read -r pid; do kill -TERM "$pid" 2>/dev/null; done <"$GX_DIR/pids"
+  fi
+  gx_kill_ns_procs TERM
+  for i in $(seq 1 20); do
+    left=0
+    for ns in $(seq 0 $((GX_N - 1))); do
+      [ -z "$(ip netns pids "${GX_P}-p$ns" 2>/dev/null)" ] || left=1
+    done
+    [ "$left" -eq 0 ] && break
+    sleep 0.1
+  done
+  gx_kill_ns_procs KILL
+  if [ -f "$GX_DIR/dnsmasq.pid.bg" ]; then
+    pid=$(cat "$GX_DIR/dnsmasq.pid.bg")
+    kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  fi
+  for i in $(seq 0 $((GX_N - 1))); do
+    ip netns del "${GX_P}-p$i" 2>/dev/null
+    rm -rf "/etc/netns/${GX_P}-p$i"
+  done
+  for i in 0 1 2; do ip link del "${GX_P}-b$i" 2>/dev/null; done
+  [ -n "${GX_STATE_ROOT:-}" ] && rm -f "$GX_STATE_ROOT/$GX_P"
+  if [ "${GX_KEEP:-0}" = 1 ]; then
+    gx_log "kept $GX_DIR"
+  else
+    case "$GX_DIR" in /tmp/gx*) rm -rf "$GX_DIR" ;; esac
+  fi
+  GX_P=
+  return 0
+}
+
+# Sweep a state file left by a case that was SIGKILLed (run.sh): same teardown.
+cluster_sweep() { # cluster_sweep STATEFILE
+  local GX_P GX_N GX_DIR
+  GX_P=$(sed -n 's/^GX_P=//p' "$1")
+  GX_N=$(sed -n 's/^GX_N=//p' "$1")
+  GX_DIR=$(sed -n 's/^GX_DIR=//p' "$1")
+  case "$GX_P" in gx[0-9]*) ;; *) rm -f "$1"; return 0 ;; esac
+  # dnsmasq was a child of the dead case: its pid file names it
+  if [ -f "$GX_DIR/dnsmasq.pid.bg" ]; then
+    local pid
+    pid=$(cat "$GX_DIR/dnsmasq.pid.bg")
+    if grep -qs "$GX_DIR/dnsmasq.conf" "/proc/$pid/cmdline"; then kill -TERM "$pid"; fi
+    rm -f "$GX_DIR/dnsmasq.pid.bg"
+  fi
+  cluster_destroy
+  rm -f "$1"
+}
+
+# Things every case uses.
+GXBOOT=${GXBOOT:-$GX_ROOT/build/gxboot}
+PY=/usr/bin/python3
+
+# gx_need_gxboot SUBCMD : skip (77) when the binary or a subcommand is missing.
+gx_need_gxboot() {
+  [ -x "$GXBOOT" ] || { echo "SKIP: $GXBOOT not built (make all)"; exit 77; }
+}
+
+# gx_skip_unless SUBCMD : exit 77 when this build says SUBCMD is not available yet.
+gx_skip_unless() {
+  local out
+  out=$("$GXBOOT" "$1" --dry-run --peers job-worker-0 --timeout 1 2>&1 </dev/null)
+  case "$out" in *"not available"*) echo "SKIP: $1 not built"; exit 77 ;; esac
+}
+
+# gx_start i ARGS... : gxboot ARGS in pod i, --out $GX_DIR/out<i>, log $GX_DIR/pod<i>.log;
+# GX_PIDS[i] = its PID. ARGS are gxboot's (options, then -- CMD...).
+declare -a GX_PIDS GX_RC
+gx_start() {
+  local i=$1
+  shift
+  mkdir -p "$GX_DIR/out$i"
+  pod_bg "$i" "$GX_DIR/pod$i.log" "$GXBOOT" --out "$GX_DIR/out$i" "$@"
+  GX_PIDS[i]=$GX_PID
+}
+
+# gx_wait_all SEC i... : wait for each pod's gxboot (SEC s in all); GX_RC[i] = its status
+gx_wait_all() {
+  local end=$(($(date +%s) + $1)) i left
+  shift
+  for i in "$@"; do
+    left=$((end - $(date +%s)))
+    [ "$left" -gt 0 ] || left=1
+    pod_wait "${GX_PIDS[i]}" "$left"
+    GX_RC[i]=$?
+  done
+}
+
+# gx_env FILE NAME : a variable's value from a written env file (POSIX sh, sourced alone)
+gx_env() { env -i /bin/sh -c '. "$1" && printenv "$2"' sh "$1" "$2"; }
+
+# gx_expect_rc WANT i... : every listed pod exited WANT
+gx_expect_rc() {
+  local want=$1 i
+  shift
+  for i in "$@"; do
+    [ "${GX_RC[i]}" = "$want" ] ||
+      fail "job-worker-$i exited ${GX_RC[i]} (want $want)" "$GX_DIR/pod$i.log"
+  done
+}
+
+# gx_expect_in i PATTERN : pod i's output matches the extended regex
+gx_expect_in() {
+  grep -Eq -- "$2" "$GX_DIR/pod$1.log" ||
+    fail "job-worker-$1: output lacks /$2/" "$GX_DIR/pod$1.log"
+}
+
+# gx_expect_no_files i... : nothing written to --out (a failed run leaves no env/hostfile)
+gx_expect_no_files() {
+  local i f
+  for i in "$@"; do
+    for f in env env.json hostfile rendezvous.json; do
+      [ ! -e "$GX_DIR/out$i/$f" ] || fail "job-worker-$i wrote $f although it failed" "$GX_DIR/pod$i.log"
+    done
+  done
+}
+
+# A CMD that reports what gxboot handed it, one line.
+GX_REPORT=(/bin/sh -c 'echo "GXREPORT rank=$NODE_RANK nnodes=$NNODES master=$MASTER_ADDR:$MASTER_PORT iface=$GXBOOT_IFACE addr=$GXBOOT_ADDR gloo=$GLOO_SOCKET_IFNAME token=${GXBOOT_TOKEN:-none}"')
+
+# gx_expect_report i [NNODES] : pod i's report line shows its rank, the peer count (default
+# every pod) and the coordinator's net1 address
+gx_expect_report() {
+  local i=$1 want
+  want="GXREPORT rank=$i nnodes=${2:-$GX_N} master=$(pod_net1 0):29500 iface=net1 addr=$(pod_net1 "$i") gloo=net1 token=none"
+  grep -qxF -- "$want" "$GX_DIR/pod$i.log" ||
+    fail "job-worker-$i: want '$want'" "$GX_DIR/pod$i.log"
+}
+
+# Print a file's tail under a heading (diagnosis on failure).
+gx_show() {
+  local f
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    echo "---- $f" >&2
+    tail -n 30 "$f" >&2
+  done
+}
+
+# fail MSG [FILES...] : print the message and the logs, exit 1 (trap tears down)
+fail() {
+  local m=$1
+  shift
+  echo "FAIL: $m" >&2
+  gx_show "$@"
+  exit 1
+}

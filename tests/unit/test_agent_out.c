@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_agent_out.c - the environment set and its rules, env file round trip
+ * and strict reader, hostfile formats, rendezvous.json, atomic writes that do
+ * not follow a planted symlink, slots detection.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/out_int.h"
+#include "rdzv/gx.h"
+
+static char err[512];
+
+static struct agent_env_input input(void)
+{
+	struct agent_env_input in = {.master_addr = "192.168.9.10",
+				     .master_port = 29500,
+				     .rank = 2,
+				     .world = 4,
+				     .iface = "net1",
+				     .addr = "192.168.9.12",
+				     .rails = "mlx5_0:1,mlx5_3:1",
+				     .nccl_gid_index = 3,
+				     .hostfile = "/run/gxboot/hostfile"};
+	return in;
+}
+
+static void test_env_set_exact(void **state)
+{
+	static const char *const want[][2] = {
+	    {"MASTER_ADDR", "192.168.9.10"},
+	    {"MASTER_PORT", "29500"},
+	    {"NODE_RANK", "2"},
+	    {"NNODES", "4"},
+	    {"GXBOOT_RANK", "2"},
+	    {"GXBOOT_WORLD_SIZE", "4"},
+	    {"GXBOOT_IFACE", "net1"},
+	    {"GXBOOT_ADDR", "192.168.9.12"},
+	    {"PET_NNODES", "4"},
+	    {"PET_NODE_RANK", "2"},
+	    {"PET_MASTER_ADDR", "192.168.9.10"},
+	    {"PET_MASTER_PORT", "29500"},
+	    {"NCCL_SOCKET_IFNAME", "=net1"},
+	    {"GLOO_SOCKET_IFNAME", "net1"},
+	    {"OMPI_MCA_btl_tcp_if_include", "net1"},
+	    {"OMPI_MCA_oob_tcp_if_include", "net1"},
+	    {"NCCL_IB_HCA", "=mlx5_0:1,mlx5_3:1"},
+	    {"UCX_NET_DEVICES", "mlx5_0:1,mlx5_3:1"},
+	    {"NCCL_IB_GID_INDEX", "3"},
+	    {"OMPI_MCA_orte_default_hostfile", "/run/gxboot/hostfile"},
+	    {"OMPI_MCA_prte_default_hostfile", "/run/gxboot/hostfile"},
+	    {"PRTE_MCA_prte_default_hostfile", "/run/gxboot/hostfile"},
+	};
+	struct agent_env_input in = input();
+	struct agent_env e = {0};
+	char *user[] = {NULL};
+	size_t i;
+
+	(void)state;
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_int_equal(e.n, sizeof(want) / sizeof(want[0]));
+	for (i = 0; i < e.n; i++) {
+		assert_string_equal(e.v[i].name, want[i][0]);
+		assert_string_equal(e.v[i].value, want[i][1]);
+	}
+	agent_env_free(&e);
+	/* no rails: no RDMA variables; no GID index; no hostfile */
+	in.rails = "";
+	in.hostfile = NULL;
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_int_equal(e.n, 16);
+	assert_null(agent_env_get(&e, "NCCL_IB_HCA"));
+	assert_null(agent_env_get(&e, "NCCL_IB_GID_INDEX"));
+	assert_null(agent_env_get(&e, "OMPI_MCA_orte_default_hostfile"));
+	agent_env_free(&e);
+	in = input();
+	in.nccl_gid_index = -1;
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_null(agent_env_get(&e, "NCCL_IB_GID_INDEX"));
+	assert_string_equal(agent_env_get(&e, "NCCL_IB_HCA"), "=mlx5_0:1,mlx5_3:1");
+	agent_env_free(&e);
+}
+
+static void test_env_bad_input(void **state)
+{
+	struct agent_env_input in = input();
+	struct agent_env e = {0};
+
+	(void)state;
+	in.iface = "net1/x";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
+	in = input();
+	in.master_addr = "evil.example";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
+	in = input();
+	in.rank = 4;
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
+	in = input();
+	in.rails = "mlx5_0:1'$(x)";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
+	in.rails = "mlx5_0:1,";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
+	in.rails = "mlx5_0:x";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
+	in.rails = "mlx5_0,mlx5_1:2";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), 0);
+	agent_env_free(&e);
+	assert_int_equal(e.n, 0);
+}
+
+static void test_env_user_rules(void **state)
+{
+	struct agent_env_input in = input();
+	struct agent_env e = {0};
+	char *user[] = {"MASTER_ADDR=job-master-0",
+			"NNODES=9",
+			"OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile",
+			"NCCL_SOCKET_IFNAME=eth0",
+			"NCCL_IB_HCA=mlx5_1",
+			"GLOO_SOCKET_IFNAME=net1",
+			"OMPI_MCA_btl_tcp_if_include=eth0",
+			"PATH=/bin",
+			NULL};
+
+	(void)state;
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	/* host/address/count/hostfile: always ours */
+	assert_string_equal(agent_env_get(&e, "MASTER_ADDR"), "192.168.9.10");
+	assert_string_equal(agent_env_get(&e, "NNODES"), "4");
+	assert_string_equal(agent_env_get(&e, "OMPI_MCA_orte_default_hostfile"),
+			    "/run/gxboot/hostfile");
+	/* interface/device selections the user set: kept */
+	assert_string_equal(agent_env_get(&e, "NCCL_SOCKET_IFNAME"), "eth0");
+	assert_string_equal(agent_env_get(&e, "NCCL_IB_HCA"), "mlx5_1");
+	assert_string_equal(agent_env_get(&e, "GLOO_SOCKET_IFNAME"), "net1");
+	assert_string_equal(agent_env_get(&e, "OMPI_MCA_btl_tcp_if_include"), "eth0");
+	assert_string_equal(agent_env_get(&e, "OMPI_MCA_oob_tcp_if_include"), "net1");
+	assert_null(agent_env_get(&e, "PATH"));
+	agent_env_free(&e);
+	in.override_env = 1;
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "NCCL_SOCKET_IFNAME"), "=net1");
+	assert_string_equal(agent_env_get(&e, "NCCL_IB_HCA"), "=mlx5_0:1,mlx5_3:1");
+	assert_string_equal(agent_env_get(&e, "OMPI_MCA_btl_tcp_if_include"), "net1");
+	agent_env_free(&e);
+	assert_true(agent_env_is_selection("OMPI_MCA_foo_if_include"));
+	assert_false(agent_env_is_selection("MASTER_PORT"));
+}
+
+static void test_env_apply(void **state)
+{
+	struct agent_env e = {0};
+	char *base[] = {"PATH=/bin", "GXBOOT_TOKEN=s3cr3t-s3cr3t-s3cr3t", "MASTER_ADDR=old",
+			"HOME=/root", NULL};
+	char **envp = NULL;
+	size_t i, n = 0;
+
+	(void)state;
+	assert_int_equal(agent_env_set(&e, "MASTER_ADDR", "10.0.0.1"), 0);
+	assert_int_equal(agent_env_set(&e, "GXBOOT_TOKEN", "leak"), 0);
+	assert_int_equal(agent_env_set(&e, "NNODES", "2"), 0);
+	assert_int_equal(agent_env_apply_to(base, &e, &envp), 0);
+	for (i = 0; envp[i]; i++) {
+		assert_null(strstr(envp[i], "GXBOOT_TOKEN"));
+		assert_null(strstr(envp[i], "MASTER_ADDR=old"));
+		n++;
+	}
+	assert_int_equal(n, 4);
+	assert_string_equal(envp[0], "PATH=/bin");
+	assert_string_equal(envp[1], "HOME=/root");
+	assert_string_equal(envp[2], "MASTER_ADDR=10.0.0.1");
+	assert_string_equal(envp[3], "NNODES=2");
+	agent_envp_free(envp);
+	assert_int_equal(agent_env_set(&e, "1BAD", "x"), -EINVAL);
+	assert_int_equal(agent_env_set(&e, "A-B", "x"), -EINVAL);
+	agent_env_free(&e);
+}
+
+static void test_env_roundtrip(void **state)
+{
+	static const char *const vals[] = {"plain", "", "it's", "'", "''a''", "sp ace $HOME `x` \\n",
+					   "\"dq\"", "=net1", "caf\xc3\xa9"};
+	struct agent_env e = {0}, back = {0};
+	char name[16], *sh = NULL;
+	size_t i, len = 0;
+	json_t *j;
+
+	(void)state;
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		snprintf(name, sizeof(name), "V_%zu", i);
+		assert_int_equal(agent_env_set(&e, name, vals[i]), 0);
+	}
+	assert_int_equal(agent_env_set(&e, "GXBOOT_TOKEN", "never-written"), 0);
+	assert_int_equal(agent_env_serialize_sh(&e, &sh, &len, err, sizeof(err)), 0);
+	assert_int_equal(strlen(sh), len);
+	assert_null(strstr(sh, "never-written"));
+	assert_non_null(strstr(sh, "export V_2='it'\\''s'\n"));
+	assert_int_equal(agent_env_parse(sh, len, &back, err, sizeof(err)), 0);
+	assert_int_equal(back.n, e.n - 1);
+	for (i = 0; i < back.n; i++) {
+		assert_string_equal(back.v[i].name, e.v[i].name);
+		assert_string_equal(back.v[i].value, e.v[i].value);
+	}
+	j = agent_env_json(&e);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "V_2")), "it's");
+	assert_null(json_object_get(j, "GXBOOT_TOKEN"));
+	json_decref(j);
+	free(sh);
+	agent_env_free(&back);
+	/* a newline or control byte in a value is refused */
+	assert_int_equal(agent_env_set(&e, "BAD", "a\nexport X='y'"), 0);
+	assert_int_equal(agent_env_serialize_sh(&e, &sh, &len, err, sizeof(err)), GX_EUSAGE);
+	assert_non_null(strstr(err, "BAD"));
+	assert_null(sh);
+	assert_int_equal(agent_env_set(&e, "BAD", "tab\there"), 0);
+	assert_int_equal(agent_env_serialize_sh(&e, &sh, &len, err, sizeof(err)), GX_EUSAGE);
+	agent_env_free(&e);
+}
+
+static void expect_malformed(const char *text, const char *line)
+{
+	struct agent_env e = {0};
+
+	err[0] = '\0';
+	assert_int_equal(agent_env_parse(text, strlen(text), &e, err, sizeof(err)), GX_EUSAGE);
+	if (!strstr(err, line))
+		fail_msg("'%s' -> '%s', wanted '%s'", text, err, line);
+	assert_int_equal(e.n, 0);
+}
+
+static void test_env_malformed(void **state)
+{
+	struct agent_env e = {0};
+	const char *ok = "export A='1'\nexport B='x'\\''y'";
+
+	(void)state;
+	expect_malformed("export A=1\n", "line 1");
+	expect_malformed("export A='1'\nA='2'\n", "line 2");
+	expect_malformed("export A='1'\n\n", "line 2");
+	expect_malformed("export A='1' # c\n", "line 1");
+	expect_malformed("export A='1'; rm -rf /\n", "line 1");
+	expect_malformed("export A='$(id)'x\n", "line 1");
+	expect_malformed("export A='unterminated\n", "line 1");
+	expect_malformed("export A='a'\\'b'\n", "line 1");
+	expect_malformed("export 1A='x'\n", "line 1");
+	expect_malformed("export A-B='x'\n", "line 1");
+	expect_malformed("export  A='x'\n", "line 1");
+	expect_malformed("export A=\"x\"\n", "line 1");
+	expect_malformed("export A='x\r'\n", "line 1");
+	expect_malformed("export A='x'\r\n", "line 1");
+	expect_malformed("# comment\n", "line 1");
+	assert_int_equal(agent_env_parse("export A='x\0y'\n", 15, &e, err, sizeof(err)),
+			 GX_EUSAGE);
+	/* the last line may lack its newline */
+	assert_int_equal(agent_env_parse(ok, strlen(ok), &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "B"), "x'y");
+	agent_env_free(&e);
+	assert_int_equal(agent_env_parse("", 0, &e, err, sizeof(err)), 0);
+	assert_int_equal(e.n, 0);
+	/* a token planted in the file never comes back out */
+	ok = "export GXBOOT_TOKEN='x'\nexport C='1'\n";
+	assert_int_equal(agent_env_parse(ok, strlen(ok), &e, err, sizeof(err)), 0);
+	assert_int_equal(e.n, 1);
+	assert_null(agent_env_get(&e, "GXBOOT_TOKEN"));
+	agent_env_free(&e);
+}
+
+static char tmpdir[64];
+
+static int setup_dir(void **state)
+{
+	(void)state;
+	strcpy(tmpdir, "/tmp/gx-test-out-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void read_all(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+static void test_env_load_file(void **state)
+{
+	struct agent_env e = {0};
+	char path[128], *big;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(agent_write_file_atomic(tmpdir, "env", "export Q='a b'\n", 15, 0644, err,
+						 sizeof(err)),
+			 0);
+	snprintf(path, sizeof(path), "%s/env", tmpdir);
+	assert_int_equal(agent_env_load(path, &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "Q"), "a b");
+	agent_env_free(&e);
+	snprintf(path, sizeof(path), "%s/missing", tmpdir);
+	assert_int_equal(agent_env_load(path, &e, err, sizeof(err)), GX_EUSAGE);
+	assert_non_null(strstr(err, "missing"));
+	/* over 1 MiB: refused */
+	big = malloc(AGENT_ENV_FILE_MAX + 16);
+	assert_non_null(big);
+	for (i = 0; i + 16 <= AGENT_ENV_FILE_MAX + 16; i += 16)
+		memcpy(big + i, "export A='xxxx'\n", 16);
+	assert_int_equal(agent_write_file_atomic(tmpdir, "big", big, AGENT_ENV_FILE_MAX + 16, 0644,
+						 err, sizeof(err)),
+			 0);
+	free(big);
+	snprintf(path, sizeof(path), "%s/big", tmpdir);
+	assert_int_equal(agent_env_load(path, &e, err, sizeof(err)), GX_EUSAGE);
+	assert_non_null(strstr(err, "larger"));
+}
+
+static void test_atomic_write_symlink(void **state)
+{
+	char victim[128], target[128], buf[256], sub[128];
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	snprintf(victim, sizeof(victim), "%s/victim", tmpdir);
+	f = fopen(victim, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	snprintf(target, sizeof(target), "%s/hostfile", tmpdir);
+	assert_int_equal(symlink(victim, target), 0);
+	assert_int_equal(agent_write_file_atomic(tmpdir, "hostfile", "10.0.0.1 slots=1\n", 17,
+						 0644, err, sizeof(err)),
+			 0);
+	read_all(victim, buf, sizeof(buf));
+	assert_string_equal(buf, "precious\n");
+	assert_int_equal(lstat(target, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0644);
+	read_all(target, buf, sizeof(buf));
+	assert_string_equal(buf, "10.0.0.1 slots=1\n");
+	/* --out that is a file, or missing; a bad name */
+	assert_int_equal(agent_write_file_atomic(victim, "x", "", 0, 0644, err, sizeof(err)),
+			 -ENOTDIR);
+	snprintf(sub, sizeof(sub), "%s/nope", tmpdir);
+	assert_int_equal(agent_write_file_atomic(sub, "x", "", 0, 0644, err, sizeof(err)), -ENOENT);
+	assert_int_equal(agent_write_file_atomic(tmpdir, "../x", "", 0, 0644, err, sizeof(err)),
+			 GX_EUSAGE);
+	/* a directory at the target: error, no temp file left behind */
+	snprintf(sub, sizeof(sub), "%s/adir", tmpdir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	assert_true(agent_write_file_atomic(tmpdir, "adir", "x", 1, 0644, err, sizeof(err)) < 0);
+	snprintf(buf, sizeof(buf), "ls -A '%s' | grep -q tmp", tmpdir);
+	assert_int_not_equal(system(buf), 0);
+}
+
+static void test_hostfile(void **state)
+{
+	struct agent_hf_peer peers[] = {{"192.168.2.226", 8}, {"192.168.2.227", 8}, {"fd00::0:5", 1}};
+	struct agent_hf_peer bad[] = {{"host-a", 1}};
+	char *out = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(agent_hostfile_render(AGENT_HF_OPENMPI, peers, 3, &out, &len, err,
+					       sizeof(err)),
+			 0);
+	assert_string_equal(out, "192.168.2.226 slots=8\n192.168.2.227 slots=8\nfd00::5 slots=1\n");
+	assert_int_equal(len, strlen(out));
+	free(out);
+	assert_int_equal(agent_hostfile_render(AGENT_HF_MPICH, peers, 2, &out, &len, err,
+					       sizeof(err)),
+			 0);
+	assert_string_equal(out, "192.168.2.226:8\n192.168.2.227:8\n");
+	free(out);
+	assert_int_equal(agent_hostfile_render(AGENT_HF_HOROVOD, peers, 1, &out, &len, err,
+					       sizeof(err)),
+			 0);
+	assert_string_equal(out, "192.168.2.226:8\n");
+	free(out);
+	assert_int_equal(agent_hostfile_render(AGENT_HF_OPENMPI, bad, 1, &out, &len, err,
+					       sizeof(err)),
+			 GX_EINVAL_NAME);
+	assert_null(out);
+	peers[0].slots = 0;
+	assert_int_equal(agent_hostfile_render(AGENT_HF_OPENMPI, peers, 1, &out, &len, err,
+					       sizeof(err)),
+			 GX_EINVAL_NAME);
+}
+
+static void test_rendezvous_json(void **state)
+{
+	struct agent_rdzv_peer_info peers[] = {
+	    {0, "w-0.w", "192.168.9.10", "", "net1", "mlx5_0", 1, "mlx5_0:1", 3, 8},
+	    {1, "w-1.w", "192.168.9.11", "fd00::11", "net1", NULL, 0, NULL, -1, 8},
+	};
+	struct agent_timing t[] = {{"peers_ms", 3}, {"rendezvous_ms", 120}};
+	struct agent_rdzv_info ri = {.rank = 1,
+				     .world = 2,
+				     .master = "192.168.9.10",
+				     .iface = "net1",
+				     .job_id = "abc",
+				     .source = "--peers",
+				     .timings = t,
+				     .ntimings = 2,
+				     .peers = peers,
+				     .npeers = 2};
+	json_t *j, *p;
+
+	(void)state;
+	j = agent_rendezvous_json(&ri, err, sizeof(err));
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "rank")), 1);
+	assert_string_equal(json_string_value(json_object_get(j, "master")), "192.168.9.10");
+	assert_int_equal(json_integer_value(
+			     json_object_get(json_object_get(j, "timings"), "rendezvous_ms")),
+			 120);
+	p = json_array_get(json_object_get(j, "peers"), 0);
+	assert_string_equal(json_string_value(json_object_get(p, "rdma_dev")), "mlx5_0");
+	assert_int_equal(json_integer_value(json_object_get(p, "gid_index")), 3);
+	assert_null(json_object_get(p, "addr6"));
+	p = json_array_get(json_object_get(j, "peers"), 1);
+	assert_null(json_object_get(p, "rdma_dev"));
+	assert_null(json_object_get(p, "gid_index"));
+	assert_string_equal(json_string_value(json_object_get(p, "addr6")), "fd00::11");
+	json_decref(j);
+	peers[1].name = "w-1\";rm";
+	assert_null(agent_rendezvous_json(&ri, err, sizeof(err)));
+	peers[1].name = "w-1.w";
+	peers[1].iface = "net1$(x)";
+	assert_null(agent_rendezvous_json(&ri, err, sizeof(err)));
+	peers[1].iface = "net1";
+	ri.master = "w-0";
+	assert_null(agent_rendezvous_json(&ri, err, sizeof(err)));
+}
+
+static void touch(const char *dir, const char *name)
+{
+	char p[256];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static void test_slots(void **state)
+{
+	char dev[128];
+	char *none[] = {NULL};
+	char *list[] = {"NVIDIA_VISIBLE_DEVICES=GPU-aaa,GPU-bbb,GPU-ccc", NULL};
+	char *all[] = {"NVIDIA_VISIBLE_DEVICES=all", NULL};
+	char *nv_none[] = {"NVIDIA_VISIBLE_DEVICES=none", NULL};
+	char *nv_void[] = {"NVIDIA_VISIBLE_DEVICES=void", NULL};
+	char *nv_empty[] = {"NVIDIA_VISIBLE_DEVICES=", NULL};
+
+	(void)state;
+	/* nothing: 1 */
+	assert_int_equal(agent_slots_detect(0, none, tmpdir), 1);
+	snprintf(dev, sizeof(dev), "%s/dev", tmpdir);
+	assert_int_equal(mkdir(dev, 0755), 0);
+	touch(dev, "nvidia0");
+	touch(dev, "nvidia1");
+	touch(dev, "nvidia12");
+	touch(dev, "nvidiactl");
+	touch(dev, "nvidia-uvm");
+	touch(dev, "nvidia");
+	assert_int_equal(agent_slots_detect(0, none, tmpdir), 3);
+	assert_int_equal(agent_slots_detect(5, none, tmpdir), 5);
+	assert_int_equal(agent_slots_detect(0, list, tmpdir), 3);
+	assert_int_equal(agent_slots_detect(0, all, tmpdir), 3);
+	assert_int_equal(agent_slots_detect(0, nv_none, tmpdir), 1);
+	assert_int_equal(agent_slots_detect(0, nv_void, tmpdir), 1);
+	assert_int_equal(agent_slots_detect(0, nv_empty, tmpdir), 1);
+	assert_int_equal(agent_slots_detect(2, list, tmpdir), 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_env_set_exact),
+	    cmocka_unit_test(test_env_bad_input),
+	    cmocka_unit_test(test_env_user_rules),
+	    cmocka_unit_test(test_env_apply),
+	    cmocka_unit_test(test_env_roundtrip),
+	    cmocka_unit_test(test_env_malformed),
+	    cmocka_unit_test_setup_teardown(test_env_load_file, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_atomic_write_symlink, setup_dir, teardown_dir),
+	    cmocka_unit_test(test_hostfile),
+	    cmocka_unit_test(test_rendezvous_json),
+	    cmocka_unit_test_setup_teardown(test_slots, setup_dir, teardown_dir),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
