@@ -130,7 +130,7 @@ demo:
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/e2e/demo.sh
 
-FMT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null; find . -path ./build -prune -o \( -name '*.c' -o -name '*.h' \) -print | sed 's|^\./||') 
+FMT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 fmt:
 	$(Q)clang-format-14 -i $(sort $(FMT_SRCS))
 fmt-check:

@@ -110,8 +110,9 @@ void agent_env_free(struct agent_env *e)
 /* ---- gxboot's set -------------------------------------------------------------- */
 
 static const char *const selections[] = {
-    "NCCL_SOCKET_IFNAME",	   "NCCL_IB_HCA",		  "GLOO_SOCKET_IFNAME",
-    "UCX_NET_DEVICES",		   "NCCL_IB_GID_INDEX",		  "OMPI_MCA_btl_tcp_if_include",
+    "NCCL_SOCKET_IFNAME",	   "NCCL_IB_HCA",
+    "GLOO_SOCKET_IFNAME",	   "UCX_NET_DEVICES",
+    "NCCL_IB_GID_INDEX",	   "OMPI_MCA_btl_tcp_if_include",
     "OMPI_MCA_oob_tcp_if_include", NULL,
 };
 
@@ -160,8 +161,8 @@ static int check_input(const struct agent_env_input *in, char *err, size_t errle
 {
 	char a[64], b[64];
 
-	if (!in->master_addr || gx_addr_normalize(in->master_addr, a, sizeof(a)) < 0 ||
-	    !in->addr || gx_addr_normalize(in->addr, b, sizeof(b)) < 0) {
+	if (!in->master_addr || gx_addr_normalize(in->master_addr, a, sizeof(a)) < 0 || !in->addr ||
+	    gx_addr_normalize(in->addr, b, sizeof(b)) < 0) {
 		snprintf(err, errlen, "invalid master or own address for the environment");
 		return GX_EUSAGE;
 	}
@@ -204,8 +205,7 @@ static int set_rails(const struct agent_env_input *in, struct agent_env *e)
 	return rc;
 }
 
-int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *err,
-		   size_t errlen)
+int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *err, size_t errlen)
 {
 	char ifx[32];
 	int rc;
@@ -436,8 +436,9 @@ int agent_env_serialize_sh(const struct agent_env *e, char **out, size_t *len, c
 		if (strcmp(e->v[i].name, "GXBOOT_TOKEN") == 0)
 			continue;
 		if (!value_ok(e->v[i].value)) {
-			snprintf(err, errlen, "refusing to write %s: its value has a newline or "
-					      "control character",
+			snprintf(err, errlen,
+				 "refusing to write %s: its value has a newline or "
+				 "control character",
 				 e->v[i].name);
 			rc = GX_EUSAGE;
 			break;
@@ -523,8 +524,7 @@ static int parse_line(const char *s, const char *end, struct agent_env *out, str
 	return agent_env_set(out, name, b->p);
 }
 
-int agent_env_parse(const char *buf, size_t len, struct agent_env *out, char *err,
-		    size_t errlen)
+int agent_env_parse(const char *buf, size_t len, struct agent_env *out, char *err, size_t errlen)
 {
 	const char *s = buf, *end = buf + len, *nl;
 	struct sbuf b = {0};

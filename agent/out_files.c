@@ -115,8 +115,8 @@ out:
 
 /* ---- hostfile ------------------------------------------------------------------------ */
 
-int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_peer *peers,
-			  size_t n, char **out, size_t *len, char *err, size_t errlen)
+int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_peer *peers, size_t n,
+			  char **out, size_t *len, char *err, size_t errlen)
 {
 	char addr[64], line[128];
 	char *buf = NULL;
@@ -131,7 +131,8 @@ int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_pee
 	for (i = 0; i < n; i++) {
 		if (!peers[i].addr || gx_addr_normalize(peers[i].addr, addr, sizeof(addr)) < 0 ||
 		    peers[i].slots < 1 || peers[i].slots > (1 << 20)) {
-			snprintf(err, errlen, "hostfile: peer %zu has no valid address or slots", i);
+			snprintf(err, errlen, "hostfile: peer %zu has no valid address or slots",
+				 i);
 			free(buf);
 			return GX_EINVAL_NAME;
 		}
@@ -219,8 +220,8 @@ static json_t *timings_json(const struct agent_rdzv_info *ri)
 
 	for (i = 0; t && i < ri->ntimings; i++) {
 		if (!agent_env_name_ok(ri->timings[i].name, strlen(ri->timings[i].name)) ||
-		    json_object_set_new(t, ri->timings[i].name,
-					json_integer(ri->timings[i].ms)) < 0) {
+		    json_object_set_new(t, ri->timings[i].name, json_integer(ri->timings[i].ms)) <
+			0) {
 			json_decref(t);
 			return NULL;
 		}
@@ -293,7 +294,8 @@ int agent_json_text(const json_t *j, char **out, size_t *len)
 	return 0;
 }
 
-/* ---- slots ------------------------------------------------------------------------------------ */
+/* ---- slots ------------------------------------------------------------------------------------
+ */
 
 static long count_nvidia(const char *root)
 {

@@ -84,8 +84,7 @@ json_t *agent_env_json(const struct agent_env *e);
  * Strict reader of what agent_env_serialize_sh writes: only `export NAME='v'`
  * lines ('\'' escapes); anything else is GX_EUSAGE "malformed env file line N".
  */
-int agent_env_parse(const char *buf, size_t len, struct agent_env *out, char *err,
-		    size_t errlen);
+int agent_env_parse(const char *buf, size_t len, struct agent_env *out, char *err, size_t errlen);
 /* agent_env_parse of a file (at most AGENT_ENV_FILE_MAX bytes). */
 int agent_env_load(const char *path, struct agent_env *out, char *err, size_t errlen);
 
@@ -103,8 +102,8 @@ struct agent_hf_peer {
 	long slots;	  /* >= 1 */
 };
 /* openmpi "ADDR slots=N", mpich / horovod "ADDR:N", one line per peer. */
-int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_peer *peers,
-			  size_t n, char **out, size_t *len, char *err, size_t errlen);
+int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_peer *peers, size_t n,
+			  char **out, size_t *len, char *err, size_t errlen);
 
 struct agent_rdzv_peer_info {
 	long rank;
@@ -113,8 +112,8 @@ struct agent_rdzv_peer_info {
 	const char *iface;
 	const char *rdma_dev; /* NULL or "" without RDMA */
 	int rdma_port;
-	const char *rails;  /* "mlx5_0:1,..." or NULL */
-	int gid_index;	    /* -1 = none */
+	const char *rails; /* "mlx5_0:1,..." or NULL */
+	int gid_index;	   /* -1 = none */
 	long slots;
 };
 

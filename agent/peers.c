@@ -65,8 +65,7 @@ int agent_names_push_valid(struct agent_names *l, const char *s, size_t len, con
 	char name[256], addr[64], pr[96];
 
 	if (len == 0 || len >= sizeof(name)) {
-		snprintf(err, errlen, "%s name in %s",
-			 len ? "too long a" : "an empty", what);
+		snprintf(err, errlen, "%s name in %s", len ? "too long a" : "an empty", what);
 		return GX_EUSAGE;
 	}
 	memcpy(name, s, len);
@@ -456,8 +455,8 @@ int agent_is_local_ip(const char *ip)
 	if (getifaddrs(&ifa) < 0)
 		return 0;
 	for (i = ifa; i && !found; i = i->ifa_next) {
-		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
-				     i->ifa_addr->sa_family != AF_INET6))
+		if (!i->ifa_addr ||
+		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
 			continue;
 		if (i->ifa_addr->sa_family == AF_INET)
 			a = &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
@@ -559,8 +558,8 @@ static int check_nnodes(const struct agent_opts *o, const struct agent_peers *p,
 }
 
 int agent_peers_discover(const struct agent_opts *o, char **envp, const char *root,
-			 const char *hostname, int (*is_local_ip)(const char *), struct agent_peers *p,
-			 char *err, size_t errlen)
+			 const char *hostname, int (*is_local_ip)(const char *),
+			 struct agent_peers *p, char *err, size_t errlen)
 {
 	struct agent_detect c = {.o = o,
 				 .envp = envp,
@@ -572,7 +571,8 @@ int agent_peers_discover(const struct agent_opts *o, char **envp, const char *ro
 
 	memset(p, 0, sizeof(*p));
 	p->self = AGENT_SELF_NONE;
-	if (!c.self || !*c.self || (!gx_valid_hostname(c.self) && gx_addr_normalize(c.self, pr, 64))) {
+	if (!c.self || !*c.self ||
+	    (!gx_valid_hostname(c.self) && gx_addr_normalize(c.self, pr, 64))) {
 		snprintf(err, errlen, "invalid --self / host name '%s'",
 			 agent_printable(c.self ? c.self : "", pr, sizeof(pr)));
 		return GX_EUSAGE;

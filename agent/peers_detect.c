@@ -35,8 +35,8 @@
 #define TASKS_MAX 4096
 
 /* 1 detected (p filled), 0 not this source (why in `why`), < 0 error. */
-typedef int source_fn(const struct agent_detect *c, struct agent_peers *p, char *why,
-		      size_t whylen, char *err, size_t errlen);
+typedef int source_fn(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
+		      char *err, size_t errlen);
 
 static const char *env_get(char **envp, const char *name)
 {
@@ -165,7 +165,8 @@ static void search_domain(const struct agent_detect *c, const char *starts, char
 	for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (strncmp(line, "search", 6) != 0 || !isspace((unsigned char)line[6]))
 			continue;
-		for (tok = strtok_r(line + 6, " \t\r", &s2); tok; tok = strtok_r(NULL, " \t\r", &s2))
+		for (tok = strtok_r(line + 6, " \t\r", &s2); tok;
+		     tok = strtok_r(NULL, " \t\r", &s2))
 			if (strncmp(tok, starts, strlen(starts)) == 0 && gx_valid_hostname(tok)) {
 				gx_strlcpy(buf, tok + strlen(starts), len);
 				goto out;
@@ -250,8 +251,9 @@ static int finish(const struct agent_detect *c, struct agent_peers *p, struct ag
 		rc = 0;
 	}
 	if (rc < 0) {
-		snprintf(err, errlen, "this pod ('%s') is not among the %zu peers from %s: set --self "
-				      "or --peers",
+		snprintf(err, errlen,
+			 "this pod ('%s') is not among the %zu peers from %s: set --self "
+			 "or --peers",
 			 agent_printable(c->self, pr, sizeof(pr)), p->n, source);
 		return GX_EUSAGE;
 	}
@@ -403,8 +405,8 @@ static int has_prefix_var(char **envp, const char *prefix)
 static int src_indexed_as(const struct agent_detect *c, struct agent_peers *p, const char *source,
 			  char *why, size_t whylen, char *err, size_t errlen);
 
-static int src_torchx(const struct agent_detect *c, struct agent_peers *p, char *why,
-		      size_t whylen, char *err, size_t errlen)
+static int src_torchx(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
+		      char *err, size_t errlen)
 {
 	int rc;
 
@@ -537,8 +539,9 @@ static int src_pytorchjob(const struct agent_detect *c, struct agent_peers *p, c
 	}
 	n = pytorch_count(c->envp);
 	if (n < 1 || n > AGENT_PEERS_MAX) {
-		snprintf(err, errlen, "MASTER_ADDR names a PyTorchJob master but WORLD_SIZE / "
-				      "PET_NNODES is missing or invalid: set --peers or --nnodes");
+		snprintf(err, errlen,
+			 "MASTER_ADDR names a PyTorchJob master but WORLD_SIZE / "
+			 "PET_NNODES is missing or invalid: set --peers or --nnodes");
 		return GX_EUSAGE;
 	}
 	if (env_long(c->envp, "PET_NODE_RANK", AGENT_PEERS_MAX, &rank) < 0 &&
@@ -577,8 +580,9 @@ static int src_lws(const struct agent_detect *c, struct agent_peers *p, char *wh
 	lab = strcspn(la, ".");
 	if (env_long(c->envp, "LWS_GROUP_SIZE", AGENT_PEERS_MAX, &size) < 0 || size < 1 ||
 	    lab == 0 || lab >= 256) {
-		snprintf(err, errlen, "LWS_LEADER_ADDRESS is set but LWS_GROUP_SIZE is missing or "
-				      "invalid: set --peers");
+		snprintf(err, errlen,
+			 "LWS_LEADER_ADDRESS is set but LWS_GROUP_SIZE is missing or "
+			 "invalid: set --peers");
 		return GX_EUSAGE;
 	}
 	if (env_long(c->envp, "LWS_WORKER_INDEX", AGENT_PEERS_MAX, &idx) < 0)
@@ -649,8 +653,9 @@ static int src_indexed_as(const struct agent_detect *c, struct agent_peers *p, c
 
 	n = indexed_count(c->o, c->envp);
 	if (idx < 0 || n < 0) {
-		snprintf(why, whylen, idx < 0 ? "host name is not <name>-<index>"
-					      : "host name <name>-<index> but no --nnodes");
+		snprintf(why, whylen,
+			 idx < 0 ? "host name is not <name>-<index>"
+				 : "host name <name>-<index> but no --nnodes");
 		return 0;
 	}
 	if (env_long(c->envp, "JOB_COMPLETION_INDEX", AGENT_PEERS_MAX, &jci) == 0 && jci != idx) {
@@ -658,8 +663,9 @@ static int src_indexed_as(const struct agent_detect *c, struct agent_peers *p, c
 		return 0;
 	}
 	if (jobset_multi(c->self, bl, idx, c->envp)) {
-		snprintf(err, errlen, "'%.*s' looks like a JobSet with several jobs: give --peers "
-				      "'<jobset>-<rjob>-{0..R-1}-{0..P-1}.<subdomain>'",
+		snprintf(err, errlen,
+			 "'%.*s' looks like a JobSet with several jobs: give --peers "
+			 "'<jobset>-<rjob>-{0..R-1}-{0..P-1}.<subdomain>'",
 			 (int)hl, c->self);
 		return GX_EUSAGE;
 	}
@@ -692,12 +698,8 @@ static const struct {
 	const char *name;
 	source_fn *fn;
 } sources[] = {
-    {"TorchX", src_torchx},
-    {"Volcano", src_volcano},
-    {"MPI Operator", src_mpi},
-    {"PyTorchJob", src_pytorchjob},
-    {"LeaderWorkerSet", src_lws},
-    {"indexed hostname", src_indexed},
+    {"TorchX", src_torchx},	    {"Volcano", src_volcano},	  {"MPI Operator", src_mpi},
+    {"PyTorchJob", src_pytorchjob}, {"LeaderWorkerSet", src_lws}, {"indexed hostname", src_indexed},
 };
 
 int agent_peers_autodetect(const struct agent_detect *c, struct agent_peers *p, char *err,

@@ -53,13 +53,13 @@ int agent_self_index(char *const *names, size_t n, const char *self,
 int agent_is_local_ip(const char *ip);
 
 struct agent_peers {
-	char **names;	  /* rank order, NULL-terminated */
-	size_t n;	  /* number of names */
-	size_t self;	  /* this pod's index, AGENT_SELF_NONE for an observer */
+	char **names;	    /* rank order, NULL-terminated */
+	size_t n;	    /* number of names */
+	size_t self;	    /* this pod's index, AGENT_SELF_NONE for an observer */
 	const char *source; /* "--peers", "TorchX", "Volcano", "MPI Operator", ... (static) */
-	char *coord_fqdn; /* the coordinator's full name with a trailing dot, or NULL */
-	long slots_hint;  /* slots from the source (MPI hostfile), 0 = none */
-	int observer;	  /* this pod is not a peer (MPI launcher) */
+	char *coord_fqdn;   /* the coordinator's full name with a trailing dot, or NULL */
+	long slots_hint;    /* slots from the source (MPI hostfile), 0 = none */
+	int observer;	    /* this pod is not a peer (MPI launcher) */
 };
 
 /*
@@ -73,8 +73,8 @@ struct agent_peers {
  * saying which option or variable to set.
  */
 int agent_peers_discover(const struct agent_opts *o, char **envp, const char *root,
-			 const char *hostname, int (*is_local_ip)(const char *), struct agent_peers *p,
-			 char *err, size_t errlen);
+			 const char *hostname, int (*is_local_ip)(const char *),
+			 struct agent_peers *p, char *err, size_t errlen);
 void agent_peers_free(struct agent_peers *p);
 
 /*

@@ -149,8 +149,8 @@ static int nd_step1_iface(struct nd_ctx *c)
 				       spec, "");
 		if (rc < 0)
 			return nd_fail(c, GX_ENOSECONDARY,
-				       "--iface %s: no local interface has an address in it%s", spec,
-				       "");
+				       "--iface %s: no local interface has an address in it%s",
+				       spec, "");
 		nd_reason(c->r, "1: --iface %s matches %s", spec, l->name);
 	} else {
 		l = nd_link_by_name(c->inv, spec);
@@ -309,10 +309,11 @@ static int nd_step5(struct nd_ctx *c)
 		    (nd_link_global(l, AF_INET) || nd_link_global(l, AF_INET6))) {
 			c->chosen = l;
 			nd_reason(c->r, "5: no secondary; --allow-primary: %s", l->name);
-			nd_result_warn(c->r,
-				       "no secondary interface: using %s (default route) because of "
-				       "--allow-primary",
-				       l->name);
+			nd_result_warn(
+			    c->r,
+			    "no secondary interface: using %s (default route) because of "
+			    "--allow-primary",
+			    l->name);
 			return 0;
 		}
 	}

@@ -94,7 +94,7 @@ struct nd_inventory {
 	int rdma_err; /* listing devices failed: -ENOSYS when the kernel has no RDMA */
 	struct nd_net *nets;
 	size_t nnets;
-	int nets_loaded; /* a network-status file was read */
+	int nets_loaded;  /* a network-status file was read */
 	uint64_t memlock; /* RLIMIT_MEMLOCK soft limit; ND_MEMLOCK_INF unlimited */
 	int ipc_lock;	  /* CAP_IPC_LOCK effective */
 };
@@ -191,9 +191,9 @@ struct nd_ctx {
 	char *err;
 	size_t errlen;
 	const struct nd_link *chosen;
-	int step;		/* 1..5: the rule that chose */
-	const char *ns_rdma;	/* rdma-device network-status gives the chosen net */
-	const char *ns_name;	/* the network-status network chosen */
+	int step;			     /* 1..5: the rule that chose */
+	const char *ns_rdma;		     /* rdma-device network-status gives the chosen net */
+	const char *ns_name;		     /* the network-status network chosen */
 	struct nd_devport want[ND_MAX_WANT]; /* --rdma-dev */
 	size_t nwant;
 	int rails_mode;

@@ -18,10 +18,12 @@ static json_t *nd_j_addrs(const struct nd_link *l)
 	for (i = 0; a && i < l->naddrs; i++) {
 		const struct nd_addr *x = &l->addrs[i];
 
-		json_array_append_new(
-		    a, json_pack("{s:s, s:i, s:s, s:s}", "addr", x->str, "prefixlen", x->prefixlen,
-				 "family", x->family == AF_INET ? "inet" : "inet6", "scope",
-				 x->scope == 0 ? "global" : x->scope == 253 ? "link" : "host"));
+		json_array_append_new(a, json_pack("{s:s, s:i, s:s, s:s}", "addr", x->str,
+						   "prefixlen", x->prefixlen, "family",
+						   x->family == AF_INET ? "inet" : "inet6", "scope",
+						   x->scope == 0     ? "global"
+						   : x->scope == 253 ? "link"
+								     : "host"));
 	}
 	return a;
 }
@@ -57,10 +59,10 @@ static json_t *nd_j_gids(const struct nd_inventory *inv, const struct nd_port *p
 
 		l = nd_link_by_index(inv, (int)x->ifindex);
 		nd_gid_str(x->raw, g, sizeof(g));
-		json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:i, s:b}", "index",
-						   (int)x->index, "gid", g, "type",
-						   nd_gid_type_str((int)x->type), "ndev_ifindex",
-						   (int)x->ifindex, "ours", l && nd_gid_owned(x, l)));
+		json_array_append_new(
+		    a, json_pack("{s:i, s:s, s:s, s:i, s:b}", "index", (int)x->index, "gid", g,
+				 "type", nd_gid_type_str((int)x->type), "ndev_ifindex",
+				 (int)x->ifindex, "ours", l && nd_gid_owned(x, l)));
 	}
 	return a;
 }
@@ -79,7 +81,8 @@ static json_t *nd_j_ports(const struct nd_inventory *inv, const struct nd_device
 		    a, json_pack("{s:i, s:s, s:s, s:i, s:i, s:s?, s:o}", "port", p->num, "state",
 				 p->state == ND_PORT_ACTIVE ? "ACTIVE" : "DOWN", "link_layer",
 				 nd_link_layer_str(p->link_layer), "mtu", p->mtu, "rate_mbps",
-				 p->rate_mbps, "netdev", l ? l->name : NULL, "gids", nd_j_gids(inv, p)));
+				 p->rate_mbps, "netdev", l ? l->name : NULL, "gids",
+				 nd_j_gids(inv, p)));
 	}
 	return a;
 }
@@ -94,11 +97,11 @@ static json_t *nd_j_rdma(const struct nd_inventory *inv)
 		const struct nd_device *d = &inv->devs[i];
 
 		snprintf(guid, sizeof(guid), "%016llx", (unsigned long long)d->guid);
-		json_array_append_new(
-		    a, json_pack("{s:s, s:s, s:s, s:b, s:s?, s:o}", "name", d->name, "node_guid", guid,
-				 "uverbs", d->uverbs, "usable", nd_dev_usable(d), "error",
-				 d->open_err ? gx_strerror(d->open_err) : NULL, "ports",
-				 nd_j_ports(inv, d)));
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b, s:s?, s:o}", "name",
+						   d->name, "node_guid", guid, "uverbs", d->uverbs,
+						   "usable", nd_dev_usable(d), "error",
+						   d->open_err ? gx_strerror(d->open_err) : NULL,
+						   "ports", nd_j_ports(inv, d)));
 	}
 	return a;
 }
@@ -113,8 +116,9 @@ static json_t *nd_j_choice(const struct nd_result *r)
 			 l ? nd_j_addrs(l) : json_array(), "mtu", r->mtu, "is_primary",
 			 r->is_primary, "network", r->network[0] ? r->network : NULL, "rdma_dev",
 			 rd ? r->rdma_dev : NULL, "port", rd ? r->rdma_port : 0, "gid_index",
-			 r->gid_index, "gid_type", r->gid_index >= 0 ? nd_gid_type_str(r->gid_type) : NULL,
-			 "link_layer", rd ? nd_link_layer_str(r->link_layer) : NULL, "rdma_usable",
+			 r->gid_index, "gid_type",
+			 r->gid_index >= 0 ? nd_gid_type_str(r->gid_type) : NULL, "link_layer",
+			 rd ? nd_link_layer_str(r->link_layer) : NULL, "rdma_usable",
 			 r->rdma_usable, "reason", r->reason);
 }
 
@@ -127,12 +131,13 @@ static json_t *nd_j_rails(const struct nd_result *r)
 		const struct nd_rail *x = &r->rails[i];
 
 		json_array_append_new(
-		    a, json_pack("{s:s, s:i, s:s?, s:s?, s:i, s:s?, s:s, s:i, s:i, s:i}", "dev",
-				 x->dev, "port", x->port, "iface", x->iface[0] ? x->iface : NULL,
-				 "addr", x->addr[0] ? x->addr : NULL, "gid_index", x->gid_index,
-				 "gid_type", x->gid_index >= 0 ? nd_gid_type_str(x->gid_type) : NULL,
-				 "link_layer", nd_link_layer_str(x->link_layer), "rate_mbps",
-				 x->rate_mbps, "mtu", x->mtu, "netdev_mtu", x->netdev_mtu));
+		    a,
+		    json_pack("{s:s, s:i, s:s?, s:s?, s:i, s:s?, s:s, s:i, s:i, s:i}", "dev",
+			      x->dev, "port", x->port, "iface", x->iface[0] ? x->iface : NULL,
+			      "addr", x->addr[0] ? x->addr : NULL, "gid_index", x->gid_index,
+			      "gid_type", x->gid_index >= 0 ? nd_gid_type_str(x->gid_type) : NULL,
+			      "link_layer", nd_link_layer_str(x->link_layer), "rate_mbps",
+			      x->rate_mbps, "mtu", x->mtu, "netdev_mtu", x->netdev_mtu));
 	}
 	return a;
 }
@@ -164,7 +169,8 @@ json_t *nd_result_json(const struct nd_result *r)
 	char status[160] = "ok";
 
 	if (inv && inv->rdma_err && !inv->ndevs)
-		snprintf(status, sizeof(status), "no RDMA devices (%s)", gx_strerror(inv->rdma_err));
+		snprintf(status, sizeof(status), "no RDMA devices (%s)",
+			 gx_strerror(inv->rdma_err));
 	else if (inv && !inv->ndevs)
 		snprintf(status, sizeof(status), "no RDMA devices");
 	return json_pack("{s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:s, s:o}", "links", nd_j_links(inv),
@@ -209,14 +215,15 @@ static void nd_p_rdma(FILE *f, const struct nd_result *r)
 			inv && inv->rdma_err ? ")" : "");
 		return;
 	}
-	fprintf(f, "\n%-12s %4s %-6s %-10s %5s %7s %-15s %s\n", "RDMA DEV", "PORT", "STATE",
-		"LINK", "MTU", "RATE", "NETDEV", "GID");
+	fprintf(f, "\n%-12s %4s %-6s %-10s %5s %7s %-15s %s\n", "RDMA DEV", "PORT", "STATE", "LINK",
+		"MTU", "RATE", "NETDEV", "GID");
 	for (i = 0; i < inv->ndevs; i++) {
 		const struct nd_device *d = &inv->devs[i];
 
 		if (d->open_err || !d->uverbs_ok)
 			fprintf(f, "%-12s unusable: %s\n", d->name,
-				d->open_err ? gx_strerror(d->open_err) : "no /dev/infiniband/uverbs*");
+				d->open_err ? gx_strerror(d->open_err)
+					    : "no /dev/infiniband/uverbs*");
 		for (j = 0; j < d->nports; j++) {
 			const struct nd_port *p = &d->ports[j];
 
@@ -243,8 +250,8 @@ void nd_result_print(FILE *f, const struct nd_result *r)
 		fprintf(f, " %s/%d", r->addr6, r->prefix6);
 	if (r->rdma_dev[0])
 		fprintf(f, "  rdma %s:%d gid %d (%s, %s)%s", r->rdma_dev, r->rdma_port,
-			r->gid_index, nd_gid_type_str(r->gid_type), nd_link_layer_str(r->link_layer),
-			r->rdma_usable ? "" : " unusable");
+			r->gid_index, nd_gid_type_str(r->gid_type),
+			nd_link_layer_str(r->link_layer), r->rdma_usable ? "" : " unusable");
 	fprintf(f, "\nreason:      %s\n", r->reason);
 	for (i = 0; i < r->npassed; i++)
 		fprintf(f, "passed over: %s %s\n", r->passed[i].iface, r->passed[i].why);

@@ -226,7 +226,8 @@ static void nd_mark_default(struct nd_inventory *inv, struct rtnl_route *rt)
 		return;
 	for (i = 0; i < rtnl_route_get_nnexthops(rt); i++) {
 		nh = rtnl_route_nexthop_n(rt, i);
-		l = nh ? (struct nd_link *)nd_link_by_index(inv, rtnl_route_nh_get_ifindex(nh)) : NULL;
+		l = nh ? (struct nd_link *)nd_link_by_index(inv, rtnl_route_nh_get_ifindex(nh))
+		       : NULL;
 		if (l)
 			l->is_default = 1;
 	}

@@ -142,8 +142,8 @@ out:
 }
 
 /* Find the network-status line of an annotations file and unquote its value. */
-static int ns_from_annotations(const char *text, size_t len, char **json, size_t *jlen,
-			       char *err, size_t errlen)
+static int ns_from_annotations(const char *text, size_t len, char **json, size_t *jlen, char *err,
+			       size_t errlen)
 {
 	const char *p = text, *end = text + len, *nl;
 	size_t klen = strlen(NS_KEY);
@@ -156,8 +156,8 @@ static int ns_from_annotations(const char *text, size_t len, char **json, size_t
 			continue;
 		if (ns_unquote(p + klen + 1, nl, json, jlen) == 0)
 			return 0;
-		snprintf(err, errlen, "network-status: the %s annotation is not a valid quoted string",
-			 NS_KEY);
+		snprintf(err, errlen,
+			 "network-status: the %s annotation is not a valid quoted string", NS_KEY);
 		return GX_EJSON;
 	}
 	snprintf(err, errlen, "network-status: no %s annotation (yet)", NS_KEY);
@@ -228,8 +228,8 @@ static int ns_entry(json_t *o, struct nd_net *n, int idx, char *err, size_t errl
 		return rc;
 	if (json_is_object(pci) &&
 	    ((rc = ns_str(pci, "pci-address", n->pci, sizeof(n->pci), idx, err, errlen)) < 0 ||
-	     (rc = ns_str(pci, "rdma-device", n->rdma_dev, sizeof(n->rdma_dev), idx, err,
-			  errlen)) < 0))
+	     (rc = ns_str(pci, "rdma-device", n->rdma_dev, sizeof(n->rdma_dev), idx, err, errlen)) <
+		 0))
 		return rc;
 	if ((n->iface[0] && !gx_valid_ifname(n->iface)) ||
 	    (n->rdma_dev[0] && !gx_valid_rdmadev(n->rdma_dev))) {
@@ -240,8 +240,8 @@ static int ns_entry(json_t *o, struct nd_net *n, int idx, char *err, size_t errl
 	return 0;
 }
 
-static int ns_parse_json(const char *text, size_t len, struct nd_net **nets, size_t *n,
-			 char *err, size_t errlen)
+static int ns_parse_json(const char *text, size_t len, struct nd_net **nets, size_t *n, char *err,
+			 size_t errlen)
 {
 	json_error_t je;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *v;
@@ -251,11 +251,13 @@ static int ns_parse_json(const char *text, size_t len, struct nd_net **nets, siz
 
 	if (!root || !json_is_array(root) || json_array_size(root) > NS_MAX_NETS) {
 		if (root)
-			snprintf(err, errlen, "network-status: not a JSON array of at most %d networks",
+			snprintf(err, errlen,
+				 "network-status: not a JSON array of at most %d networks",
 				 NS_MAX_NETS);
 		else
-			snprintf(err, errlen, "network-status: malformed JSON at line %d column %d: %s",
-				 je.line, je.column, je.text);
+			snprintf(err, errlen,
+				 "network-status: malformed JSON at line %d column %d: %s", je.line,
+				 je.column, je.text);
 		rc = GX_EJSON;
 		goto out;
 	}

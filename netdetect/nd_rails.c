@@ -104,8 +104,8 @@ static void nd_memlock_check(struct nd_ctx *c)
 {
 	const struct nd_inventory *inv = c->inv;
 
-	c->memlock_low = !inv->ipc_lock && inv->memlock != ND_MEMLOCK_INF &&
-			 inv->memlock < ND_MEMLOCK_MIN;
+	c->memlock_low =
+	    !inv->ipc_lock && inv->memlock != ND_MEMLOCK_INF && inv->memlock < ND_MEMLOCK_MIN;
 	if (inv->memlock >= (1ull << 20))
 		snprintf(c->memlock_txt, sizeof(c->memlock_txt), "%llu MiB",
 			 (unsigned long long)(inv->memlock >> 20));
@@ -128,9 +128,9 @@ static int nd_unusable_text(const struct nd_inventory *inv, char *buf, size_t le
 			continue;
 		n++;
 		if (!d->uverbs_ok)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s (no /dev/infiniband/%s)",
-						off ? ", " : "", d->name,
-						d->uverbs[0] ? d->uverbs : "uverbs*");
+			off += (size_t)snprintf(buf + off, len - off,
+						"%s%s (no /dev/infiniband/%s)", off ? ", " : "",
+						d->name, d->uverbs[0] ? d->uverbs : "uverbs*");
 		else
 			off += (size_t)snprintf(buf + off, len - off, "%s%s (%s)", off ? ", " : "",
 						d->name, gx_strerror(d->open_err));
@@ -159,7 +159,8 @@ static int nd_named_port(struct nd_ctx *c, const char *dev, int port, const stru
 	size_t j;
 
 	for (j = 0; nd && j < nd->nports; j++) {
-		if ((port && nd->ports[j].num != port) || nd_port_link(c->inv, &nd->ports[j]) != c->chosen)
+		if ((port && nd->ports[j].num != port) ||
+		    nd_port_link(c->inv, &nd->ports[j]) != c->chosen)
 			continue;
 		*d = nd;
 		*p = &nd->ports[j];
@@ -192,7 +193,9 @@ static void nd_choice_rdma(struct nd_ctx *c)
 	r->rdma_port = p->num;
 	r->link_layer = p->link_layer;
 	r->gid_index = (r->family == AF_INET6 && g.v2_v6 >= 0) ? g.v2_v6 : g.index;
-	r->gid_type = r->gid_index < 0 ? ND_GID_NONE : r->gid_index == g.v2_v6 ? ND_GID_ROCE_V2 : g.type;
+	r->gid_type = r->gid_index < 0		? ND_GID_NONE
+		      : r->gid_index == g.v2_v6 ? ND_GID_ROCE_V2
+						: g.type;
 	r->rdma_usable = nd_dev_usable(d) && p->state == ND_PORT_ACTIVE && !c->memlock_low;
 	nd_reason(r, "%s port %d serves %s (GID %d, %s)", d->name, p->num, c->chosen->name,
 		  r->gid_index, nd_gid_type_str(r->gid_type));
@@ -222,7 +225,9 @@ static int nd_rail_add(struct nd_ctx *c, const struct nd_device *d, const struct
 	x->gid_v2_v4 = g.v2_v4;
 	x->gid_v2_v6 = g.v2_v6;
 	x->gid_index = (r->family == AF_INET6 && g.v2_v6 >= 0) ? g.v2_v6 : g.index;
-	x->gid_type = x->gid_index < 0 ? ND_GID_NONE : x->gid_index == g.v2_v6 ? ND_GID_ROCE_V2 : g.type;
+	x->gid_type = x->gid_index < 0		? ND_GID_NONE
+		      : x->gid_index == g.v2_v6 ? ND_GID_ROCE_V2
+						: g.type;
 	if (!l)
 		return 0;
 	gx_strlcpy(x->iface, l->name, sizeof(x->iface));
@@ -292,8 +297,8 @@ static int nd_rail_listed(struct nd_ctx *c, const struct nd_link *l, const struc
 		return 1;
 	snprintf(dp, sizeof(dp), "%s:%d", d->name, p->num);
 	for (i = 0; i < c->nrails_list; i++)
-		if (strcmp(c->rails_list[i], l->name) == 0 || strcmp(c->rails_list[i], d->name) == 0 ||
-		    strcmp(c->rails_list[i], dp) == 0)
+		if (strcmp(c->rails_list[i], l->name) == 0 ||
+		    strcmp(c->rails_list[i], d->name) == 0 || strcmp(c->rails_list[i], dp) == 0)
 			return 1;
 	return 0;
 }
@@ -312,8 +317,9 @@ static int nd_rails_auto(struct nd_ctx *c)
 	for (i = 0; i < c->inv->nlinks; i++) {
 		const struct nd_link *l = &c->inv->links[i];
 
-		if ((l == c->chosen || !nd_secondary_why(l)) && nd_link_port(c->inv, l, &d, &p) == 0 &&
-		    p->state == ND_PORT_ACTIVE && nd_dev_usable(d))
+		if ((l == c->chosen || !nd_secondary_why(l)) &&
+		    nd_link_port(c->inv, l, &d, &p) == 0 && p->state == ND_PORT_ACTIVE &&
+		    nd_dev_usable(d))
 			v[n++] = l;
 	}
 	qsort(v, n, sizeof(*v), nd_name_cmp);
@@ -338,8 +344,8 @@ static int nd_rails_check_list(struct nd_ctx *c)
 			const struct nd_rail *x = &c->r->rails[j];
 
 			snprintf(dp, sizeof(dp), "%s:%d", x->dev, x->port);
-			hit = !strcmp(c->rails_list[i], x->iface) || !strcmp(c->rails_list[i], x->dev) ||
-			      !strcmp(c->rails_list[i], dp);
+			hit = !strcmp(c->rails_list[i], x->iface) ||
+			      !strcmp(c->rails_list[i], x->dev) || !strcmp(c->rails_list[i], dp);
 		}
 		if (!hit) {
 			snprintf(c->err, c->errlen,
@@ -375,15 +381,16 @@ static void nd_nccl_gid(struct nd_result *r)
 		}
 		if (v < 0) {
 			snprintf(r->nccl_gid_why, sizeof(r->nccl_gid_why),
-				 "%s:%d (%s) has no RoCE v2 GID for its %s address", x->dev, x->port,
-				 x->iface[0] ? x->iface : "no netdev", fam);
+				 "%s:%d (%s) has no RoCE v2 GID for its %s address", x->dev,
+				 x->port, x->iface[0] ? x->iface : "no netdev", fam);
 			return;
 		}
 		if (idx >= 0 && v != idx) {
-			snprintf(r->nccl_gid_why, sizeof(r->nccl_gid_why),
-				 "the RoCE v2 %s GID index differs between rails (%s:%d has %d, %s:%d "
-				 "has %d)",
-				 fam, r->rails[0].dev, r->rails[0].port, idx, x->dev, x->port, v);
+			snprintf(
+			    r->nccl_gid_why, sizeof(r->nccl_gid_why),
+			    "the RoCE v2 %s GID index differs between rails (%s:%d has %d, %s:%d "
+			    "has %d)",
+			    fam, r->rails[0].dev, r->rails[0].port, idx, x->dev, x->port, v);
 			return;
 		}
 		idx = v;
@@ -406,12 +413,14 @@ static int nd_rdma_env(struct nd_ctx *c)
 	else if (!have && (warn = nd_unusable_text(inv, bad, sizeof(bad))))
 		snprintf(txt, sizeof(txt), "RDMA devices visible but unusable: %s", bad);
 	else if (!have)
-		snprintf(txt, sizeof(txt), "no active RDMA port has a GID of this pod's interfaces");
-	else if ((warn = c->memlock_low))
 		snprintf(txt, sizeof(txt),
-			 "RLIMIT_MEMLOCK is %s and IPC_LOCK is missing: RDMA cannot register memory "
-			 "(add IPC_LOCK or raise the memlock limit)",
-			 c->memlock_txt);
+			 "no active RDMA port has a GID of this pod's interfaces");
+	else if ((warn = c->memlock_low))
+		snprintf(
+		    txt, sizeof(txt),
+		    "RLIMIT_MEMLOCK is %s and IPC_LOCK is missing: RDMA cannot register memory "
+		    "(add IPC_LOCK or raise the memlock limit)",
+		    c->memlock_txt);
 	else if (!c->r->rdma_usable && !c->r->nrails)
 		snprintf(txt, sizeof(txt), "%s port %d is not active", c->r->rdma_dev,
 			 c->r->rdma_port);

@@ -113,7 +113,8 @@ static int nd_rate_mbps(uint8_t speed, uint8_t width)
 		return 0;
 	s = __builtin_ctz(speed);
 	w = __builtin_ctz(width);
-	if (s >= (int)(sizeof(lane) / sizeof(lane[0])) || w >= (int)(sizeof(lanes) / sizeof(lanes[0])))
+	if (s >= (int)(sizeof(lane) / sizeof(lane[0])) ||
+	    w >= (int)(sizeof(lanes) / sizeof(lanes[0])))
 		return 0;
 	return lane[s] * lanes[w];
 }
@@ -130,9 +131,8 @@ static int nd_v_query_port(void *arg, void *h, int port, struct nd_port_attr *pa
 		return -(rc > 0 ? rc : EIO);
 	pa->state = a.state;
 	pa->link_layer = a.link_layer;
-	pa->mtu = a.active_mtu >= IBV_MTU_256 && a.active_mtu <= IBV_MTU_4096
-			  ? 128 << a.active_mtu
-			  : 0;
+	pa->mtu =
+	    a.active_mtu >= IBV_MTU_256 && a.active_mtu <= IBV_MTU_4096 ? 128 << a.active_mtu : 0;
 	pa->rate_mbps = nd_rate_mbps(a.active_speed, a.active_width);
 	pa->gid_tbl_len = a.gid_tbl_len;
 	return 0;

@@ -78,8 +78,8 @@ struct nd_result {
 	char iface[ND_IFNAMSIZ];
 	int ifindex;
 	int mtu;
-	int is_primary; /* the default-route link (--allow-primary or explicit) */
-	char addr4[16]; /* first global IPv4, "" none */
+	int is_primary;		 /* the default-route link (--allow-primary or explicit) */
+	char addr4[16];		 /* first global IPv4, "" none */
 	char addr6[ND_ADDR6SIZ]; /* first global IPv6, "" none */
 	int prefix4, prefix6;
 	int family;	   /* AF_INET when addr4 is set, else AF_INET6, 0 for no address */

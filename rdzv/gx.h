@@ -19,26 +19,26 @@
 /* ---- error codes: 0 ok, -errno, or these (outside the errno range) ---- */
 enum gx_err {
 	GX_EBASE = 10000,
-	GX_EUSAGE = -(GX_EBASE + 1),	   /* bad usage / configuration (exit 2) */
-	GX_EPEERS = -(GX_EBASE + 2),	   /* peers not all present before deadline (exit 3) */
-	GX_ENOSECONDARY = -(GX_EBASE + 3), /* no usable secondary interface (exit 4) */
-	GX_ERDZV = -(GX_EBASE + 4),	   /* rendezvous failed (exit 5) */
-	GX_EAUTH = -(GX_EBASE + 5),	   /* authentication failed (exit 5) */
-	GX_ECONFLICT = -(GX_EBASE + 6),	   /* two live peers claim one name (exit 5) */
-	GX_EVERSION = -(GX_EBASE + 7),	   /* peer speaks another major protocol version */
-	GX_EPROTO = -(GX_EBASE + 8),	   /* malformed message */
-	GX_EMAC = -(GX_EBASE + 9),	   /* message MAC / sequence check failed */
-	GX_EJOB = -(GX_EBASE + 10),	   /* job id mismatch */
-	GX_EINVAL_NAME = -(GX_EBASE + 11), /* invalid peer/iface/device name or address */
-	GX_ENORDMA = -(GX_EBASE + 12),	   /* RDMA required but not usable (exit 4) */
-	GX_ENETLINK = -(GX_EBASE + 13),	   /* netlink (libnl) failure */
-	GX_EJSON = -(GX_EBASE + 14),	   /* malformed JSON */
-	GX_EDNS = -(GX_EBASE + 15),	   /* DNS failure (c-ares) */
-	GX_EREJECTED = -(GX_EBASE + 16),   /* our JOIN was rejected by the coordinator */
-	GX_EABORTED = -(GX_EBASE + 17),	   /* the coordinator aborted the job */
-	GX_ECHECK = -(GX_EBASE + 18),	   /* check: some pair unreachable (exit 1) */
+	GX_EUSAGE = -(GX_EBASE + 1),	    /* bad usage / configuration (exit 2) */
+	GX_EPEERS = -(GX_EBASE + 2),	    /* peers not all present before deadline (exit 3) */
+	GX_ENOSECONDARY = -(GX_EBASE + 3),  /* no usable secondary interface (exit 4) */
+	GX_ERDZV = -(GX_EBASE + 4),	    /* rendezvous failed (exit 5) */
+	GX_EAUTH = -(GX_EBASE + 5),	    /* authentication failed (exit 5) */
+	GX_ECONFLICT = -(GX_EBASE + 6),	    /* two live peers claim one name (exit 5) */
+	GX_EVERSION = -(GX_EBASE + 7),	    /* peer speaks another major protocol version */
+	GX_EPROTO = -(GX_EBASE + 8),	    /* malformed message */
+	GX_EMAC = -(GX_EBASE + 9),	    /* message MAC / sequence check failed */
+	GX_EJOB = -(GX_EBASE + 10),	    /* job id mismatch */
+	GX_EINVAL_NAME = -(GX_EBASE + 11),  /* invalid peer/iface/device name or address */
+	GX_ENORDMA = -(GX_EBASE + 12),	    /* RDMA required but not usable (exit 4) */
+	GX_ENETLINK = -(GX_EBASE + 13),	    /* netlink (libnl) failure */
+	GX_EJSON = -(GX_EBASE + 14),	    /* malformed JSON */
+	GX_EDNS = -(GX_EBASE + 15),	    /* DNS failure (c-ares) */
+	GX_EREJECTED = -(GX_EBASE + 16),    /* our JOIN was rejected by the coordinator */
+	GX_EABORTED = -(GX_EBASE + 17),	    /* the coordinator aborted the job */
+	GX_ECHECK = -(GX_EBASE + 18),	    /* check: some pair unreachable (exit 1) */
 	GX_ECMDNOTFOUND = -(GX_EBASE + 19), /* CMD not found (exit 127) */
-	GX_ECMDEXEC = -(GX_EBASE + 20),     /* CMD could not be executed (exit 126) */
+	GX_ECMDEXEC = -(GX_EBASE + 20),	    /* CMD could not be executed (exit 126) */
 	GX_ELAST = -(GX_EBASE + 21),
 };
 

@@ -3,7 +3,7 @@
 # Prints one "PASS name" / "FAIL name" line per binary; exit 1 if any failed.
 set -uo pipefail
 dir=$1
-mode=${2:-plain}
+mode=${2:-$(basename "$dir")}
 fail=0
 ulimit -n 4096 2>/dev/null || true
 for t in "$dir"/tests/test_*; do

@@ -158,7 +158,7 @@ static void test_commands_and_positionals(void **state)
 {
 	char *a1[] = {"gxboot", "install", "/opt/bin", NULL};
 	char *a2[] = {"gxboot", "rsh", "-o", "StrictHostKeyChecking=no", "-x", "w-1", "orted",
-		      "-mca", "x", NULL};
+		      "-mca",	"x",   NULL};
 	char *a3[] = {"gxboot", "exec", "--out", "/o", "--", "python3", "x.py", NULL};
 	char *a4[] = {"gxboot", "--serve", "--", "sleep", "1", NULL};
 	char *a5[] = {"gxboot", "--require-rdma", "--dry-run", NULL};
@@ -186,10 +186,11 @@ static void test_commands_and_positionals(void **state)
 
 static void test_env_fallback_and_flag_wins(void **state)
 {
-	char *env[] = {"GXBOOT_PEERS=a,b",      "GXBOOT_PORT=4000",      "GXBOOT_TOKEN_FILE=/s",
-		       "GXBOOT_NNODES=2",       "GXBOOT_FULL_TABLE=yes", "GXBOOT_OVERRIDE_ENV=TRUE",
-		       "GXBOOT_DRY_RUN=0",      "GXBOOT_RDMA=require",   "GXBOOT_HOSTFILE_FORMAT=mpich",
-		       "GXBOOT_MASTER_PORT=23", "GXBOOT_SELF=",          NULL};
+	char *env[] = {
+	    "GXBOOT_PEERS=a,b",	     "GXBOOT_PORT=4000",      "GXBOOT_TOKEN_FILE=/s",
+	    "GXBOOT_NNODES=2",	     "GXBOOT_FULL_TABLE=yes", "GXBOOT_OVERRIDE_ENV=TRUE",
+	    "GXBOOT_DRY_RUN=0",	     "GXBOOT_RDMA=require",   "GXBOOT_HOSTFILE_FORMAT=mpich",
+	    "GXBOOT_MASTER_PORT=23", "GXBOOT_SELF=",	      NULL};
 	char *plain[] = {"gxboot", "--", "x", NULL};
 	char *flags[] = {"gxboot", "--peers", "c,d", "--port=5000", "--dry-run", "--", "x", NULL};
 	struct agent_opts o;

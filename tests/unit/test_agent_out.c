@@ -189,7 +189,8 @@ static void test_env_apply(void **state)
 
 static void test_env_roundtrip(void **state)
 {
-	static const char *const vals[] = {"plain", "", "it's", "'", "''a''", "sp ace $HOME `x` \\n",
+	static const char *const vals[] = {"plain",  "",      "it's",
+					   "'",	     "''a''", "sp ace $HOME `x` \\n",
 					   "\"dq\"", "=net1", "caf\xc3\xa9"};
 	struct agent_env e = {0}, back = {0};
 	char name[16], *sh = NULL;
@@ -261,8 +262,7 @@ static void test_env_malformed(void **state)
 	expect_malformed("export A='x\r'\n", "line 1");
 	expect_malformed("export A='x'\r\n", "line 1");
 	expect_malformed("# comment\n", "line 1");
-	assert_int_equal(agent_env_parse("export A='x\0y'\n", 15, &e, err, sizeof(err)),
-			 GX_EUSAGE);
+	assert_int_equal(agent_env_parse("export A='x\0y'\n", 15, &e, err, sizeof(err)), GX_EUSAGE);
 	/* the last line may lack its newline */
 	assert_int_equal(agent_env_parse(ok, strlen(ok), &e, err, sizeof(err)), 0);
 	assert_string_equal(agent_env_get(&e, "B"), "x'y");
@@ -313,9 +313,9 @@ static void test_env_load_file(void **state)
 	size_t i;
 
 	(void)state;
-	assert_int_equal(agent_write_file_atomic(tmpdir, "env", "export Q='a b'\n", 15, 0644, err,
-						 sizeof(err)),
-			 0);
+	assert_int_equal(
+	    agent_write_file_atomic(tmpdir, "env", "export Q='a b'\n", 15, 0644, err, sizeof(err)),
+	    0);
 	snprintf(path, sizeof(path), "%s/env", tmpdir);
 	assert_int_equal(agent_env_load(path, &e, err, sizeof(err)), 0);
 	assert_string_equal(agent_env_get(&e, "Q"), "a b");
@@ -351,8 +351,8 @@ static void test_atomic_write_symlink(void **state)
 	fclose(f);
 	snprintf(target, sizeof(target), "%s/hostfile", tmpdir);
 	assert_int_equal(symlink(victim, target), 0);
-	assert_int_equal(agent_write_file_atomic(tmpdir, "hostfile", "10.0.0.1 slots=1\n", 17,
-						 0644, err, sizeof(err)),
+	assert_int_equal(agent_write_file_atomic(tmpdir, "hostfile", "10.0.0.1 slots=1\n", 17, 0644,
+						 err, sizeof(err)),
 			 0);
 	read_all(victim, buf, sizeof(buf));
 	assert_string_equal(buf, "precious\n");
@@ -378,36 +378,34 @@ static void test_atomic_write_symlink(void **state)
 
 static void test_hostfile(void **state)
 {
-	struct agent_hf_peer peers[] = {{"192.168.2.226", 8}, {"192.168.2.227", 8}, {"fd00::0:5", 1}};
+	struct agent_hf_peer peers[] = {
+	    {"192.168.2.226", 8}, {"192.168.2.227", 8}, {"fd00::0:5", 1}};
 	struct agent_hf_peer bad[] = {{"host-a", 1}};
 	char *out = NULL;
 	size_t len = 0;
 
 	(void)state;
-	assert_int_equal(agent_hostfile_render(AGENT_HF_OPENMPI, peers, 3, &out, &len, err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    agent_hostfile_render(AGENT_HF_OPENMPI, peers, 3, &out, &len, err, sizeof(err)), 0);
 	assert_string_equal(out, "192.168.2.226 slots=8\n192.168.2.227 slots=8\nfd00::5 slots=1\n");
 	assert_int_equal(len, strlen(out));
 	free(out);
-	assert_int_equal(agent_hostfile_render(AGENT_HF_MPICH, peers, 2, &out, &len, err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    agent_hostfile_render(AGENT_HF_MPICH, peers, 2, &out, &len, err, sizeof(err)), 0);
 	assert_string_equal(out, "192.168.2.226:8\n192.168.2.227:8\n");
 	free(out);
-	assert_int_equal(agent_hostfile_render(AGENT_HF_HOROVOD, peers, 1, &out, &len, err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    agent_hostfile_render(AGENT_HF_HOROVOD, peers, 1, &out, &len, err, sizeof(err)), 0);
 	assert_string_equal(out, "192.168.2.226:8\n");
 	free(out);
-	assert_int_equal(agent_hostfile_render(AGENT_HF_OPENMPI, bad, 1, &out, &len, err,
-					       sizeof(err)),
-			 GX_EINVAL_NAME);
+	assert_int_equal(
+	    agent_hostfile_render(AGENT_HF_OPENMPI, bad, 1, &out, &len, err, sizeof(err)),
+	    GX_EINVAL_NAME);
 	assert_null(out);
 	peers[0].slots = 0;
-	assert_int_equal(agent_hostfile_render(AGENT_HF_OPENMPI, peers, 1, &out, &len, err,
-					       sizeof(err)),
-			 GX_EINVAL_NAME);
+	assert_int_equal(
+	    agent_hostfile_render(AGENT_HF_OPENMPI, peers, 1, &out, &len, err, sizeof(err)),
+	    GX_EINVAL_NAME);
 }
 
 static void test_rendezvous_json(void **state)
@@ -434,9 +432,9 @@ static void test_rendezvous_json(void **state)
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "rank")), 1);
 	assert_string_equal(json_string_value(json_object_get(j, "master")), "192.168.9.10");
-	assert_int_equal(json_integer_value(
-			     json_object_get(json_object_get(j, "timings"), "rendezvous_ms")),
-			 120);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "timings"), "rendezvous_ms")),
+	    120);
 	p = json_array_get(json_object_get(j, "peers"), 0);
 	assert_string_equal(json_string_value(json_object_get(p, "rdma_dev")), "mlx5_0");
 	assert_int_equal(json_integer_value(json_object_get(p, "gid_index")), 3);

@@ -156,9 +156,8 @@ static void test_self_index(void **state)
 	assert_int_equal(idx, 1);
 	assert_int_equal(agent_self_index(names, 6, "job-0", NULL, &idx), 0);
 	assert_int_equal(idx, 0);
-	assert_int_equal(agent_self_index(names, 6, "JOB-2.job.default.svc.cluster.local.", NULL,
-					  &idx),
-			 0);
+	assert_int_equal(
+	    agent_self_index(names, 6, "JOB-2.job.default.svc.cluster.local.", NULL, &idx), 0);
 	assert_int_equal(idx, 2);
 	assert_int_equal(agent_self_index(names, 6, "job-1.job.", NULL, &idx), 0);
 	assert_int_equal(idx, 1);
@@ -279,10 +278,14 @@ static void test_discover_torchx_volcano(void **state)
 	struct agent_opts o;
 	struct agent_peers p;
 	/* TorchX on Volcano: one task per replica; natural order puts 10 after 2 */
-	char *env[] = {"TORCHX_RANK0_HOST=localhost", "VC_TRAINER_10_HOSTS=app-trainer-10-0.app",
-		       "VC_TRAINER_0_HOSTS=app-trainer-0-0.app", "VC_TRAINER_0_NUM=1",
-		       "VC_TRAINER_2_HOSTS=app-trainer-2-0.app", "VC_TASK_INDEX=0",
-		       "VC_TRAINER_1_HOSTS=app-trainer-1-0.app", NULL};
+	char *env[] = {"TORCHX_RANK0_HOST=localhost",
+		       "VC_TRAINER_10_HOSTS=app-trainer-10-0.app",
+		       "VC_TRAINER_0_HOSTS=app-trainer-0-0.app",
+		       "VC_TRAINER_0_NUM=1",
+		       "VC_TRAINER_2_HOSTS=app-trainer-2-0.app",
+		       "VC_TASK_INDEX=0",
+		       "VC_TRAINER_1_HOSTS=app-trainer-1-0.app",
+		       NULL};
 
 	(void)state;
 	opts_init(&o);
@@ -391,8 +394,8 @@ static void test_discover_pytorchjob(void **state)
 	struct agent_peers p;
 	char *env[] = {"MASTER_ADDR=pj-master-0", "MASTER_PORT=23456", "WORLD_SIZE=4", "RANK=2",
 		       NULL};
-	char *pet[] = {"MASTER_ADDR=pj-master-0", "WORLD_SIZE=24", "PET_NNODES=3",
-		       "PET_NPROC_PER_NODE=8", "PET_NODE_RANK=0", NULL};
+	char *pet[] = {"MASTER_ADDR=pj-master-0", "WORLD_SIZE=24",   "PET_NNODES=3",
+		       "PET_NPROC_PER_NODE=8",	  "PET_NODE_RANK=0", NULL};
 	char *nows[] = {"MASTER_ADDR=pj-master-0", NULL};
 
 	(void)state;
