@@ -16,7 +16,7 @@
  *               count from --nnodes (or PET_NNODES), subdomain from /etc/hosts
  *
  * Every name read is validated before it enters the list. Files are read
- * below c->root so tests use fixtures.
+ * below c->root so tests use fixtures. The last three live in peers_k8s.c.
  */
 #include "agent/peers_int.h"
 #include "rdzv/gx.h"
@@ -38,7 +38,7 @@
 typedef int source_fn(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
 		      char *err, size_t errlen);
 
-static const char *env_get(char **envp, const char *name)
+const char *agent_detect_env(char **envp, const char *name)
 {
 	size_t n = strlen(name);
 	char **e;
@@ -49,9 +49,9 @@ static const char *env_get(char **envp, const char *name)
 	return NULL;
 }
 
-static int env_long(char **envp, const char *name, long max, long *v)
+int agent_detect_long(char **envp, const char *name, long max, long *v)
 {
-	const char *s = env_get(envp, name);
+	const char *s = agent_detect_env(envp, name);
 
 	if (!s || !*s)
 		return -ENOENT;
@@ -59,7 +59,7 @@ static int env_long(char **envp, const char *name, long max, long *v)
 }
 
 /* Reads root/path (at most FILE_MAX) into a NUL-terminated buffer. */
-static int read_file(const char *root, const char *path, char **out)
+int agent_detect_read(const char *root, const char *path, char **out)
 {
 	char full[4096];
 	char *buf = NULL;
@@ -160,7 +160,7 @@ static void search_domain(const struct agent_detect *c, const char *starts, char
 	char *txt = NULL, *line, *save = NULL, *tok, *s2 = NULL;
 
 	buf[0] = '\0';
-	if (read_file(c->root, "/etc/resolv.conf", &txt) < 0)
+	if (agent_detect_read(c->root, "/etc/resolv.conf", &txt) < 0)
 		return;
 	for (line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (strncmp(line, "search", 6) != 0 || !isspace((unsigned char)line[6]))
@@ -173,32 +173,6 @@ static void search_domain(const struct agent_detect *c, const char *starts, char
 			}
 	}
 out:
-	free(txt);
-}
-
-/*
- * This pod's full name from root/etc/hosts (kubelet writes "<ip> <host>.<sub>.
- * <ns>.svc.<domain> <host>" when the pod has a subdomain): the part after the
- * host label into buf ("" when unknown).
- */
-static void hosts_domain(const struct agent_detect *c, const char *host, char *buf, size_t len)
-{
-	char *txt = NULL, *line, *save = NULL, *tok, *s2 = NULL;
-	size_t hl = strcspn(host, ".");
-
-	buf[0] = '\0';
-	if (read_file(c->root, "/etc/hosts", &txt) < 0)
-		return;
-	for (line = strtok_r(txt, "\n", &save); line && !buf[0];
-	     line = strtok_r(NULL, "\n", &save)) {
-		line[strcspn(line, "#")] = '\0';
-		for (tok = strtok_r(line, " \t\r", &s2); tok; tok = strtok_r(NULL, " \t\r", &s2))
-			if (strncasecmp(tok, host, hl) == 0 && tok[hl] == '.' &&
-			    gx_valid_hostname(tok)) {
-				gx_strlcpy(buf, tok + hl + 1, len);
-				break;
-			}
-	}
 	free(txt);
 }
 
@@ -231,8 +205,8 @@ static char *coord_fqdn(const struct agent_detect *c, const char *name)
 }
 
 /* Finishes p from list l: this pod's index (or fallback), the coordinator's name. */
-static int finish(const struct agent_detect *c, struct agent_peers *p, struct agent_names *l,
-		  const char *source, long fallback, char *err, size_t errlen)
+int agent_detect_finish(const struct agent_detect *c, struct agent_peers *p, struct agent_names *l,
+			const char *source, long fallback, char *err, size_t errlen)
 {
 	char pr[96];
 	int rc;
@@ -331,7 +305,7 @@ static int volcano_task_hosts(const struct agent_detect *c, const struct task *t
 		return push_split(l, t->hosts, ",", what, err, errlen);
 	}
 	snprintf(path, sizeof(path), "/etc/volcano/%s.host", t->name);
-	rc = read_file(c->root, path, &txt);
+	rc = agent_detect_read(c->root, path, &txt);
 	if (rc == 0)
 		rc = push_split(l, txt, "\n", path, err, errlen);
 	free(txt);
@@ -373,11 +347,12 @@ static int src_volcano_as(const struct agent_detect *c, struct agent_peers *p, c
 		goto out;
 	}
 	/* the index inside the task is the global one only when there is one task */
-	if (rc == 0 && ntasks == 1 && env_long(c->envp, "VC_TASK_INDEX", 1 << 20, &idx) < 0 &&
-	    env_long(c->envp, "VK_TASK_INDEX", 1 << 20, &idx) < 0)
+	if (rc == 0 && ntasks == 1 &&
+	    agent_detect_long(c->envp, "VC_TASK_INDEX", 1 << 20, &idx) < 0 &&
+	    agent_detect_long(c->envp, "VK_TASK_INDEX", 1 << 20, &idx) < 0)
 		idx = -1;
 	if (rc == 0)
-		rc = finish(c, p, &l, source, idx, err, errlen);
+		rc = agent_detect_finish(c, p, &l, source, idx, err, errlen);
 	if (rc == 0)
 		rc = 1;
 out:
@@ -402,9 +377,6 @@ static int has_prefix_var(char **envp, const char *prefix)
 	return 0;
 }
 
-static int src_indexed_as(const struct agent_detect *c, struct agent_peers *p, const char *source,
-			  char *why, size_t whylen, char *err, size_t errlen);
-
 static int src_torchx(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
 		      char *err, size_t errlen)
 {
@@ -417,7 +389,7 @@ static int src_torchx(const struct agent_detect *c, struct agent_peers *p, char 
 	rc = src_volcano_as(c, p, "TorchX", why, whylen, err, errlen);
 	if (rc != 0)
 		return rc;
-	return src_indexed_as(c, p, "TorchX", why, whylen, err, errlen);
+	return agent_src_indexed_as(c, p, "TorchX", why, whylen, err, errlen);
 }
 
 /* ---- MPI Operator v2 ----------------------------------------------------------- */
@@ -455,7 +427,7 @@ static int src_mpi(const struct agent_detect *c, struct agent_peers *p, char *wh
 	long slots = 0;
 	int rc;
 
-	if (read_file(c->root, "/etc/mpi/hostfile", &txt) < 0) {
+	if (agent_detect_read(c->root, "/etc/mpi/hostfile", &txt) < 0) {
 		snprintf(why, whylen, "no /etc/mpi/hostfile");
 		return 0;
 	}
@@ -488,218 +460,18 @@ out:
 	return rc;
 }
 
-/* ---- Kubeflow PyTorchJob --------------------------------------------------------- */
-
-/* Pushes "<prefix><i><domain>" for i in [from, to). */
-static int push_range(struct agent_names *l, const char *prefix, long from, long to,
-		      const char *domain, const char *what, char *err, size_t errlen)
-{
-	char buf[512];
-	int rc = 0, len;
-	long i;
-
-	for (i = from; i < to && rc == 0; i++) {
-		len = snprintf(buf, sizeof(buf), "%s%ld%s", prefix, i, domain);
-		if (len < 0 || (size_t)len >= sizeof(buf))
-			len = sizeof(buf) - 1;
-		rc = agent_names_push_valid(l, buf, (size_t)len, what, err, errlen);
-	}
-	return rc;
-}
-
-static long pytorch_count(char **envp)
-{
-	long n = 0, w = 0, nproc = 0;
-
-	if (env_long(envp, "PET_NNODES", AGENT_PEERS_MAX, &n) == 0 && n > 0)
-		return n;
-	if (env_long(envp, "WORLD_SIZE", 1L << 30, &w) < 0 || w < 1)
-		return -1;
-	/* newer operators: WORLD_SIZE = replicas x nprocPerNode */
-	if (env_long(envp, "PET_NPROC_PER_NODE", 1 << 20, &nproc) == 0 && nproc > 1 &&
-	    w % nproc == 0)
-		return w / nproc;
-	return w;
-}
-
-static int src_pytorchjob(const struct agent_detect *c, struct agent_peers *p, char *why,
-			  size_t whylen, char *err, size_t errlen)
-{
-	const char *ma = env_get(c->envp, "MASTER_ADDR"), *dom;
-	struct agent_names l = {0};
-	char job[256], prefix[300];
-	size_t lab;
-	long n, rank = -1;
-	int rc;
-
-	lab = ma ? strcspn(ma, ".") : 0;
-	if (!ma || lab <= 9 || lab >= sizeof(job) || strncmp(ma + lab - 9, "-master-0", 9) != 0) {
-		snprintf(why, whylen, "no MASTER_ADDR=<job>-master-0");
-		return 0;
-	}
-	n = pytorch_count(c->envp);
-	if (n < 1 || n > AGENT_PEERS_MAX) {
-		snprintf(err, errlen,
-			 "MASTER_ADDR names a PyTorchJob master but WORLD_SIZE / "
-			 "PET_NNODES is missing or invalid: set --peers or --nnodes");
-		return GX_EUSAGE;
-	}
-	if (env_long(c->envp, "PET_NODE_RANK", AGENT_PEERS_MAX, &rank) < 0 &&
-	    env_long(c->envp, "RANK", AGENT_PEERS_MAX, &rank) < 0)
-		rank = -1;
-	memcpy(job, ma, lab - 9);
-	job[lab - 9] = '\0';
-	dom = ma + lab; /* "" or ".<rest>" */
-	snprintf(prefix, sizeof(prefix), "%s-master-", job);
-	rc = push_range(&l, prefix, 0, 1, dom, "MASTER_ADDR", err, errlen);
-	snprintf(prefix, sizeof(prefix), "%s-worker-", job);
-	if (rc == 0)
-		rc = push_range(&l, prefix, 0, n - 1, dom, "MASTER_ADDR", err, errlen);
-	if (rc == 0)
-		rc = finish(c, p, &l, "PyTorchJob", rank, err, errlen);
-	agent_names_free(l.v, l.n);
-	return rc < 0 ? rc : 1;
-}
-
-/* ---- LeaderWorkerSet -------------------------------------------------------------- */
-
-static int src_lws(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
-		   char *err, size_t errlen)
-{
-	const char *la = env_get(c->envp, "LWS_LEADER_ADDRESS");
-	struct agent_names l = {0};
-	char prefix[300];
-	long size = 0, idx = -1;
-	size_t lab;
-	int rc;
-
-	if (!la || !*la) {
-		snprintf(why, whylen, "no LWS_LEADER_ADDRESS");
-		return 0;
-	}
-	lab = strcspn(la, ".");
-	if (env_long(c->envp, "LWS_GROUP_SIZE", AGENT_PEERS_MAX, &size) < 0 || size < 1 ||
-	    lab == 0 || lab >= 256) {
-		snprintf(err, errlen,
-			 "LWS_LEADER_ADDRESS is set but LWS_GROUP_SIZE is missing or "
-			 "invalid: set --peers");
-		return GX_EUSAGE;
-	}
-	if (env_long(c->envp, "LWS_WORKER_INDEX", AGENT_PEERS_MAX, &idx) < 0)
-		idx = -1;
-	/* leader "<lws>-<group>", workers "<lws>-<group>-<i>", i = 1..size-1 */
-	rc = agent_names_push_valid(&l, la, strlen(la), "LWS_LEADER_ADDRESS", err, errlen);
-	snprintf(prefix, sizeof(prefix), "%.*s-", (int)lab, la);
-	if (rc == 0)
-		rc = push_range(&l, prefix, 1, size, la + lab, "LWS_LEADER_ADDRESS", err, errlen);
-	if (rc == 0)
-		rc = finish(c, p, &l, "LeaderWorkerSet", idx, err, errlen);
-	agent_names_free(l.v, l.n);
-	return rc < 0 ? rc : 1;
-}
-
-/* ---- indexed hostname: JobSet, Indexed Job, StatefulSet ----------------------------- */
-
-/* Splits "<base>-<digits>": the index, or -1. */
-static long trailing_index(const char *s, size_t len, size_t *base_len)
-{
-	size_t i = len;
-	long v = -1;
-	char num[16];
-
-	while (i && isdigit((unsigned char)s[i - 1]))
-		i--;
-	if (i == len || i < 2 || s[i - 1] != '-' || len - i >= sizeof(num))
-		return -1;
-	memcpy(num, s + i, len - i);
-	num[len - i] = '\0';
-	if (gx_parse_long(num, 0, AGENT_PEERS_MAX, &v) < 0)
-		return -1;
-	*base_len = i - 1;
-	return v;
-}
-
-static long indexed_count(const struct agent_opts *o, char **envp)
-{
-	long n = 0;
-
-	if (o->nnodes_max)
-		return o->nnodes_max;
-	if (env_long(envp, "PET_NNODES", AGENT_PEERS_MAX, &n) == 0 && n > 0)
-		return n; /* Kubeflow Trainer v2 on JobSet */
-	return -1;
-}
-
-/* JobSet with several jobs (<js>-<rjob>-<j>-<p>, j > 0): P cannot be known here. */
-static int jobset_multi(const char *host, size_t base_len, long idx, char **envp)
-{
-	size_t b2 = 0;
-	long j, jci = -1;
-
-	if (env_long(envp, "JOB_COMPLETION_INDEX", AGENT_PEERS_MAX, &jci) < 0 || jci != idx)
-		return 0;
-	j = trailing_index(host, base_len, &b2);
-	return j > 0;
-}
-
-static int src_indexed_as(const struct agent_detect *c, struct agent_peers *p, const char *source,
-			  char *why, size_t whylen, char *err, size_t errlen)
-{
-	struct agent_names l = {0};
-	char sub[256], dom[300], base[256];
-	size_t hl = strcspn(c->self, "."), bl = 0;
-	long idx = trailing_index(c->self, hl, &bl), n, jci = -1;
-	int rc;
-
-	n = indexed_count(c->o, c->envp);
-	if (idx < 0 || n < 0) {
-		snprintf(why, whylen,
-			 idx < 0 ? "host name is not <name>-<index>"
-				 : "host name <name>-<index> but no --nnodes");
-		return 0;
-	}
-	if (env_long(c->envp, "JOB_COMPLETION_INDEX", AGENT_PEERS_MAX, &jci) == 0 && jci != idx) {
-		snprintf(why, whylen, "JOB_COMPLETION_INDEX %ld is not the host name's index", jci);
-		return 0;
-	}
-	if (jobset_multi(c->self, bl, idx, c->envp)) {
-		snprintf(err, errlen,
-			 "'%.*s' looks like a JobSet with several jobs: give --peers "
-			 "'<jobset>-<rjob>-{0..R-1}-{0..P-1}.<subdomain>'",
-			 (int)hl, c->self);
-		return GX_EUSAGE;
-	}
-	/* the subdomain: the self name's own domain, else /etc/hosts */
-	if (c->self[hl] == '.')
-		gx_strlcpy(sub, c->self + hl + 1, sizeof(sub));
-	else
-		hosts_domain(c, c->self, sub, sizeof(sub));
-	/* keep "<pod>.<subdomain>": the namespace comes from the search list */
-	sub[strcspn(sub, ".")] = '\0';
-	snprintf(dom, sizeof(dom), "%s%s", sub[0] ? "." : "", sub);
-	snprintf(base, sizeof(base), "%.*s-", (int)bl, c->self);
-	rc = push_range(&l, base, 0, n, dom, "the host name", err, errlen);
-	if (rc == 0)
-		rc = finish(c, p, &l, source, idx, err, errlen);
-	agent_names_free(l.v, l.n);
-	return rc < 0 ? rc : 1;
-}
-
-static int src_indexed(const struct agent_detect *c, struct agent_peers *p, char *why,
-		       size_t whylen, char *err, size_t errlen)
-{
-	return src_indexed_as(c, p, "indexed hostname (JobSet/Indexed Job/StatefulSet)", why,
-			      whylen, err, errlen);
-}
-
 /* ---- driver ----------------------------------------------------------------------- */
 
 static const struct {
 	const char *name;
 	source_fn *fn;
 } sources[] = {
-    {"TorchX", src_torchx},	    {"Volcano", src_volcano},	  {"MPI Operator", src_mpi},
-    {"PyTorchJob", src_pytorchjob}, {"LeaderWorkerSet", src_lws}, {"indexed hostname", src_indexed},
+    {"TorchX", src_torchx},
+    {"Volcano", src_volcano},
+    {"MPI Operator", src_mpi},
+    {"PyTorchJob", agent_src_pytorchjob},
+    {"LeaderWorkerSet", agent_src_lws},
+    {"indexed hostname", agent_src_indexed},
 };
 
 int agent_peers_autodetect(const struct agent_detect *c, struct agent_peers *p, char *err,

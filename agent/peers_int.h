@@ -114,6 +114,30 @@ struct agent_detect {
 	int (*is_local_ip)(const char *);
 };
 
+/* Helpers of peers_detect.c the other sources share. */
+const char *agent_detect_env(char **envp, const char *name);
+/* A base-10 variable in [0, max]: 0, -ENOENT when unset/empty, -EINVAL/-ERANGE. */
+int agent_detect_long(char **envp, const char *name, long max, long *v);
+/* root/path (at most 4 MiB) into a NUL-terminated malloc'd buffer; -errno. */
+int agent_detect_read(const char *root, const char *path, char **out);
+/* Moves l into p; finds self (fallback index when it is not listed); coord_fqdn. */
+int agent_detect_finish(const struct agent_detect *c, struct agent_peers *p, struct agent_names *l,
+			const char *source, long fallback, char *err, size_t errlen);
+
+/*
+ * Sources in peers_k8s.c: 1 detected (p filled), 0 not this source (the
+ * reason in why), < 0 an error with err.
+ */
+int agent_src_pytorchjob(const struct agent_detect *c, struct agent_peers *p, char *why,
+			 size_t whylen, char *err, size_t errlen);
+int agent_src_lws(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
+		  char *err, size_t errlen);
+int agent_src_indexed(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
+		      char *err, size_t errlen);
+/* The indexed-hostname source under another name (TorchX on MCAD/Kueue). */
+int agent_src_indexed_as(const struct agent_detect *c, struct agent_peers *p, const char *source,
+			 char *why, size_t whylen, char *err, size_t errlen);
+
 /* The job-system sources, in order; fills p (names, self, source, ...). */
 int agent_peers_autodetect(const struct agent_detect *c, struct agent_peers *p, char *err,
 			   size_t errlen);
