@@ -191,10 +191,13 @@ static void nd_p_links(FILE *f, const struct nd_result *r)
 	for (i = 0; inv && i < inv->nlinks; i++) {
 		const struct nd_link *l = &inv->links[i];
 		const char *why = NULL;
+		char speed[16] = "-";
 
 		nd_link_is_up(l, &why);
-		fprintf(f, "%-15s %5d %-9s %-6s %6d %7d ", l->name, l->ifindex, l->kind,
-			why ? "down" : "up", l->mtu, l->speed_mbps);
+		if (l->speed_mbps > 0)
+			snprintf(speed, sizeof(speed), "%d", l->speed_mbps);
+		fprintf(f, "%-15s %5d %-9s %-6s %6d %7s ", l->name, l->ifindex, l->kind,
+			why ? "down" : "up", l->mtu, speed);
 		for (j = 0; j < l->naddrs; j++)
 			fprintf(f, " %s/%d", l->addrs[j].str, l->addrs[j].prefixlen);
 		fprintf(f, "%s%s\n", l->is_default ? "  [default route]" : "",

@@ -112,7 +112,8 @@ static int nd_link_speed(int fd, const char *name)
 	ifr.ifr_data = (void *)&cmd;
 	if (fd < 0 || ioctl(fd, SIOCETHTOOL, &ifr) < 0)
 		return -1;
-	speed = ethtool_cmd_speed(&cmd);
+	speed =
+	    ((uint32_t)cmd.speed_hi << 16) | cmd.speed; /* not ethtool_cmd_speed(): int shift UB */
 	if (speed == 0 || speed == (uint32_t)SPEED_UNKNOWN || speed > 10000000)
 		return -1;
 	return (int)speed;

@@ -297,7 +297,7 @@ int nd_netstatus_parse(const char *text, size_t len, struct nd_net **nets, size_
 		snprintf(err, errlen, "network-status: empty (not written by Multus yet?)");
 		return -ENOENT;
 	}
-	if (text[i] == '[')
+	if (text[i] == '[' || text[i] == '{')
 		return ns_parse_json(text + i, len - i, nets, n, err, errlen);
 	rc = ns_from_annotations(text, len, &json, &jlen, err, errlen);
 	if (rc == 0)

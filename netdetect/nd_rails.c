@@ -68,11 +68,16 @@ static int nd_want_one(struct nd_ctx *c, const char *s, size_t n)
 
 static int nd_rails_one(struct nd_ctx *c, const char *s, size_t n)
 {
+	struct nd_devport dp;
+
 	if (c->nrails_list >= ND_MAX_WANT || n == 0 || n >= ND_DEVSIZ)
 		return -EINVAL;
 	memcpy(c->rails_list[c->nrails_list], s, n);
 	c->rails_list[c->nrails_list][n] = '\0';
-	return gx_safe_text(c->rails_list[c->nrails_list++], ND_DEVSIZ) ? 0 : -EINVAL;
+	if (!gx_valid_ifname(c->rails_list[c->nrails_list]) && nd_parse_devport(s, n, &dp) < 0)
+		return -EINVAL;
+	c->nrails_list++;
+	return 0;
 }
 
 int nd_parse_request(struct nd_ctx *c)
@@ -196,7 +201,7 @@ static void nd_choice_rdma(struct nd_ctx *c)
 	r->gid_type = r->gid_index < 0		? ND_GID_NONE
 		      : r->gid_index == g.v2_v6 ? ND_GID_ROCE_V2
 						: g.type;
-	r->rdma_usable = nd_dev_usable(d) && p->state == ND_PORT_ACTIVE && !c->memlock_low;
+	r->rdma_usable = nd_dev_usable(d) && p->state == ND_PORT_ACTIVE;
 	nd_reason(r, "%s port %d serves %s (GID %d, %s)", d->name, p->num, c->chosen->name,
 		  r->gid_index, nd_gid_type_str(r->gid_type));
 }
@@ -403,29 +408,30 @@ static void nd_nccl_gid(struct nd_result *r)
 static int nd_rdma_env(struct nd_ctx *c)
 {
 	const struct nd_inventory *inv = c->inv;
-	int have = c->r->rdma_dev[0] || c->r->nrails, warn = 0;
+	const struct nd_result *r = c->r;
+	int have = r->rdma_usable || r->nrails, warn = 0;
 	char txt[512], bad[384];
 
 	if (inv->rdma_err && !inv->ndevs)
 		snprintf(txt, sizeof(txt), "no RDMA devices (%s)", gx_strerror(inv->rdma_err));
 	else if (!inv->ndevs)
 		snprintf(txt, sizeof(txt), "no RDMA devices");
-	else if (!have && (warn = nd_unusable_text(inv, bad, sizeof(bad))))
-		snprintf(txt, sizeof(txt), "RDMA devices visible but unusable: %s", bad);
-	else if (!have)
-		snprintf(txt, sizeof(txt),
-			 "no active RDMA port has a GID of this pod's interfaces");
-	else if ((warn = c->memlock_low))
+	else if (have && (warn = c->memlock_low))
 		snprintf(
 		    txt, sizeof(txt),
 		    "RLIMIT_MEMLOCK is %s and IPC_LOCK is missing: RDMA cannot register memory "
 		    "(add IPC_LOCK or raise the memlock limit)",
 		    c->memlock_txt);
-	else if (!c->r->rdma_usable && !c->r->nrails)
-		snprintf(txt, sizeof(txt), "%s port %d is not active", c->r->rdma_dev,
-			 c->r->rdma_port);
-	else
+	else if (have)
 		return 0;
+	else if ((warn = nd_unusable_text(inv, bad, sizeof(bad))))
+		snprintf(txt, sizeof(txt), "RDMA devices visible but unusable: %s", bad);
+	else if (r->rdma_dev[0])
+		snprintf(txt, sizeof(txt), "%s port %d of %s is not active", r->rdma_dev,
+			 r->rdma_port, r->iface);
+	else
+		snprintf(txt, sizeof(txt),
+			 "no active RDMA port has a GID of this pod's interfaces");
 	if (c->req->rdma_mode == ND_RDMA_REQUIRE) {
 		snprintf(c->err, c->errlen, "--rdma require: %s", txt);
 		return GX_ENORDMA;

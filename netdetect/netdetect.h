@@ -111,7 +111,7 @@ struct nd_result {
  * Real detection: netlink (libnl-route-3), libibverbs, network-status file.
  * On success *ret is a new result. GX_ENOSECONDARY / GX_ENORDMA / GX_EUSAGE /
  * GX_EJSON / GX_ENETLINK / -errno with one line in err; with req->keep_on_error
- * *ret is also set for GX_ENOSECONDARY and GX_ENORDMA (iface "").
+ * *ret is also set for GX_ENOSECONDARY (iface "") and GX_ENORDMA (the choice so far).
  */
 int nd_detect(const struct nd_request *req, struct nd_result **ret, char *err, size_t errlen);
 /* The same choice over a given inventory (tests). inv must outlive *ret. */

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# nd_netns.sh - `gxboot netdetect` against real netlink in a network namespace
+# this test creates (issue 4). A "pod" namespace gets eth0 (veth, default route)
+# and net1/net2 (veth); their peers live in a second namespace so carrier is real.
+#   1 eth0 + net1                    -> chooses net1
+#   2 net1's peer down (no carrier)  -> exit 4 naming net1
+#   3 net1 + net2, --iface CIDR      -> the interface in that CIDR
+#   4 only eth0                      -> exit 4 "no secondary interface: only eth0 ..."
+#   5 only eth0, --allow-primary     -> eth0 with a warning
+#   6 100 extra links, --json        -> completes; prints the time it took
+# Exit: 0 all passed, 1 a case failed, 77 skipped (not root / no netns).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+GXBOOT=${GXBOOT:-$ROOT/build/gxboot}
+POD="gxnd$$-pod"
+PEER="gxnd$$-peer"
+TMP=$(mktemp -d)
+fail=0
+
+if [ "$(id -u)" -ne 0 ] || ! ip netns add "$POD" 2>/dev/null; then
+  echo "SKIPPED: needs root/netns"
+  rm -rf "$TMP"
+  exit 77
+fi
+teardown() {
+  ip netns del "$POD" 2>/dev/null
+  ip netns del "$PEER" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap teardown EXIT INT TERM
+if [ ! -x "$GXBOOT" ]; then
+  echo "SKIPPED: $GXBOOT not built"
+  exit 77
+fi
+ip netns add "$PEER"
+
+pod() { ip netns exec "$POD" "$@"; }
+peer() { ip netns exec "$PEER" "$@"; }
+
+# veth NAME ADDR/PLEN: NAME in the pod, NAME-p in the peer namespace, both up.
+veth() {
+  ip link add "$1" netns "$POD" type veth peer name "$1-p" netns "$PEER"
+  pod ip addr add "$2" dev "$1"
+  pod ip link set "$1" up
+  peer ip link set "$1-p" up
+}
+
+# nd NAME ARGS...: run netdetect in the pod; stdout/stderr in $TMP/NAME.{out,err}; sets rc.
+nd() {
+  local name=$1
+  shift
+  pod "$GXBOOT" netdetect "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+  rc=$?
+}
+
+result() {
+  if [ "$2" = ok ]; then
+    echo "PASS nd_netns/$1"
+  else
+    echo "FAIL nd_netns/$1: $2"
+    sed 's/^/    /' "$TMP/$1.out" "$TMP/$1.err" 2>/dev/null | tail -n 30
+    fail=1
+  fi
+}
+
+json_choice() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choice"]["iface"])' "$1"; }
+
+pod ip link set lo up
+peer ip link set lo up
+veth eth0 10.77.1.2/24
+peer ip addr add 10.77.1.1/24 dev eth0-p
+pod ip route add default via 10.77.1.1 dev eth0
+veth net1 192.168.77.2/24
+
+# 1: eth0 (default route) + net1 -> net1
+nd choose_net1
+if [ $rc -ne 0 ]; then result choose_net1 "exit $rc"
+elif ! grep -q '^choice: *net1 192.168.77.2/24' "$TMP/choose_net1.out"; then result choose_net1 "did not choose net1"
+elif ! grep -q 'passed over: eth0 holds the default route' "$TMP/choose_net1.out"; then result choose_net1 "eth0 not passed over"
+elif ! grep -q 'no RDMA devices' "$TMP/choose_net1.out"; then result choose_net1 "no 'no RDMA devices' line"
+else result choose_net1 ok; fi
+
+nd choose_net1_json --json
+if [ $rc -ne 0 ] || [ "$(json_choice "$TMP/choose_net1_json.out")" != net1 ]; then
+  result choose_net1_json "exit $rc or JSON choice is not net1"
+else result choose_net1_json ok; fi
+
+# 2: net1's peer goes down: net1 loses carrier -> exit 4 naming net1
+peer ip link set net1-p down
+nd net1_down
+if [ $rc -ne 4 ]; then result net1_down "exit $rc, want 4"
+elif ! grep -q 'net1 is down (no carrier)' "$TMP/net1_down.err"; then result net1_down "error line does not name net1 down"
+else result net1_down ok; fi
+peer ip link set net1-p up
+
+# 3: two secondaries, --iface CIDR picks the one inside it
+veth net2 192.168.78.2/24
+nd cidr_net2 --iface 192.168.78.0/24
+if [ $rc -ne 0 ] || ! grep -q '^choice: *net2 ' "$TMP/cidr_net2.out"; then result cidr_net2 "exit $rc or not net2"
+else result cidr_net2 ok; fi
+nd cidr_net1 --iface 192.168.77.0/24
+if [ $rc -ne 0 ] || ! grep -q '^choice: *net1 ' "$TMP/cidr_net1.out"; then result cidr_net1 "exit $rc or not net1"
+else result cidr_net1 ok; fi
+nd iface_missing --iface net7
+if [ $rc -ne 4 ] || ! grep -q -- '--iface net7: no such interface' "$TMP/iface_missing.err"; then
+  result iface_missing "exit $rc or wrong line"
+else result iface_missing ok; fi
+
+# 4: only eth0 -> exit 4
+pod ip link del net1
+pod ip link del net2
+nd only_eth0
+if [ $rc -ne 4 ]; then result only_eth0 "exit $rc, want 4"
+elif ! grep -q 'no secondary interface: only eth0 (default route) found' "$TMP/only_eth0.err"; then result only_eth0 "wrong error line"
+else result only_eth0 ok; fi
+
+# 5: --allow-primary -> eth0 with a warning
+nd allow_primary --allow-primary
+if [ $rc -ne 0 ]; then result allow_primary "exit $rc"
+elif ! grep -q '^choice: *eth0 ' "$TMP/allow_primary.out"; then result allow_primary "did not choose eth0"
+elif ! grep -qi 'warning.*allow-primary' "$TMP/allow_primary.out" "$TMP/allow_primary.err"; then result allow_primary "no warning"
+else result allow_primary ok; fi
+
+# 6: 100 more links (and net1 back): --json completes; the time is printed, not asserted
+veth net1 192.168.77.2/24
+for i in $(seq 1 100); do echo "link add d$i type bridge"; done | pod ip -batch -
+for i in $(seq 1 100); do echo "link set d$i up"; done | pod ip -batch -
+t0=$(date +%s%N)
+nd links100 --json
+t1=$(date +%s%N)
+if [ $rc -ne 0 ] || [ "$(json_choice "$TMP/links100.out")" != net1 ]; then
+  result links100 "exit $rc or JSON choice is not net1"
+else
+  result links100 ok
+  echo "INFO nd_netns/links100: netdetect --json with $(pod ip -o link | wc -l) links: $(((t1 - t0) / 1000000)) ms (whole process, target <= 20 ms)"
+fi
+
+exit $fail

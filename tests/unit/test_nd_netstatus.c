@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_nd_netstatus.c - Multus network-status over real shapes: the JSON array
+ * (macvlan with ips; SR-IOV with device-info pci + rdma-device), the downward
+ * API annotations file (Go-quoted value: \" \n \\ \t \uXXXX), malformed input.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/unit/nd_fixture.h"
+
+static int parse_file(const char *name, struct nd_net **nets, size_t *n, char *err, size_t len)
+{
+	char path[PATH_MAX], buf[8192];
+	FILE *f = fopen(fx_path(name, path, sizeof(path)), "r");
+	size_t got;
+
+	assert_non_null(f);
+	got = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	return nd_netstatus_parse(buf, got, nets, n, err, len);
+}
+
+static int parse_str(const char *s, struct nd_net **nets, size_t *n, char *err, size_t len)
+{
+	return nd_netstatus_parse(s, strlen(s), nets, n, err, len);
+}
+
+static void test_macvlan(void **state)
+{
+	struct nd_net *nets = NULL;
+	size_t n = 0;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse_file("ns_macvlan.json", &nets, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_true(nets[0].is_default);
+	assert_string_equal(nets[0].iface, "eth0");
+	assert_false(nets[1].is_default);
+	assert_string_equal(nets[1].name, "default/macvlan-conf");
+	assert_string_equal(nets[1].iface, "net1");
+	assert_string_equal(nets[1].mac, "aa:b1:00:00:00:11");
+	assert_int_equal(nets[1].nips, 2);
+	assert_string_equal(nets[1].ips[0], "192.168.10.11");
+	assert_string_equal(nets[1].ips[1], "fd00:10::11");
+	assert_string_equal(nets[1].rdma_dev, "");
+	nd_nets_free(nets, n);
+}
+
+static void test_sriov_device_info(void **state)
+{
+	struct nd_net *nets = NULL;
+	size_t n = 0;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse_file("ns_sriov.json", &nets, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(nets[0].iface, ""); /* Calico's entry has no interface */
+	assert_true(nets[0].is_default);
+	assert_string_equal(nets[1].pci, "0000:3b:02.2");
+	assert_string_equal(nets[1].rdma_dev, "mlx5_4");
+	assert_string_equal(nets[2].iface, "net2");
+	assert_string_equal(nets[2].rdma_dev, "mlx5_7");
+	nd_nets_free(nets, n);
+}
+
+static void test_annotations_escaping(void **state)
+{
+	struct nd_net *nets = NULL;
+	size_t n = 0;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse_file("ns_annotations.txt", &nets, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(nets[0].name, "cbr0");
+	assert_string_equal(nets[1].iface, "net1");
+	/* \u200b became UTF-8 E2 80 8B */
+	assert_string_equal(nets[1].name, "default/macvlan\xe2\x80\x8b-conf");
+	assert_string_equal(nets[1].ips[0], "192.168.10.11");
+	nd_nets_free(nets, n);
+}
+
+static void test_annotations_without_status(void **state)
+{
+	struct nd_net *nets = NULL;
+	size_t n = 0;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse_str("k8s.v1.cni.cncf.io/networks=\"macvlan-conf\"\n", &nets, &n, err,
+				   sizeof(err)),
+			 -ENOENT);
+	assert_non_null(strstr(err, "no k8s.v1.cni.cncf.io/network-status annotation"));
+	assert_int_equal(parse_str("  \n", &nets, &n, err, sizeof(err)), -ENOENT);
+	assert_null(nets);
+}
+
+static void test_malformed(void **state)
+{
+	static const char *const bad[] = {
+	    "[{\"name\": 1}]",
+	    "[{\"interface\": \"net1\", \"ips\": \"192.168.1.1\"}]",
+	    "[{\"interface\": \"this-name-is-far-too-long\"}]",
+	    "[{\"interface\": \"net/1\"}]",
+	    "[{\"interface\": \"net1\", \"device-info\": {\"pci\": {\"rdma-device\": \"mlx5 "
+	    "0\"}}}]",
+	    "[1, 2]",
+	    "{\"name\": \"x\"}",
+	    "[{\"a\": 1, \"a\": 2}]",
+	    "k8s.v1.cni.cncf.io/network-status=\"[{\\\"name\\\": \\u00\"\n",
+	    "k8s.v1.cni.cncf.io/network-status=\"[{\\\"name\\\"\n",
+	    "k8s.v1.cni.cncf.io/network-status=\"[\\q]\"\n",
+	};
+	struct nd_net *nets = NULL;
+	size_t n = 0, i;
+	char err[256];
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (parse_str(bad[i], &nets, &n, err, sizeof(err)) != GX_EJSON)
+			fail_msg("case %zu: %s", i, err);
+		assert_true(strncmp(err, "network-status", 14) == 0);
+		assert_null(nets);
+	}
+	assert_int_equal(parse_file("ns_malformed.json", &nets, &n, err, sizeof(err)), GX_EJSON);
+	assert_non_null(strstr(err, "malformed JSON at line 1"));
+}
+
+static void test_truncated_every_length(void **state)
+{
+	char path[PATH_MAX], buf[8192], err[256];
+	struct nd_net *nets = NULL;
+	FILE *f = fopen(fx_path("ns_annotations.txt", path, sizeof(path)), "r");
+	size_t got, len, n;
+	int rc;
+
+	(void)state;
+	assert_non_null(f);
+	got = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	/* every prefix: an error or a parse, never a crash (ASan/valgrind runs check) */
+	for (len = 0; len <= got; len++) {
+		rc = nd_netstatus_parse(buf, len, &nets, &n, err, sizeof(err));
+		assert_true(rc == 0 || rc == GX_EJSON || rc == -ENOENT);
+		if (rc == 0)
+			nd_nets_free(nets, n);
+		nets = NULL;
+	}
+}
+
+static void test_load_into_inventory(void **state)
+{
+	struct nd_inventory inv;
+	char path[PATH_MAX], err[256];
+
+	(void)state;
+	memset(&inv, 0, sizeof(inv));
+	assert_int_equal(
+	    nd_netstatus_load(fx_path("ns_sriov.json", path, sizeof(path)), &inv, err, sizeof(err)),
+	    0);
+	assert_true(inv.nets_loaded);
+	assert_int_equal(inv.nnets, 3);
+	nd_nets_free(inv.nets, inv.nnets);
+	assert_int_equal(nd_netstatus_load("/nonexistent/ns", &inv, err, sizeof(err)), GX_EUSAGE);
+	assert_non_null(strstr(err, "/nonexistent/ns"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_macvlan),
+	    cmocka_unit_test(test_sriov_device_info),
+	    cmocka_unit_test(test_annotations_escaping),
+	    cmocka_unit_test(test_annotations_without_status),
+	    cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_truncated_every_length),
+	    cmocka_unit_test(test_load_into_inventory),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
