@@ -55,9 +55,7 @@ static int dispatch(struct agent_opts *o, char *err, size_t errlen)
 		return cmd_install(o, err, errlen);
 	case AGENT_CMD_RUN:
 	case AGENT_CMD_INIT:
-		snprintf(err, errlen, "'%s' is not available yet in this build",
-			 agent_cmd_name(o->cmd));
-		return GX_EUSAGE;
+		return agent_cmd_run(o, err, errlen);
 	case AGENT_CMD_EXEC:
 		return agent_cmd_exec(o, err, errlen);
 	case AGENT_CMD_NETDETECT:

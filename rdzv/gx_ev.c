@@ -236,8 +236,11 @@ static int poll_timeout(const struct gx_ev *ev, int64_t deadline)
 {
 	int64_t now = gx_now_ms(), t = -1;
 
-	if (ev->nheap > 0)
+	if (ev->nheap > 0) {
 		t = ev->heap[0].when - now;
+		if (t < 0)
+			t = 0; /* overdue: run it now */
+	}
 	if (deadline > 0 && (t < 0 || deadline - now < t))
 		t = deadline - now;
 	if (t < 0 && (ev->nheap > 0 || deadline > 0))

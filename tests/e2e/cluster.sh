@@ -220,7 +220,10 @@ pod_exec() {
 pod_bg() { # pod_bg i LOG CMD... ; GX_PID = the command's PID (exec chain keeps it)
   local i=$1 log=$2
   shift 2
-  pod_exec "$i" "$@" >"$log" 2>&1 </dev/null &
+  # exec in the subshell: $! of a backgrounded function is bash's own subshell,
+  # and a kill of that would leave the command running
+  (exec ip netns exec "$(pod_ns "$i")" unshare -u /bin/sh -c 'hostname "$1" && shift && exec "$@"' \
+    sh "$(pod_name "$i")" "$@") >"$log" 2>&1 </dev/null &
   GX_PID=$!
   echo "$GX_PID" >>"$GX_DIR/pids"
 }

@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run.c - the pipeline of `gxboot -- CMD` and `gxboot init`: peers, token,
+ * netdetect, rendezvous, files, then exec or supervise (issue 6).
+ */
+#include "agent/run_int.h"
+#include "agent/dns_int.h"
+#include "agent/exec_int.h"
+#include "agent/out_int.h"
+#include "agent/peers_int.h"
+#include "agent/rewrite_int.h"
+#include "netdetect/netdetect.h"
+#include "rdzv/rdzv.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define DNS_TRAP_MS 30000
+
+struct run {
+	struct agent_opts *o;
+	struct agent_peers peers;
+	struct agent_token token;
+	struct nd_result *nd;
+	int nd_rc;
+	char nd_err[512];
+	char job_id[130];
+	char hostname[256];
+	/* member: the coordinator's name and what DNS said of it */
+	const char *coord_lookup;
+	int64_t first_nxdomain_ms;
+	int ever_resolved;
+	int dns_hint_shown;
+	union gx_sockaddr coord_primary;
+	struct gx_ev *ev;
+	struct rdzv_coord *coord;
+	struct rdzv_member *member;
+	struct rdzv_result res;
+	struct rdzv_peer self;
+	int rdzv_rc;
+	int rdzv_done;
+};
+
+static const char dns_trap_hint[] =
+    "the coordinator's name has only given NXDOMAIN for 30 s: in init-container mode the "
+    "headless Service must publish not-ready addresses (JobSet: default; Volcano: svc plugin "
+    "--publish-not-ready-addresses; StatefulSet: publishNotReadyAddresses: true; "
+    "PyTorchJob: use entrypoint mode)";
+
+/* rdzv's resolve hook: look the coordinator's name up again before each connect. */
+static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
+{
+	struct run *r = arg;
+	struct agent_dns_answer ans;
+	int64_t now = gx_now_ms();
+	int rc;
+
+	if (gx_addr_parse(r->coord_lookup, (uint16_t)r->o->port, sa, len) == 0)
+		return 0;
+	rc = agent_dns_lookup(r->coord_lookup, r->o->dns_server, (uint16_t)r->o->port, now + 3000,
+			      &ans);
+	if (rc == 0) {
+		*sa = ans.addrs[0];
+		*len = ans.lens[0];
+		r->coord_primary = ans.addrs[0];
+		r->ever_resolved = 1;
+		return 0;
+	}
+	if (rc == -ENOENT && !r->ever_resolved) {
+		if (!r->first_nxdomain_ms)
+			r->first_nxdomain_ms = now;
+		if (!r->dns_hint_shown && now - r->first_nxdomain_ms >= DNS_TRAP_MS &&
+		    r->o->cmd == AGENT_CMD_INIT) {
+			gx_warn("%s", dns_trap_hint);
+			r->dns_hint_shown = 1;
+		}
+	}
+	gx_debug("resolving %s: %s", r->coord_lookup, gx_strerror(rc));
+	return rc;
+}
+
+static void progress(void *arg, const char *line)
+{
+	(void)arg;
+	gx_info("%s", line);
+}
+
+static void rdzv_done(void *arg, int rc, const struct rdzv_result *res)
+{
+	struct run *r = arg;
+
+	r->rdzv_rc = rc;
+	r->res = *res;
+	r->res.table = NULL;
+	r->res.ntable = 0;
+	if (res->ntable) {
+		/* the object owns its result: keep a copy of the table */
+		r->res.table = calloc(res->ntable, sizeof(*res->table));
+		if (r->res.table) {
+			memcpy(r->res.table, res->table, res->ntable * sizeof(*res->table));
+			r->res.ntable = res->ntable;
+		} else if (rc == 0) {
+			r->rdzv_rc = -ENOMEM;
+		}
+	}
+	r->rdzv_done = 1;
+	gx_ev_stop(r->ev, 0);
+}
+
+static void fill_self(struct run *r, struct rdzv_peer *self)
+{
+	const struct nd_result *nd = r->nd;
+
+	memset(self, 0, sizeof(*self));
+	gx_strlcpy(self->name, r->peers.names[r->peers.self], sizeof(self->name));
+	self->index = (uint32_t)r->peers.self;
+	randombytes_buf(&self->incarnation, sizeof(self->incarnation));
+	self->slots = (uint32_t)agent_slots_detect(r->o->slots, environ, "");
+	if (r->nd_rc < 0 || !nd) {
+		self->nd_err = r->nd_rc;
+		gx_strlcpy(self->nd_why, r->nd_err, sizeof(self->nd_why));
+		return;
+	}
+	gx_strlcpy(self->iface, nd->iface, sizeof(self->iface));
+	gx_strlcpy(self->addr4, nd->addr4, sizeof(self->addr4));
+	gx_strlcpy(self->addr6, nd->addr6, sizeof(self->addr6));
+	if (nd->rdma_usable) {
+		gx_strlcpy(self->rdma_dev, nd->rdma_dev, sizeof(self->rdma_dev));
+		self->rdma_port = nd->rdma_port;
+		self->gid_index = nd->gid_index;
+		self->link_layer = nd->link_layer;
+	} else {
+		self->gid_index = -1;
+	}
+}
+
+static int start_rdzv(struct run *r)
+{
+	struct rdzv_config cfg;
+	int is_coord = r->peers.self == 0;
+	int rc;
+
+	memset(&cfg, 0, sizeof(cfg));
+	fill_self(r, &cfg.self);
+	r->self = cfg.self;
+	cfg.is_coordinator = is_coord;
+	cfg.world = (uint32_t)r->peers.n;
+	cfg.names = r->peers.names;
+	cfg.job_id = r->job_id;
+	cfg.token = r->token.data;
+	cfg.token_len = r->token.len;
+	cfg.port = (uint16_t)r->o->port;
+	cfg.coord_name = r->peers.names[0];
+	cfg.resolve = resolve_coord;
+	cfg.resolve_arg = r;
+	cfg.deadline_ms = gx_now_ms() + r->o->timeout * 1000;
+	cfg.full_table = r->o->full_table;
+	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1);
+	cfg.progress = progress;
+	cfg.progress_arg = r;
+	r->coord_lookup = r->peers.coord_fqdn ? r->peers.coord_fqdn : r->peers.names[0];
+	if (is_coord)
+		rc = rdzv_coord_start(r->ev, &cfg, rdzv_done, r, &r->coord);
+	else
+		rc = rdzv_member_start(r->ev, &cfg, rdzv_done, r, &r->member);
+	return rc;
+}
+
+/* The one line and code for a failed rendezvous; our own netdetect failure wins (exit 4). */
+static int rdzv_failure(struct run *r, int rc, char *err, size_t errlen)
+{
+	if (r->nd_rc < 0) {
+		snprintf(err, errlen, "%s", r->nd_err);
+		return r->nd_rc;
+	}
+	if (r->res.err[0])
+		snprintf(err, errlen, "%s", r->res.err);
+	else
+		snprintf(err, errlen, "rendezvous failed: %s", gx_strerror(rc));
+	if (rc == GX_EPEERS && r->dns_hint_shown)
+		snprintf(err + strlen(err), errlen - strlen(err), "; %s", dns_trap_hint);
+	else if (rc == GX_EPEERS && r->peers.self != 0 && !r->ever_resolved)
+		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved)",
+			 r->coord_lookup);
+	return rc;
+}
+
+static int meet(struct run *r, char *err, size_t errlen)
+{
+	int rc;
+
+	rc = gx_ev_new(&r->ev);
+	if (rc < 0)
+		return rc;
+	rc = start_rdzv(r);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot start the rendezvous on port %ld: %s", r->o->port,
+			 gx_strerror(rc));
+		return rc;
+	}
+	while (!r->rdzv_done && rc >= 0)
+		rc = gx_ev_run(r->ev);
+	if (rc < 0)
+		return rc;
+	if (r->rdzv_rc < 0)
+		return rdzv_failure(r, r->rdzv_rc, err, errlen);
+	if (r->nd_rc < 0) {
+		snprintf(err, errlen, "%s", r->nd_err);
+		return r->nd_rc;
+	}
+	return 0;
+}
+
+/* ---- after the rendezvous: environment, files ---- */
+
+/* This pod's slots and secondary address in rank order, for the hostfile. */
+static int hostfile_text(struct run *r, char **text, size_t *len, char *err, size_t errlen)
+{
+	struct agent_hf_peer *hp = NULL;
+	size_t i;
+	int rc;
+
+	hp = calloc(r->res.ntable ? r->res.ntable : 1, sizeof(*hp));
+	if (!hp)
+		return -ENOMEM;
+	for (i = 0; i < r->res.ntable; i++) {
+		const struct rdzv_peer *p = &r->res.table[i];
+
+		hp[i].addr = p->addr4[0] ? p->addr4 : p->addr6;
+		hp[i].slots = p->slots ? (long)p->slots : 1;
+	}
+	rc =
+	    agent_hostfile_render(r->o->hostfile_format, hp, r->res.ntable, text, len, err, errlen);
+	free(hp);
+	return rc;
+}
+
+static int write_text(struct run *r, const char *name, const char *text, size_t len, char *err,
+		      size_t errlen)
+{
+	return agent_write_file_atomic(r->o->out, name, text, len, 0644, err, errlen);
+}
+
+static int write_json(struct run *r, const char *name, json_t *j, char *err, size_t errlen)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!j)
+		return -ENOMEM;
+	rc = agent_json_text(j, &text, &len);
+	if (rc == 0)
+		rc = write_text(r, name, text, len, err, errlen);
+	free(text);
+	json_decref(j);
+	return rc;
+}
+
+static void peer_info(const struct rdzv_peer *p, long rank, struct agent_rdzv_peer_info *pi)
+{
+	memset(pi, 0, sizeof(*pi));
+	pi->rank = rank;
+	pi->name = p->name;
+	pi->addr4 = p->addr4;
+	pi->addr6 = p->addr6;
+	pi->iface = p->iface;
+	pi->rdma_dev = p->rdma_dev;
+	pi->rdma_port = p->rdma_port;
+	pi->gid_index = p->rdma_dev[0] ? p->gid_index : -1;
+	pi->slots = p->slots ? (long)p->slots : 1;
+}
+
+static json_t *rendezvous_json(struct run *r, char *err, size_t errlen)
+{
+	struct agent_rdzv_peer_info *pi = NULL;
+	struct agent_timing tm[4];
+	struct agent_rdzv_info ri;
+	size_t i, n = r->res.ntable ? r->res.ntable : 2;
+	json_t *j;
+
+	pi = calloc(n, sizeof(*pi));
+	if (!pi)
+		return NULL;
+	if (r->res.ntable) {
+		for (i = 0; i < r->res.ntable; i++)
+			peer_info(&r->res.table[i], (long)i, &pi[i]);
+	} else {
+		/* a member knows itself and the coordinator (DECISIONS 1) */
+		peer_info(&r->res.coord, 0, &pi[0]);
+		peer_info(&r->self, r->res.rank, &pi[1]);
+		n = r->res.rank == 0 ? 1 : 2;
+	}
+	tm[0] = (struct agent_timing){"joined_ms", r->res.t_joined_ms - r->res.t_start_ms};
+	tm[1] = (struct agent_timing){"verified_ms", r->res.t_verified_ms - r->res.t_start_ms};
+	tm[2] = (struct agent_timing){"commit_ms", r->res.t_commit_ms - r->res.t_start_ms};
+	memset(&ri, 0, sizeof(ri));
+	ri.rank = r->res.rank;
+	ri.world = (long)r->res.world;
+	ri.master = r->res.master_addr;
+	ri.iface = r->nd->iface;
+	ri.job_id = r->job_id;
+	ri.source = r->peers.source;
+	ri.timings = tm;
+	ri.ntimings = 3;
+	ri.peers = pi;
+	ri.npeers = n;
+	j = agent_rendezvous_json(&ri, err, errlen);
+	free(pi);
+	return j;
+}
+
+static int build_env(struct run *r, struct agent_env *env, char *err, size_t errlen)
+{
+	char rails[1024] = "", hfpath[4096];
+	struct agent_env_input in;
+
+	if (r->nd->rdma_usable && nd_rails_hca(r->nd, rails, sizeof(rails)) < 0)
+		rails[0] = '\0';
+	snprintf(hfpath, sizeof(hfpath), "%s/hostfile", r->o->out);
+	memset(&in, 0, sizeof(in));
+	in.master_addr = r->res.master_addr;
+	in.master_port = r->o->master_port;
+	in.rank = r->res.rank;
+	in.world = (long)r->res.world;
+	in.iface = r->nd->iface;
+	in.addr = r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6;
+	in.rails = rails;
+	in.nccl_gid_index = r->nd->rdma_usable ? r->nd->nccl_gid_index : -1;
+	in.hostfile = r->res.ntable ? hfpath : NULL;
+	in.override_env = r->o->override_env;
+	return agent_env_build(&in, environ, env, err, errlen);
+}
+
+static int write_files(struct run *r, const struct agent_env *env, char *err, size_t errlen)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	rc = agent_env_serialize_sh(env, &text, &len, err, errlen);
+	if (rc == 0)
+		rc = write_text(r, "env", text, len, err, errlen);
+	free(text);
+	text = NULL;
+	if (rc == 0)
+		rc = write_json(r, "env.json", agent_env_json(env), err, errlen);
+	if (rc == 0 && r->res.ntable) {
+		rc = hostfile_text(r, &text, &len, err, errlen);
+		if (rc == 0)
+			rc = write_text(r, "hostfile", text, len, err, errlen);
+		free(text);
+	}
+	if (rc == 0)
+		rc = write_json(r, "rendezvous.json", rendezvous_json(r, err, errlen), err, errlen);
+	return rc;
+}
+
+/* ---- the command ---- */
+
+static void print_plan(struct run *r)
+{
+	const struct agent_opts *o = r->o;
+	size_t i;
+
+	printf("gxboot plan (dry run: no network used)\n");
+	printf("  command:     %s\n", agent_cmd_name(o->cmd));
+	printf("  peers:       %zu from %s\n", r->peers.n, r->peers.source);
+	for (i = 0; i < r->peers.n && i < 8; i++)
+		printf("    rank %-4zu %s%s\n", i, r->peers.names[i],
+		       i == r->peers.self ? "  <- this pod" : "");
+	if (r->peers.n > 8)
+		printf("    ... %zu more, last %s\n", r->peers.n - 8,
+		       r->peers.names[r->peers.n - 1]);
+	if (r->peers.observer)
+		printf("  this pod:    observer (not in the peer list)\n");
+	else
+		printf("  this pod:    %s, %s\n", r->peers.names[r->peers.self],
+		       r->peers.self == 0 ? "coordinator" : "member");
+	printf("  coordinator: %s port %ld\n",
+	       r->peers.coord_fqdn ? r->peers.coord_fqdn : r->peers.names[0], o->port);
+	printf("  job id:      %s\n", r->job_id);
+	printf("  token:       %s\n", r->token.len ? "yes" : "none (unauthenticated)");
+	printf("  interface:   %s\n", r->nd ? r->nd->iface : o->iface ? o->iface : "auto");
+	if (r->nd_rc < 0)
+		printf("  netdetect:   %s\n", r->nd_err);
+	printf("  out:         %s\n", o->out);
+	printf("  timeout:     %ld s\n", o->timeout);
+	for (i = 0; i < (size_t)o->argc; i++)
+		printf("%s%s", i ? " " : "  exec:        ", o->argv[i]);
+	if (o->argc)
+		printf("\n");
+}
+
+static void detect(struct run *r)
+{
+	struct nd_request req = {
+	    .iface = r->o->iface,
+	    .rdma_dev = r->o->rdma_dev,
+	    .network = r->o->network,
+	    .network_status = r->o->network_status,
+	    .allow_primary = r->o->allow_primary,
+	    .rdma_mode = (int)r->o->rdma,
+	    .rails = r->o->rails,
+	};
+	size_t i;
+
+	r->nd_rc = nd_detect(&req, &r->nd, r->nd_err, sizeof(r->nd_err));
+	if (r->nd_rc < 0) {
+		gx_error("%s", r->nd_err);
+		return;
+	}
+	for (i = 0; i < r->nd->nwarnings; i++)
+		gx_warn("%s", r->nd->warnings[i]);
+	gx_info("interface %s (%s%s%s): %s", r->nd->iface, r->nd->addr4,
+		r->nd->rdma_usable ? ", RDMA " : "", r->nd->rdma_usable ? r->nd->rdma_dev : "",
+		r->nd->reason);
+}
+
+static int prepare(struct run *r, char *err, size_t errlen)
+{
+	int rc;
+
+	if (gethostname(r->hostname, sizeof(r->hostname) - 1) < 0)
+		gx_strlcpy(r->hostname, "localhost", sizeof(r->hostname));
+	rc = agent_peers_discover(r->o, environ, "", r->hostname, nd_addr_on_local_iface, &r->peers,
+				  err, errlen);
+	if (rc < 0)
+		return rc;
+	if (r->peers.observer) {
+		snprintf(err, errlen, "this pod (%s) is not in the peer list of %zu (%s)",
+			 r->o->self ? r->o->self : r->hostname, r->peers.n, r->peers.source);
+		return GX_EUSAGE;
+	}
+	rc = agent_job_id(r->o, r->peers.names, r->peers.n, r->job_id, sizeof(r->job_id));
+	if (rc < 0) {
+		snprintf(err, errlen, "invalid --job-id");
+		return GX_EUSAGE;
+	}
+	rc = agent_token_load(r->o, &r->token, err, errlen);
+	if (rc < 0)
+		return rc;
+	gx_info("peers: %zu from %s; this pod is rank candidate %zu (%s)", r->peers.n,
+		r->peers.source, r->peers.self, r->peers.self == 0 ? "coordinator" : "member");
+	detect(r);
+	return 0;
+}
+
+static int finish(struct run *r, char *err, size_t errlen)
+{
+	struct agent_env env = {0};
+	char **envp = NULL, **argv = NULL;
+	int rc;
+
+	rc = build_env(r, &env, err, errlen);
+	if (rc < 0)
+		goto out;
+	agent_signals_block(1);
+	rc = write_files(r, &env, err, errlen);
+	agent_signals_block(0);
+	if (rc < 0 || r->o->cmd == AGENT_CMD_INIT)
+		goto out;
+	gx_info("rank %d of %u, MASTER_ADDR=%s on %s", r->res.rank, r->res.world,
+		r->res.master_addr, r->nd->iface);
+	rc = agent_env_apply(&env, &envp);
+	if (rc < 0)
+		goto out;
+	if (!r->o->no_rewrite) {
+		const char *names[4] = {r->peers.names[0], r->peers.coord_fqdn, NULL, NULL};
+		char primary[64] = "";
+		struct agent_rewrite_ctx c = {
+		    .addr = r->res.master_addr,
+		    .master_port = r->o->master_port,
+		    .rank = r->res.rank,
+		    .world = (long)r->res.world,
+		    .is_coordinator = r->res.rank == 0,
+		    .coord_names = names,
+		    .envp = environ,
+		};
+		if (r->ever_resolved) {
+			gx_addr_str(&r->coord_primary, primary, sizeof(primary));
+			names[r->peers.coord_fqdn ? 2 : 1] = primary;
+		}
+		rc = agent_rewrite_cmd(r->o->argv, r->o->argc, &c, &argv);
+		if (rc < 0)
+			goto out;
+	}
+	if (r->o->supervise || getpid() == 1) {
+		rc = agent_supervise(r->ev, argv ? argv : r->o->argv, envp);
+	} else {
+		rc = agent_exec(argv ? argv : r->o->argv, envp);
+		snprintf(err, errlen, "cannot run %s: %s", r->o->argv[0], strerror(-rc));
+		rc = rc == -ENOENT ? GX_ECMDNOTFOUND : GX_ECMDEXEC;
+	}
+out:
+	agent_argv_free(argv);
+	agent_envp_free(envp);
+	agent_env_free(&env);
+	return rc;
+}
+
+static void run_free(struct run *r)
+{
+	rdzv_coord_free(r->coord);
+	rdzv_member_free(r->member);
+	rdzv_result_clear(&r->res);
+	gx_ev_free(r->ev);
+	nd_result_free(r->nd);
+	agent_token_free(&r->token);
+	agent_peers_free(&r->peers);
+}
+
+int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
+{
+	struct run r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.o = o;
+	agent_signals_wait_mode();
+	rc = prepare(&r, err, errlen);
+	if (rc < 0)
+		goto out;
+	if (o->dry_run) {
+		print_plan(&r);
+		goto out;
+	}
+	if (r.nd_rc == GX_ENORDMA) {
+		snprintf(err, errlen, "%s", r.nd_err);
+		rc = r.nd_rc;
+		goto out;
+	}
+	rc = meet(&r, err, errlen);
+	/* the keys are derived: the token is no longer needed */
+	agent_token_free(&r.token);
+	if (rc == 0)
+		rc = finish(&r, err, errlen);
+out:
+	run_free(&r);
+	return rc;
+}

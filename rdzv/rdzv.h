@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdzv.h - the authenticated rendezvous of gxboot (issues 5 and 14): one
+ * coordinator (peer 0) and N-1 members meet over the primary network, verify
+ * each member on the secondary network, and hand out ranks and MASTER_ADDR.
+ * The protocol, threat model and resource bounds are in rdzv/PROTOCOL.md.
+ *
+ * Everything runs inside a caller-owned gx_ev loop: no threads, no blocking
+ * calls (except the optional rdma ops and resolve callback, which the caller
+ * supplies). Library code does not print errors: it reports one line in
+ * rdzv_result.err and returns GX_E* codes (gx_exit_code() maps them).
+ */
+#ifndef RDZV_H
+#define RDZV_H
+
+#include "rdzv/gx.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One peer as it travels in JOIN / ASSIGN / COMMIT. Every string is validated
+ * (rdzv_peer_check) on the coordinator when received and again on a member. */
+struct rdzv_peer {
+	char name[254];	      /* DNS-1123, <= 253 */
+	uint32_t index;	      /* position in the rank-ordered peer list (= rank) */
+	uint64_t incarnation; /* random per start of the pod's gxboot */
+	char iface[16];	      /* secondary netdev, "" when netdetect failed */
+	char addr4[16];	      /* secondary IPv4, "" when none */
+	char addr6[46];	      /* secondary IPv6, "" when none */
+	char rdma_dev[64];    /* "" without a usable RDMA device */
+	int rdma_port;
+	int gid_index; /* -1 = none */
+	int link_layer;
+	uint32_t slots;
+	int nd_err;		    /* 0, or the pod's own netdetect error (DECISIONS 4) */
+	char nd_why[256];	    /* its one line */
+	char seen_from[46];	    /* coordinator: source address of the secondary VERIFY */
+	int64_t join_ms, verify_ms; /* coordinator's monotonic clock */
+	uint32_t flags;		    /* RDZV_PF_* */
+};
+
+#define RDZV_PF_FULL_TABLE 0x1u /* member asks for the whole table in COMMIT */
+#define RDZV_PF_SERVES 0x2u	/* member serves remote exec (rsh issue) */
+
+/*
+ * RDMA-CM verification seam (issue 5, phase 2). Called only when BOTH ends
+ * report a usable RDMA device and the ops pointer is not NULL; otherwise
+ * phase 2 is TCP-only and rdzv_result.rdma_verified stays 0.
+ * check() runs on a member after its TCP verification: resolve address and
+ * route to the coordinator's secondary address, rdma_connect, one small
+ * send/recv; it may block up to deadline_ms. 0 or a negative code + why.
+ */
+struct rdzv_rdma_ops {
+	int (*check)(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
+		     uint16_t port, int64_t deadline_ms, char *why, size_t whylen);
+	void *arg;
+};
+
+struct rdzv_config {
+	struct rdzv_peer self;
+	int is_coordinator;
+	uint32_t world;
+	char *const *names; /* world names, rank order; names[0] = coordinator */
+	const char *job_id;
+	const unsigned char *token; /* NULL = no token ("unauthenticated") */
+	size_t token_len;
+	uint16_t port;
+	const char *coord_name;
+	/* member: the coordinator's primary address (used when resolve is NULL) */
+	union gx_sockaddr coord_addr;
+	socklen_t coord_addrlen;
+	/* member: called before each connect attempt; 0 fills sa/len */
+	int (*resolve)(void *arg, union gx_sockaddr *sa, socklen_t *len);
+	void *resolve_arg;
+	int64_t deadline_ms; /* monotonic (gx_now_ms) */
+	int full_table;	     /* member: ask for every peer's entry */
+	int keep_serving;    /* coordinator: keep answering after COMMIT (DECISIONS 8) */
+	const struct rdzv_rdma_ops *rdma;
+	void (*progress)(void *arg, const char *line); /* coordinator, every 5 s */
+	void *progress_arg;
+	/* coordinator: listen only here (port taken from it); 0 len = wildcard v4 + v6 */
+	union gx_sockaddr listen_addr;
+	socklen_t listen_addrlen;
+};
+
+struct rdzv_result {
+	int rank;
+	uint32_t world;
+	char master_addr[46]; /* the coordinator's secondary address */
+	struct rdzv_peer coord;
+	struct rdzv_peer *table; /* coordinator, or member with full_table; rank order */
+	size_t ntable;
+	int authenticated;  /* 0: no token on this side (the agent warns) */
+	char waiting[1024]; /* member: the latest waiting list from the coordinator */
+	char err[1024];	    /* the one line for a failure */
+	int64_t t_start_ms, t_joined_ms, t_verified_ms, t_commit_ms;
+	int rdma_verified;
+};
+
+struct rdzv_coord;
+struct rdzv_member;
+
+/* rc: 0 or GX_E*; res stays valid until the coordinator/member is freed. */
+typedef void rdzv_done_fn(void *arg, int rc, const struct rdzv_result *res);
+
+/* done is called once, never from inside the start function. */
+int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_fn *done, void *arg,
+		     struct rdzv_coord **ret);
+void rdzv_coord_free(struct rdzv_coord *c);
+int rdzv_member_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_fn *done,
+		      void *arg, struct rdzv_member **ret);
+void rdzv_member_free(struct rdzv_member *m);
+
+/* Convenience: own loop until done; res is filled (table owned by res). */
+int rdzv_run(const struct rdzv_config *cfg, struct rdzv_result *res);
+void rdzv_result_clear(struct rdzv_result *res);
+
+/*
+ * 32-byte key for a purpose from the token: master = BLAKE2b-256(token);
+ * purpose "label[:context]" with label 1..5 of [a-z]; context (if any) is
+ * mixed in with keyed BLAKE2b; key = crypto_kdf_derive_from_key(id 1,
+ * ctx "gxb<label>" padded with '_'). "auth" is the rendezvous key,
+ * "rsh:<job id>" the remote-exec credential. 0 or -EINVAL.
+ */
+int rdzv_derive_key(const unsigned char *token, size_t len, const char *purpose,
+		    unsigned char out[32]);
+
+/* 0 when every field of p is acceptable (names, addresses re-printed, safe
+ * text); else GX_EINVAL_NAME and a why line. Normalises addresses in place. */
+int rdzv_peer_check(struct rdzv_peer *p, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdzv_conn.c - one non-blocking, buffered rendezvous connection: partial
+ * reads and writes tracked as (buf, len, off), the header decoded and its
+ * length capped before the body is read, and once the session is up every
+ * frame carries HMAC(S, dir | seq | type | body) checked against the next
+ * expected sequence number (PROTOCOL.md "Session").
+ */
+#include "rdzv/rdzv_int.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+void rdzv_conn_init(struct rdzv_conn *c, int fd, int is_coord)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->is_coord = is_coord;
+	c->state = is_coord ? RC_HELLO : RC_CONNECTING;
+}
+
+void rdzv_conn_reset(struct rdzv_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->body);
+	free(c->out);
+	sodium_memzero(c->skey, sizeof(c->skey));
+	rdzv_conn_init(c, -1, c->is_coord);
+	c->state = RC_CLOSED;
+}
+
+void rdzv_conn_peername(struct rdzv_conn *c)
+{
+	union gx_sockaddr sa;
+	socklen_t len = sizeof(sa);
+
+	memset(&sa, 0, sizeof(sa));
+	if (getpeername(c->fd, &sa.sa, &len) < 0)
+		gx_strlcpy(c->peer_str, "?", sizeof(c->peer_str));
+	else
+		gx_addr_str(&sa, c->peer_str, sizeof(c->peer_str));
+}
+
+void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN])
+{
+	rdzv_session_key(k, c->nm, c->nc, c->skey);
+	c->session = 1;
+	c->seq_tx = 0;
+	c->seq_rx = 0;
+	c->state = RC_SESSION;
+}
+
+/* recv into buf+*off up to want; 1 complete, 0 EAGAIN, < 0 error. */
+static int fill(int fd, unsigned char *buf, size_t want, size_t *off)
+{
+	while (*off < want) {
+		ssize_t n = recv(fd, buf + *off, want - *off, 0);
+
+		if (n > 0) {
+			*off += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		return -errno;
+	}
+	return 1;
+}
+
+static int read_header(struct rdzv_conn *c)
+{
+	int rc = fill(c->fd, c->hdr, RDZV_HDR_LEN, &c->hoff);
+
+	if (rc <= 0)
+		return rc;
+	rc = rdzv_hdr_decode(c->hdr, c->session, &c->h);
+	c->peer_vmaj = c->h.vmaj;
+	c->peer_vmin = c->h.vmin;
+	/* a coordinator never receives a table */
+	if (rc == 0 && c->is_coord && c->h.len > RDZV_MAX_BODY + RDZV_MAC_LEN)
+		rc = GX_EPROTO;
+	if (rc < 0)
+		return rc;
+	c->body = malloc(c->h.len ? c->h.len : 1);
+	if (!c->body)
+		return -ENOMEM;
+	c->boff = 0;
+	return 1;
+}
+
+int rdzv_conn_read(struct rdzv_conn *c, uint16_t *type, unsigned char **body, size_t *len)
+{
+	uint8_t dir = c->is_coord ? 'M' : 'C';
+	size_t blen;
+	int rc;
+
+	if (c->fd < 0)
+		return -EBADF;
+	if (c->hoff < RDZV_HDR_LEN || !c->body) {
+		rc = read_header(c);
+		if (rc <= 0)
+			return rc;
+	}
+	rc = fill(c->fd, c->body, c->h.len, &c->boff);
+	if (rc <= 0)
+		return rc;
+	blen = c->h.len;
+	if (c->session) {
+		blen -= RDZV_MAC_LEN;
+		rc = rdzv_mac_verify(c->skey, dir, c->seq_rx, c->h.type, c->body, blen,
+				     c->body + blen);
+		if (rc < 0)
+			return rc;
+		c->seq_rx++;
+	}
+	*type = c->h.type;
+	*body = c->body;
+	*len = blen;
+	c->body = NULL;
+	c->boff = 0;
+	c->hoff = 0;
+	return 1;
+}
+
+static int out_reserve(struct rdzv_conn *c, size_t n)
+{
+	unsigned char *p;
+	size_t cap;
+
+	if (c->ooff == c->olen)
+		c->ooff = c->olen = 0;
+	if (c->olen + n <= c->ocap)
+		return 0;
+	cap = c->ocap ? c->ocap : 512;
+	while (cap < c->olen + n)
+		cap *= 2;
+	p = realloc(c->out, cap);
+	if (!p)
+		return -ENOMEM;
+	c->out = p;
+	c->ocap = cap;
+	return 0;
+}
+
+int rdzv_conn_send(struct rdzv_conn *c, uint16_t type, const unsigned char *body, size_t len)
+{
+	size_t mac = c->session ? RDZV_MAC_LEN : 0;
+	unsigned char *p;
+	int rc;
+
+	if (c->fd < 0)
+		return -EBADF;
+	if (len > rdzv_max_body(type))
+		return GX_EPROTO;
+	rc = out_reserve(c, RDZV_HDR_LEN + len + mac);
+	if (rc < 0)
+		return rc;
+	p = c->out + c->olen;
+	rdzv_hdr_encode(p, type, (uint32_t)(len + mac));
+	if (len)
+		memcpy(p + RDZV_HDR_LEN, body, len);
+	if (mac)
+		rdzv_mac(c->skey, c->is_coord ? 'C' : 'M', c->seq_tx++, type, body, len,
+			 p + RDZV_HDR_LEN + len);
+	c->olen += RDZV_HDR_LEN + len + mac;
+	rc = rdzv_conn_flush(c);
+	return rc < 0 ? rc : 0;
+}
+
+int rdzv_conn_flush(struct rdzv_conn *c)
+{
+	while (c->ooff < c->olen) {
+		ssize_t n = send(c->fd, c->out + c->ooff, c->olen - c->ooff, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			c->ooff += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 1;
+		return n < 0 ? -errno : -EIO;
+	}
+	c->ooff = c->olen = 0;
+	return 0;
+}
+
+/* ---- coordinator listeners: accept loop, paused at the connection bound ---- */
+static void pause_accept(struct rdzv_coord *co)
+{
+	int i;
+
+	co->paused = 1;
+	for (i = 0; i < co->nlfd; i++)
+		gx_ev_mod(co->ev, co->lfd[i], 0);
+}
+
+void co_listen_resume(struct rdzv_coord *co)
+{
+	int i;
+
+	co->paused = 0;
+	for (i = 0; i < co->nlfd; i++)
+		gx_ev_mod(co->ev, co->lfd[i], EPOLLIN);
+}
+
+static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct rdzv_coord *co = arg;
+	int i, cfd, one = 1;
+
+	(void)ev;
+	(void)events;
+	for (i = 0; i < 256; i++) {
+		if (co->nconns >= co->maxconns) {
+			pause_accept(co); /* the sweep resumes; members wait in the backlog */
+			return;
+		}
+		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				pause_accept(co);
+			if (errno != ECONNABORTED && errno != EINTR)
+				return;
+			continue;
+		}
+		setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		co_conn_new(co, cfd);
+	}
+}
+
+static int listen_one(struct rdzv_coord *co, const union gx_sockaddr *sa, socklen_t len)
+{
+	int fd = -1, rc;
+
+	rc = gx_tcp_listen(sa, len, &fd);
+	if (rc < 0)
+		return rc;
+	rc = gx_ev_add(co->ev, fd, EPOLLIN, on_accept, co);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	co->lfd[co->nlfd++] = fd;
+	return 0;
+}
+
+int co_listen_open(struct rdzv_coord *co)
+{
+	union gx_sockaddr sa;
+	socklen_t len;
+	int rc;
+
+	if (co->cfg.listen_addrlen) {
+		sa = co->cfg.listen_addr;
+		if (sa.sa.sa_family == AF_INET)
+			sa.in4.sin_port = htons(co->cfg.port);
+		else
+			sa.in6.sin6_port = htons(co->cfg.port);
+		return listen_one(co, &sa, co->cfg.listen_addrlen);
+	}
+	gx_addr_parse("0.0.0.0", co->cfg.port, &sa, &len);
+	rc = listen_one(co, &sa, len);
+	if (rc < 0)
+		return rc;
+	gx_addr_parse("::", co->cfg.port, &sa, &len);
+	rc = listen_one(co, &sa, len);
+	if (rc == -EAFNOSUPPORT || rc == -EADDRNOTAVAIL)
+		rc = 0; /* no IPv6 here */
+	return rc;
+}
+
+void co_listen_close(struct rdzv_coord *co)
+{
+	int i;
+
+	for (i = 0; i < co->nlfd; i++) {
+		gx_ev_del(co->ev, co->lfd[i]);
+		close(co->lfd[i]);
+		co->lfd[i] = -1;
+	}
+	co->nlfd = 0;
+}

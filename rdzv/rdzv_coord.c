@@ -1,0 +1,760 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdzv_coord.c - the coordinator (peer 0): one non-blocking epoll loop that
+ * authenticates every connection, takes JOINs on the primary network, checks
+ * VERIFYs that arrive on its secondary address, and COMMITs when all N are
+ * in (PROTOCOL.md "Coordinator"). One periodic sweep timer enforces the
+ * per-connection deadlines, the PING window and the 5 s reports.
+ */
+#include "rdzv/rdzv_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
+
+void co_update_out(struct rdzv_coord *co, struct cconn *cc)
+{
+	int want = rdzv_conn_pending(&cc->rc);
+
+	if (cc->rc.fd < 0)
+		return;
+	if (want != cc->out_pending) {
+		cc->out_pending = want;
+		if (want)
+			co->nout++;
+		else
+			co->nout--;
+	}
+	/* a closing connection waits for EPOLLOUT even with nothing queued */
+	gx_ev_mod(co->ev, cc->rc.fd, EPOLLIN | (want || cc->rc.state == RC_CLOSING ? EPOLLOUT : 0));
+}
+
+int co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b)
+{
+	int rc = b->err;
+
+	if (rc == 0)
+		rc = rdzv_conn_send(&cc->rc, type, b->p, b->len);
+	co_update_out(co, cc);
+	return rc;
+}
+
+static void slot_unlink(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cpeer *sp;
+
+	if (cc->peer < 0)
+		return;
+	sp = &co->st[cc->peer];
+	if (sp->pending == cc) {
+		sp->pending = NULL;
+		return;
+	}
+	if (sp->conn != cc)
+		return;
+	sp->conn = NULL;
+	if (!co->committed) {
+		co->njoined -= sp->joined;
+		co->nverified -= sp->verified;
+		sp->joined = sp->verified = 0;
+	}
+	if (sp->pending && !co->aborted) {
+		struct cconn *p = sp->pending;
+
+		sp->pending = NULL;
+		co_accept_join(co, p);
+	}
+}
+
+void co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
+{
+	if (why)
+		gx_debug("rdzv: closing connection from %s: %s", cc->rc.peer_str, why);
+	if (cc->out_pending)
+		co->nout--;
+	cc->out_pending = 0;
+	if (cc->rc.fd >= 0)
+		gx_ev_del(co->ev, cc->rc.fd);
+	rdzv_conn_reset(&cc->rc);
+	if (cc->prev)
+		cc->prev->next = cc->next;
+	else
+		co->conns = cc->next;
+	if (cc->next)
+		cc->next->prev = cc->prev;
+	co->nconns--;
+	slot_unlink(co, cc);
+	free(cc->pj);
+	free(cc);
+}
+
+/* Flush what is queued, then close: never frees cc here (callers iterate). */
+void co_close_later(struct rdzv_coord *co, struct cconn *cc)
+{
+	cc->rc.state = RC_CLOSING;
+	cc->deadline = gx_now_ms() + 1000;
+	co_update_out(co, cc);
+}
+
+static void maybe_done(struct rdzv_coord *co)
+{
+	if (!co->finishing || co->done_called)
+		return;
+	if (co->nout > 0 && gx_now_ms() < co->finish_by)
+		return;
+	if (co->linger && co->ntold + 1 < co->world && !co->deadline_passed)
+		return;
+	co->done_called = 1;
+	co->done(co->arg, co->final_rc, &co->res);
+}
+
+static void finish(struct rdzv_coord *co, int rc)
+{
+	if (co->finishing)
+		return;
+	co->finishing = 1;
+	co->final_rc = rc;
+	co->finish_by = gx_now_ms() + 1000;
+}
+
+void co_send_abort(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct rdzv_buf b = {0};
+
+	rdzv_put_u32(&b, T_CODE, (uint32_t)co->abort_code);
+	rdzv_put_str(&b, T_TEXT, co->res.err);
+	co_send(co, cc, RDZV_ABORT, &b);
+	rdzv_buf_free(&b);
+	if (cc->peer >= 0 && !co->st[cc->peer].told) {
+		co->st[cc->peer].told = 1;
+		co->ntold++;
+	}
+	co_close_later(co, cc);
+}
+
+void co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
+{
+	struct cconn *cc, *next;
+	va_list ap;
+
+	if (co->aborted || co->committed)
+		return;
+	co->aborted = 1;
+	co->abort_code = code;
+	co->linger = linger;
+	va_start(ap, fmt);
+	vsnprintf(co->res.err, sizeof(co->res.err), fmt, ap);
+	va_end(ap);
+	gx_debug("rdzv: abort: %s", co->res.err);
+	for (cc = co->conns; cc; cc = next) {
+		next = cc->next;
+		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_PENDING) &&
+		    cc->rc.state == RC_SESSION)
+			co_send_abort(co, cc);
+	}
+	finish(co, code);
+}
+
+/* ---- COMMIT ---- */
+static void put_common(struct rdzv_coord *co, struct rdzv_buf *b, uint32_t rank)
+{
+	rdzv_put_u32(b, T_RANK, rank);
+	rdzv_put_u32(b, T_WORLD, co->world);
+	rdzv_put_u64(b, T_ROUND, co->round);
+	rdzv_put_str(b, T_MASTER, co->res.master_addr);
+	rdzv_put_peer(b, T_PEER, &co->tab[0]);
+}
+
+void co_assign(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct rdzv_buf b = {0};
+
+	put_common(co, &b, (uint32_t)cc->peer);
+	co_send(co, cc, RDZV_ASSIGN, &b);
+	rdzv_buf_free(&b);
+}
+
+static const struct rdzv_buf *table_enc(struct rdzv_coord *co)
+{
+	uint32_t i;
+
+	if (co->table.len || co->table.err)
+		return &co->table;
+	for (i = 0; i < co->world; i++)
+		rdzv_put_peer(&co->table, T_ENTRY, &co->tab[i]);
+	return &co->table;
+}
+
+void co_commit_one(struct rdzv_coord *co, uint32_t i)
+{
+	struct cconn *cc = co->st[i].conn;
+	struct rdzv_buf b = {0};
+
+	if (!cc || cc->rc.state != RC_SESSION)
+		return;
+	put_common(co, &b, i);
+	if (co->tab[i].flags & RDZV_PF_FULL_TABLE) {
+		const struct rdzv_buf *t = table_enc(co);
+
+		if (t->err)
+			b.err = t->err;
+		else
+			rdzv_put_raw(&b, t->p, t->len);
+	}
+	if (co_send(co, cc, RDZV_COMMIT, &b) < 0)
+		gx_debug("rdzv: COMMIT to %s failed", co->tab[i].name);
+	rdzv_buf_free(&b);
+}
+
+void co_check_commit(struct rdzv_coord *co)
+{
+	uint32_t i;
+
+	if (co->committed || co->aborted || co->njoined + 1 < co->world ||
+	    co->nverified + 1 < co->world)
+		return;
+	co->committed = 1;
+	co->res.t_commit_ms = gx_now_ms();
+	gx_debug("rdzv: all %u peers joined and verified; COMMIT", co->world);
+	for (i = 1; i < co->world; i++)
+		co_commit_one(co, i);
+	finish(co, 0);
+}
+
+/* ---- reports: progress line, WAITING push, deadline line ---- */
+static void missing_list(struct rdzv_coord *co, char *out, size_t cap, int verified)
+{
+	struct rdzv_list l = {.out = out, .cap = cap};
+	uint32_t i;
+
+	out[0] = '\0';
+	for (i = 1; i < co->world; i++) {
+		const struct cpeer *sp = &co->st[i];
+
+		if (verified ? (!sp->joined || sp->verified) : sp->joined)
+			continue;
+		if (sp->note)
+			rdzv_list_add(&l, "%s (%s)", co->names[i], sp->note);
+		else
+			rdzv_list_add(&l, "%s", co->names[i]);
+	}
+	rdzv_list_end(&l);
+}
+
+static void report(struct rdzv_coord *co)
+{
+	char line[1024], list[900];
+	struct rdzv_buf b = {0};
+	struct cconn *cc, *next;
+	int verified = co->njoined + 1 == co->world;
+
+	missing_list(co, list, sizeof(list), verified);
+	snprintf(line, sizeof(line), "joined %u/%u, verified %u/%u, waiting for: %s",
+		 co->njoined + 1, co->world, co->nverified + 1, co->world, list);
+	if (co->cfg.progress)
+		co->cfg.progress(co->cfg.progress_arg, line);
+	rdzv_put_u32(&b, T_COUNT, co->world - 1 - (verified ? co->nverified : co->njoined));
+	rdzv_put_str(&b, T_TEXT, list);
+	for (cc = co->conns; cc; cc = next) {
+		next = cc->next;
+		if (cc->role == ROLE_MEMBER && cc->rc.state == RC_SESSION)
+			co_send(co, cc, RDZV_WAITING, &b);
+	}
+	rdzv_buf_free(&b);
+}
+
+static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct rdzv_coord *co = arg;
+	char list[900];
+	long secs = (long)((co->cfg.deadline_ms - co->res.t_start_ms + 999) / 1000);
+
+	(void)ev;
+	(void)id;
+	co->deadline_id = 0;
+	co->deadline_passed = 1;
+	if (co->committed || co->aborted) {
+		maybe_done(co);
+		return;
+	}
+	if (co->njoined + 1 < co->world) {
+		missing_list(co, list, sizeof(list), 0);
+		co_abort(co, GX_EPEERS, 0, "peers missing after %lds: %s", secs, list);
+	} else {
+		missing_list(co, list, sizeof(list), 1);
+		co_abort(
+		    co, GX_ERDZV, 0,
+		    "peers cannot reach the coordinator on the secondary network after %lds: %s",
+		    secs, list);
+	}
+	maybe_done(co);
+}
+
+/* ---- the one periodic timer ---- */
+static void sweep_conns(struct rdzv_coord *co, int64_t now)
+{
+	struct cconn *cc, *next;
+
+	for (cc = co->conns; cc; cc = next) {
+		next = cc->next;
+		if (cc->ping_at && now - cc->ping_at >= RDZV_PING_MS)
+			co_drop(co, cc, "no PONG: replaced by the newer connection");
+		else if (cc->deadline && now >= cc->deadline)
+			co_drop(co, cc, "handshake deadline");
+	}
+}
+
+static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct rdzv_coord *co = arg;
+	int64_t now = gx_now_ms();
+
+	(void)id;
+	co->sweep_id = 0;
+	sweep_conns(co, now);
+	if (co->paused && co->nconns < co->maxconns)
+		co_listen_resume(co);
+	if (now >= co->next_report && !co->committed && !co->aborted) {
+		co->next_report = now + RDZV_REPORT_MS;
+		report(co);
+	}
+	co_check_commit(co);
+	maybe_done(co);
+	co->sweep_id = gx_ev_timer(ev, RDZV_SWEEP_MS, sweep, co);
+}
+
+/* ---- connection events ---- */
+void co_conn_new(struct rdzv_coord *co, int fd)
+{
+	struct cconn *cc = calloc(1, sizeof(*cc));
+
+	if (!cc || gx_ev_add(co->ev, fd, EPOLLIN, conn_event, cc) < 0) {
+		free(cc);
+		close(fd);
+		return;
+	}
+	rdzv_conn_init(&cc->rc, fd, 1);
+	rdzv_conn_peername(&cc->rc);
+	cc->co = co;
+	cc->peer = -1;
+	cc->claimed = -1;
+	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
+	cc->next = co->conns;
+	if (co->conns)
+		co->conns->prev = cc;
+	co->conns = cc;
+	co->nconns++;
+}
+
+static void read_error(struct rdzv_coord *co, struct cconn *cc, int rc)
+{
+	struct rdzv_buf b = {0};
+
+	if (rc == GX_EVERSION) {
+		gx_warn("rdzv: %s speaks protocol %u.%u, this coordinator %u.%u: dropped",
+			cc->rc.peer_str, cc->rc.peer_vmaj, cc->rc.peer_vmin, RDZV_VMAJOR,
+			RDZV_VMINOR);
+		rdzv_put_u32(&b, T_CODE, (uint32_t)GX_EVERSION);
+		co_send(co, cc, RDZV_REJECT, &b);
+		rdzv_buf_free(&b);
+		co_close_later(co, cc);
+		return;
+	}
+	if (rc == GX_EPROTO || rc == GX_EMAC)
+		gx_warn("rdzv: dropped a message from %s: %s", cc->rc.peer_str, gx_strerror(rc));
+	co_drop(co, cc, gx_strerror(rc));
+}
+
+static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct cconn *cc = arg;
+	struct rdzv_coord *co = cc->co;
+	unsigned char *body;
+	uint16_t type;
+	size_t len;
+	int rc = 0, i;
+
+	(void)ev;
+	(void)fd;
+	if (events & EPOLLOUT) {
+		rc = rdzv_conn_flush(&cc->rc);
+		co_update_out(co, cc);
+		if (rc < 0 || (rc == 0 && cc->rc.state == RC_CLOSING)) {
+			co_drop(co, cc, rc < 0 ? gx_strerror(rc) : NULL);
+			goto out;
+		}
+	}
+	for (i = 0; i < RDZV_FRAMES_PER_EVENT && cc->rc.state != RC_CLOSING; i++) {
+		rc = rdzv_conn_read(&cc->rc, &type, &body, &len);
+		if (rc <= 0)
+			break;
+		rc = co_handle(co, cc, type, body, len);
+		free(body);
+		if (rc == 1) /* cc is gone */
+			goto out;
+	}
+	if (rc < 0)
+		read_error(co, cc, rc);
+out:
+	maybe_done(co);
+}
+
+/* ---- JOIN / VERIFY ---- */
+void co_accept_join(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cpeer *sp = &co->st[cc->peer];
+	struct rdzv_peer *t = &co->tab[cc->peer];
+	int64_t now = gx_now_ms();
+
+	*t = *cc->pj;
+	free(cc->pj);
+	cc->pj = NULL;
+	t->join_ms = now;
+	t->verify_ms = 0;
+	t->seen_from[0] = '\0';
+	cc->role = ROLE_MEMBER;
+	cc->deadline = 0;
+	sp->conn = cc;
+	free(sp->note);
+	sp->note = NULL;
+	co->njoined += !sp->joined;
+	co->nverified -= sp->verified;
+	sp->joined = 1;
+	sp->verified = 0;
+	gx_debug("rdzv: %s joined from %s (incarnation %llx)", t->name, cc->rc.peer_str,
+		 (unsigned long long)t->incarnation);
+	if (co->aborted) {
+		co_send_abort(co, cc);
+		return;
+	}
+	if (t->nd_err) {
+		co_abort(co, GX_ERDZV, 1, "%s: %s", t->name,
+			 t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
+		return;
+	}
+	co_assign(co, cc);
+	if (co->njoined + 1 == co->world && !co->res.t_joined_ms)
+		co->res.t_joined_ms = now;
+}
+
+static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m)
+{
+	struct rdzv_peer p = m->peer;
+	struct cpeer *sp;
+	char why[320];
+
+	if (!m->has_peer || rdzv_peer_check(&p, why, sizeof(why)) < 0) {
+		co_reject(co, cc, GX_EINVAL_NAME, m->has_peer ? why : "JOIN without an entry");
+		return 0;
+	}
+	if (p.index == 0 || p.index >= co->world || strcmp(co->names[p.index], p.name) != 0) {
+		snprintf(why, sizeof(why), "%s is not member #%u of this job", p.name, p.index);
+		co_reject(co, cc, GX_EINVAL_NAME, why);
+		return 0;
+	}
+	cc->pj = malloc(sizeof(*cc->pj));
+	if (!cc->pj) {
+		co_drop(co, cc, "out of memory");
+		return 1;
+	}
+	*cc->pj = p;
+	cc->peer = (int)p.index;
+	sp = &co->st[p.index];
+	if (!sp->conn) {
+		co_accept_join(co, cc);
+		return 0;
+	}
+	/* DECISIONS 6: the same name is live on another connection */
+	if (sp->pending)
+		co_drop(co, sp->pending, "superseded by a newer JOIN");
+	cc->role = ROLE_PENDING;
+	sp->pending = cc;
+	if (!sp->conn->ping_at) {
+		struct rdzv_buf b = {0};
+
+		sp->conn->ping_at = gx_now_ms();
+		co_send(co, sp->conn, RDZV_PING, &b);
+	}
+	return 0;
+}
+
+static void verify_reply(struct rdzv_coord *co, struct cconn *cc, int code, const char *why)
+{
+	struct rdzv_buf b = {0};
+
+	rdzv_put_u32(&b, T_CODE, (uint32_t)code);
+	rdzv_put_str(&b, T_TEXT, why);
+	co_send(co, cc, RDZV_VERIFIED, &b);
+	rdzv_buf_free(&b);
+	cc->role = ROLE_VERIFY;
+	co_close_later(co, cc);
+}
+
+/* The connection must have arrived on our secondary address (getsockname). */
+static int local_is_secondary(struct rdzv_coord *co, struct cconn *cc, char *why, size_t len)
+{
+	union gx_sockaddr sa;
+	socklen_t sl = sizeof(sa);
+	char local[INET6_ADDRSTRLEN] = "?";
+
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(cc->rc.fd, &sa.sa, &sl) == 0)
+		gx_addr_str(&sa, local, sizeof(local));
+	if ((co->tab[0].addr4[0] && strcmp(local, co->tab[0].addr4) == 0) ||
+	    (co->tab[0].addr6[0] && strcmp(local, co->tab[0].addr6) == 0))
+		return 1;
+	snprintf(why, len, "VERIFY arrived on %s, not on the coordinator's secondary address %s",
+		 local, co->res.master_addr);
+	return 0;
+}
+
+static void note_set(struct cpeer *sp, const char *fmt, const char *a, const char *b)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), fmt, a, b);
+	free(sp->note);
+	sp->note = strdup(buf);
+}
+
+static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m)
+{
+	uint32_t i = m->index;
+	struct cpeer *sp;
+	struct rdzv_peer *t;
+	char why[256];
+
+	if (i == 0 || i >= co->world || strcmp(co->names[i], m->name) != 0) {
+		verify_reply(co, cc, GX_ERDZV, "VERIFY for an unknown peer");
+		return 0;
+	}
+	sp = &co->st[i];
+	t = &co->tab[i];
+	cc->peer = -1; /* a VERIFY connection never holds the slot */
+	if (!sp->joined || !sp->conn || m->incarnation != t->incarnation || m->round != co->round) {
+		verify_reply(co, cc, GX_ERDZV, "stale VERIFY: not joined in this round");
+		return 0;
+	}
+	if (!local_is_secondary(co, cc, why, sizeof(why))) {
+		note_set(sp, "%s%s", why, "");
+		verify_reply(co, cc, GX_ERDZV, why);
+		return 0;
+	}
+	gx_strlcpy(t->seen_from, cc->rc.peer_str, sizeof(t->seen_from));
+	if (strcmp(t->seen_from, t->addr4) != 0 && strcmp(t->seen_from, t->addr6) != 0)
+		gx_warn("rdzv: %s verified from %s, not from its secondary address %s%s%s", t->name,
+			t->seen_from, t->addr4, t->addr4[0] && t->addr6[0] ? " / " : "", t->addr6);
+	t->verify_ms = gx_now_ms();
+	co->nverified += !sp->verified;
+	sp->verified = 1;
+	free(sp->note);
+	sp->note = NULL;
+	verify_reply(co, cc, 0, NULL);
+	if (co->committed) {
+		co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
+		return 0;
+	}
+	if (co->nverified + 1 == co->world && !co->res.t_verified_ms)
+		co->res.t_verified_ms = t->verify_ms;
+	co_check_commit(co);
+	return 0;
+}
+
+static void co_pong(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cpeer *sp;
+
+	if (cc->role != ROLE_MEMBER || !cc->ping_at)
+		return;
+	cc->ping_at = 0;
+	sp = &co->st[cc->peer];
+	if (!sp->pending)
+		return;
+	if (co->committed) {
+		co_drop(co, sp->pending, "conflicting peer after COMMIT");
+		return;
+	}
+	co_abort(co, GX_ECONFLICT, 0, "conflicting peers: two live pods claim %s (%s and %s)",
+		 co->names[cc->peer], cc->rc.peer_str, sp->pending->rc.peer_str);
+}
+
+int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsigned char *body,
+	      size_t len)
+{
+	struct rdzv_msg *m;
+	int rc = 0;
+
+	if (cc->rc.state != RC_SESSION)
+		return co_handshake(co, cc, type, body, len);
+	m = malloc(sizeof(*m));
+	if (!m || rdzv_msg_decode(type, body, len, m) < 0) {
+		gx_warn("rdzv: malformed message type %u from %s: dropped", type, cc->rc.peer_str);
+		co_drop(co, cc, "malformed message");
+		free(m);
+		return 1;
+	}
+	if ((type == RDZV_JOIN || type == RDZV_VERIFY) && cc->role != ROLE_HANDSHAKE) {
+		co_drop(co, cc, "second JOIN/VERIFY on one connection");
+		rc = 1;
+	} else if (type == RDZV_JOIN) {
+		rc = co_join(co, cc, m);
+	} else if (type == RDZV_VERIFY) {
+		rc = co_verify(co, cc, m);
+	} else if (type == RDZV_PONG) {
+		co_pong(co, cc);
+	} else if (type == RDZV_VFAIL && cc->role == ROLE_MEMBER) {
+		char text[300];
+
+		rdzv_sanitize(text, sizeof(text), m->text);
+		note_set(&co->st[cc->peer], "%s%s", text, "");
+	} /* anything else: unknown or not for us, skipped */
+	free(m);
+	return rc;
+}
+
+/* ---- start / free ---- */
+int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self)
+{
+	char why[160];
+	uint32_t i;
+
+	if (!cfg->names || cfg->world < 1 || cfg->world > RDZV_MAX_WORLD ||
+	    !gx_valid_jobid(cfg->job_id) || cfg->deadline_ms <= 0)
+		return GX_EUSAGE;
+	for (i = 0; i < cfg->world; i++)
+		if (!gx_valid_hostname(cfg->names[i]))
+			return GX_EINVAL_NAME;
+	*self = cfg->self;
+	if (rdzv_peer_check(self, why, sizeof(why)) < 0)
+		return GX_EINVAL_NAME;
+	if (strcmp(self->name, cfg->names[cfg->is_coordinator ? 0 : self->index]) != 0 ||
+	    (!cfg->is_coordinator && (self->index == 0 || self->index >= cfg->world)))
+		return GX_EUSAGE;
+	if (!self->nd_err && !self->addr4[0] && !self->addr6[0])
+		return GX_EUSAGE;
+	return sodium_init() < 0 ? -ENOMEM : 0;
+}
+
+static void res_init(struct rdzv_coord *co)
+{
+	struct rdzv_result *r = &co->res;
+	const struct rdzv_peer *s = &co->tab[0];
+
+	r->rank = 0;
+	r->world = co->world;
+	gx_strlcpy(r->master_addr, s->addr4[0] ? s->addr4 : s->addr6, sizeof(r->master_addr));
+	r->coord = *s;
+	r->table = co->tab;
+	r->ntable = co->world;
+	r->authenticated = co->has_token;
+	r->t_start_ms = gx_now_ms();
+}
+
+static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
+		   const struct rdzv_peer *self)
+{
+	long nofile = gx_raise_nofile();
+	int rc;
+
+	co->cfg = *cfg;
+	co->cfg.token = NULL;
+	co->cfg.token_len = 0;
+	co->names = cfg->names;
+	co->world = cfg->world;
+	gx_strlcpy(co->job_id, cfg->job_id, sizeof(co->job_id));
+	co->tab = calloc(co->world, sizeof(*co->tab));
+	co->st = calloc(co->world, sizeof(*co->st));
+	if (!co->tab || !co->st)
+		return -ENOMEM;
+	co->tab[0] = *self;
+	co->tab[0].index = 0;
+	co->tab[0].join_ms = co->tab[0].verify_ms = gx_now_ms();
+	rc = rdzv_auth_key(cfg->token, cfg->token_len, co->job_id, co->k);
+	if (rc < 0)
+		return rc;
+	co->has_token = cfg->token != NULL;
+	randombytes_buf(&co->round, sizeof(co->round));
+	co->maxconns = 2 * (size_t)co->world + 64;
+	if (co->maxconns > RDZV_MAX_CONNS)
+		co->maxconns = RDZV_MAX_CONNS;
+	if (nofile > 128 && (size_t)nofile - 64 < co->maxconns)
+		co->maxconns = (size_t)nofile - 64;
+	co->next_report = gx_now_ms() + RDZV_REPORT_MS;
+	res_init(co);
+	return 0;
+}
+
+int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_fn *done, void *arg,
+		     struct rdzv_coord **ret)
+{
+	struct rdzv_coord *co = NULL;
+	struct rdzv_peer self;
+	int rc;
+
+	if (!ev || !cfg || !done || !ret || !cfg->is_coordinator)
+		return -EINVAL;
+	rc = rdzv_config_check(cfg, &self);
+	if (rc < 0)
+		goto out;
+	co = calloc(1, sizeof(*co));
+	if (!co) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	co->lfd[0] = co->lfd[1] = -1;
+	co->ev = ev;
+	co->done = done;
+	co->arg = arg;
+	rc = co_init(co, cfg, &self);
+	if (rc == 0)
+		rc = co_listen_open(co);
+	if (rc == 0)
+		rc = co_arm(co);
+	if (rc < 0)
+		goto out;
+	if (self.nd_err)
+		co_abort(co, GX_ERDZV, 1, "%s (the coordinator): %s", self.name,
+			 self.nd_why[0] ? self.nd_why : gx_strerror(self.nd_err));
+	*ret = co;
+	co = NULL;
+out:
+	rdzv_coord_free(co);
+	return rc;
+}
+
+int co_arm(struct rdzv_coord *co)
+{
+	co->sweep_id = gx_ev_timer(co->ev, 0, sweep, co);
+	co->deadline_id =
+	    gx_ev_timer(co->ev, co->cfg.deadline_ms - gx_now_ms(), deadline_fired, co);
+	if (!co->sweep_id || !co->deadline_id)
+		return -ENOMEM;
+	return 0;
+}
+
+void rdzv_coord_free(struct rdzv_coord *co)
+{
+	uint32_t i;
+
+	if (!co)
+		return;
+	while (co->conns)
+		co_drop(co, co->conns, NULL);
+	co_listen_close(co);
+	gx_ev_timer_cancel(co->ev, co->sweep_id);
+	gx_ev_timer_cancel(co->ev, co->deadline_id);
+	for (i = 0; co->st && i < co->world; i++)
+		free(co->st[i].note);
+	free(co->st);
+	free(co->tab);
+	rdzv_buf_free(&co->table);
+	sodium_memzero(co->k, sizeof(co->k));
+	free(co);
+}

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/* rdzv_int.h - internals of the rendezvous: wire codec, auth, connections. */
+#ifndef RDZV_INT_H
+#define RDZV_INT_H
+
+#include "rdzv/rdzv.h"
+
+#include <sodium.h>
+
+/* ---- resource bounds (PROTOCOL.md "Bounds") ---------------------------- */
+#define RDZV_MAGIC 0x47584231u /* "GXB1" */
+#define RDZV_VMAJOR 1
+#define RDZV_VMINOR 0
+#define RDZV_HDR_LEN 12
+#define RDZV_MAC_LEN 32
+#define RDZV_NONCE_LEN 32
+#define RDZV_KEY_LEN 32
+#define RDZV_MAX_BODY 4096		/* every message but COMMIT */
+#define RDZV_MAX_TABLE_BODY (16u << 20) /* COMMIT with the full table */
+#define RDZV_MAX_WORLD 16384
+#define RDZV_MAX_CONNS 40000	    /* coordinator: open connections */
+#define RDZV_HANDSHAKE_MS 5000	    /* until JOIN/VERIFY is processed */
+#define RDZV_SWEEP_MS 250	    /* the one periodic timer */
+#define RDZV_REPORT_MS 5000	    /* progress line and WAITING push */
+#define RDZV_DEADLINE_GRACE_MS 3000 /* joined member waits this past --timeout */
+#define RDZV_PING_MS 2000	    /* DECISIONS 6 */
+#define RDZV_BACKOFF_MIN_MS 100
+#define RDZV_BACKOFF_MAX_MS 2000
+#define RDZV_LIST_NAMES 40 /* names quoted in one line, then "and N more" */
+#define RDZV_FRAMES_PER_EVENT 16
+
+/* ---- message types ------------------------------------------------------ */
+enum rdzv_type {
+	RDZV_HELLO = 1,	    /* M->C, clear */
+	RDZV_CHALLENGE = 2, /* C->M, clear */
+	RDZV_AUTH = 3,	    /* M->C, clear (carries a proof) */
+	RDZV_PROOF = 4,	    /* C->M, clear (carries a proof); session up after it */
+	RDZV_REJECT = 5,    /* C->M, clear before the session, MAC'd after */
+	RDZV_JOIN = 10,
+	RDZV_ASSIGN = 11,
+	RDZV_VERIFY = 12,
+	RDZV_VERIFIED = 13,
+	RDZV_VFAIL = 14,
+	RDZV_COMMIT = 15,
+	RDZV_ABORT = 16,
+	RDZV_WAITING = 17,
+	RDZV_PING = 18,
+	RDZV_PONG = 19,
+};
+
+/* ---- TLV types ---------------------------------------------------------- */
+enum rdzv_tlv {
+	T_NONCE = 1,
+	T_HAS_TOKEN = 2,
+	T_NAME = 3,
+	T_JOB_ID = 4,
+	T_PROOF = 5,
+	T_CODE = 6,
+	T_TEXT = 7,
+	T_INDEX = 8,
+	T_INCARNATION = 9,
+	T_IFACE = 10,
+	T_ADDR4 = 11,
+	T_ADDR6 = 12,
+	T_RDMA_DEV = 13,
+	T_RDMA_PORT = 14,
+	T_GID_INDEX = 15,
+	T_LINK_LAYER = 16,
+	T_SLOTS = 17,
+	T_ND_ERR = 18,
+	T_ND_WHY = 19,
+	T_FLAGS = 20,
+	T_RANK = 21,
+	T_WORLD = 22,
+	T_ROUND = 23,
+	T_MASTER = 24,
+	T_PEER = 25, /* nested TLV list: one peer entry */
+	T_COUNT = 26,
+	T_SEEN_FROM = 27,
+	T_ENTRY = 28, /* nested TLV list: one table row (COMMIT) */
+};
+
+struct rdzv_hdr {
+	uint32_t magic;
+	uint8_t vmaj, vmin;
+	uint16_t type;
+	uint32_t len;
+};
+
+/* Growable output buffer; err sticks after the first failure. */
+struct rdzv_buf {
+	unsigned char *p;
+	size_t len, cap;
+	int err;
+};
+
+/* A decoded message: every field any message may carry. */
+struct rdzv_msg {
+	uint16_t type;
+	unsigned char nonce[RDZV_NONCE_LEN], proof[RDZV_MAC_LEN];
+	int has_nonce, has_proof, has_token;
+	char name[254];
+	char job_id[129];
+	int code;
+	char text[1024];
+	uint32_t index, rank, world, count, flags;
+	uint64_t incarnation, round;
+	char master[46];
+	struct rdzv_peer peer; /* JOIN: the sender; ASSIGN/COMMIT: the coordinator */
+	int has_peer;
+	const unsigned char *table; /* COMMIT: first T_PEER entry of the table */
+	size_t table_len;
+	uint32_t ntable;
+};
+
+/* ---- rdzv_wire.c -------------------------------------------------------- */
+void rdzv_hdr_encode(unsigned char out[RDZV_HDR_LEN], uint16_t type, uint32_t len);
+/* Checks magic, major version, per-type maximum (mac: the MAC is included). */
+int rdzv_hdr_decode(const unsigned char in[RDZV_HDR_LEN], int mac, struct rdzv_hdr *h);
+size_t rdzv_max_body(uint16_t type);
+void rdzv_buf_free(struct rdzv_buf *b);
+void rdzv_put_raw(struct rdzv_buf *b, const void *p, size_t n);
+void rdzv_put(struct rdzv_buf *b, uint16_t t, const void *v, size_t n);
+void rdzv_put_str(struct rdzv_buf *b, uint16_t t, const char *s);
+void rdzv_put_u32(struct rdzv_buf *b, uint16_t t, uint32_t v);
+void rdzv_put_u64(struct rdzv_buf *b, uint16_t t, uint64_t v);
+void rdzv_put_peer(struct rdzv_buf *b, uint16_t t, const struct rdzv_peer *p);
+/* Walk TLVs: 1 = one more (t, v, n), 0 = end, GX_EPROTO = truncated. */
+int rdzv_tlv_next(const unsigned char *p, size_t len, size_t *off, uint16_t *t,
+		  const unsigned char **v, uint16_t *n);
+int rdzv_peer_decode(const unsigned char *p, size_t len, struct rdzv_peer *peer);
+int rdzv_msg_decode(uint16_t type, const unsigned char *body, size_t len, struct rdzv_msg *m);
+/* Copy s into out replacing anything gx_safe_text refuses with '?'. */
+void rdzv_sanitize(char *out, size_t outlen, const char *s);
+/* "a, b, c and 12 more": at most RDZV_LIST_NAMES items, bounded by cap. */
+struct rdzv_list {
+	char *out; /* caller's buffer, out[0] = '\0' at start */
+	size_t cap, len, n, shown;
+	int full;
+};
+void rdzv_list_add(struct rdzv_list *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rdzv_list_end(struct rdzv_list *l);
+
+/* ---- rdzv_auth.c -------------------------------------------------------- */
+/* K from the token, or from the job id when there is none. */
+int rdzv_auth_key(const unsigned char *token, size_t len, const char *job_id,
+		  unsigned char k[RDZV_KEY_LEN]);
+void rdzv_proof(const unsigned char k[RDZV_KEY_LEN], int coord,
+		const unsigned char nm[RDZV_NONCE_LEN], const unsigned char nc[RDZV_NONCE_LEN],
+		const char *job_id, unsigned char out[RDZV_MAC_LEN]);
+int rdzv_proof_verify(const unsigned char k[RDZV_KEY_LEN], int coord,
+		      const unsigned char nm[RDZV_NONCE_LEN],
+		      const unsigned char nc[RDZV_NONCE_LEN], const char *job_id,
+		      const unsigned char proof[RDZV_MAC_LEN]);
+void rdzv_session_key(const unsigned char k[RDZV_KEY_LEN], const unsigned char nm[RDZV_NONCE_LEN],
+		      const unsigned char nc[RDZV_NONCE_LEN], unsigned char s[RDZV_KEY_LEN]);
+/* dir: 'M' member->coordinator, 'C' coordinator->member. */
+void rdzv_mac(const unsigned char s[RDZV_KEY_LEN], uint8_t dir, uint64_t seq, uint16_t type,
+	      const unsigned char *body, size_t len, unsigned char out[RDZV_MAC_LEN]);
+int rdzv_mac_verify(const unsigned char s[RDZV_KEY_LEN], uint8_t dir, uint64_t seq, uint16_t type,
+		    const unsigned char *body, size_t len, const unsigned char mac[RDZV_MAC_LEN]);
+
+/* ---- rdzv_conn.c: non-blocking buffered connection ----------------------- */
+enum rdzv_conn_state {
+	RC_CONNECTING = 0, /* member: connect() in progress */
+	RC_HELLO,	   /* waiting for HELLO (coord) / CHALLENGE (member) */
+	RC_AUTH,	   /* waiting for AUTH (coord) / PROOF (member) */
+	RC_SESSION,	   /* MAC'd messages both ways */
+	RC_CLOSING,	   /* flush the output, then close */
+	RC_CLOSED,
+};
+
+struct rdzv_conn {
+	int fd;
+	enum rdzv_conn_state state;
+	int is_coord; /* our side */
+	int session;
+	unsigned char hdr[RDZV_HDR_LEN];
+	size_t hoff;
+	struct rdzv_hdr h;
+	unsigned char *body;
+	size_t boff;
+	unsigned char *out;
+	size_t olen, ooff, ocap;
+	unsigned char nm[RDZV_NONCE_LEN], nc[RDZV_NONCE_LEN];
+	unsigned char skey[RDZV_KEY_LEN];
+	uint64_t seq_tx, seq_rx;
+	uint8_t peer_vmaj, peer_vmin;
+	char peer_str[INET6_ADDRSTRLEN];
+};
+
+void rdzv_conn_init(struct rdzv_conn *c, int fd, int is_coord);
+/* Frees buffers, closes the fd, wipes the session key. */
+void rdzv_conn_reset(struct rdzv_conn *c);
+/* 1: a frame is ready (type, body/len without the MAC; the caller frees
+ * body); 0: need more input; < 0: error (-ECONNRESET on EOF, GX_EPROTO,
+ * GX_EVERSION, GX_EMAC: a replayed, reordered or forged frame). */
+int rdzv_conn_read(struct rdzv_conn *c, uint16_t *type, unsigned char **body, size_t *len);
+/* Queue one frame (MAC'd when the session is up) and try to write it. */
+int rdzv_conn_send(struct rdzv_conn *c, uint16_t type, const unsigned char *body, size_t len);
+/* Write what is queued: 0 all written, 1 some left (wait for EPOLLOUT), < 0 error. */
+int rdzv_conn_flush(struct rdzv_conn *c);
+static inline int rdzv_conn_pending(const struct rdzv_conn *c)
+{
+	return c->ooff < c->olen;
+}
+/* Bring the session up: skey from K and both nonces, sequences from 0. */
+void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN]);
+/* Fill peer_str from getpeername. */
+void rdzv_conn_peername(struct rdzv_conn *c);
+
+/* ---- coordinator internals (rdzv_coord.c; handshake in rdzv_auth.c,
+ * listeners in rdzv_conn.c) ---------------------------------------------- */
+enum cc_role {
+	ROLE_HANDSHAKE = 0, /* before JOIN / VERIFY */
+	ROLE_MEMBER,	    /* phase 1: holds the peer's slot */
+	ROLE_PENDING,	    /* phase 1: same name as a live one, PING under way */
+	ROLE_VERIFY,	    /* phase 2: closes after VERIFIED */
+};
+
+struct rdzv_coord;
+
+struct cconn {
+	struct rdzv_conn rc;
+	struct rdzv_coord *co;
+	struct cconn *prev, *next;
+	enum cc_role role;
+	int peer;	      /* slot index for MEMBER / PENDING / VERIFY, else -1 */
+	int claimed;	      /* index named in HELLO (for rejection notes), else -1 */
+	int out_pending;      /* counted in co->nout */
+	int64_t deadline;     /* handshake / close deadline, 0 = none */
+	int64_t ping_at;      /* PING sent to this (older) connection */
+	struct rdzv_peer *pj; /* PENDING: its JOIN, until promoted */
+};
+
+struct cpeer {
+	struct cconn *conn;    /* live phase-1 connection */
+	struct cconn *pending; /* newer connection with the same name */
+	uint8_t joined, verified, told;
+	char *note; /* why it is missing: rejection / verification failure */
+};
+
+struct rdzv_coord {
+	struct gx_ev *ev;
+	struct rdzv_config cfg; /* token cleared; names/job_id point at caller memory */
+	char job_id[129];
+	char *const *names;
+	rdzv_done_fn *done;
+	void *arg;
+	uint32_t world;
+	int lfd[2], nlfd, paused;
+	uint64_t sweep_id, deadline_id;
+	unsigned char k[RDZV_KEY_LEN];
+	int has_token;
+	uint64_t round;
+	struct rdzv_peer *tab; /* world entries, [0] = coordinator */
+	struct cpeer *st;
+	uint32_t njoined, nverified, ntold; /* members only */
+	struct cconn *conns;
+	size_t nconns, nout, maxconns;
+	int64_t next_report, finish_by;
+	int committed, aborted, finishing, done_called, deadline_passed, linger;
+	int final_rc, abort_code;
+	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
+	struct rdzv_result res;
+};
+
+void co_update_out(struct rdzv_coord *co, struct cconn *cc);
+int co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b);
+void co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
+void co_close_later(struct rdzv_coord *co, struct cconn *cc);
+void co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void co_assign(struct rdzv_coord *co, struct cconn *cc);
+void co_commit_one(struct rdzv_coord *co, uint32_t i);
+void co_check_commit(struct rdzv_coord *co);
+void co_accept_join(struct rdzv_coord *co, struct cconn *cc);
+void co_conn_new(struct rdzv_coord *co, int fd);
+int co_arm(struct rdzv_coord *co);
+/* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
+int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsigned char *body,
+	      size_t len);
+/* rdzv_auth.c: HELLO -> CHALLENGE, AUTH -> PROOF | REJECT. Same return. */
+int co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsigned char *body,
+		 size_t len);
+/* rdzv_conn.c: listeners (wildcard v4 + v6, or cfg.listen_addr). */
+int co_listen_open(struct rdzv_coord *co);
+void co_listen_resume(struct rdzv_coord *co);
+void co_listen_close(struct rdzv_coord *co);
+void co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
+void co_send_abort(struct rdzv_coord *co, struct cconn *cc);
+
+/* Checks a config for either role; fills a validated copy of cfg->self. */
+int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);
+
+/* ---- shared helpers (rdzv_wire.c) --------------------------------------- */
+int64_t rdzv_backoff_ms(int attempt);
+
+#endif
