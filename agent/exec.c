@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -142,6 +143,9 @@ int agent_supervise(struct gx_ev *ev, char **argv, char **envp)
 		rc = -errno;
 		goto out;
 	}
+	/* not PID 1: become the reaper of CMD's orphans, as tini -s does */
+	if (getpid() != 1)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	s.child = fork();
 	if (s.child < 0) {
 		rc = -errno;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -153,7 +154,7 @@ static int start_rdzv(struct run *r)
 	cfg.world = (uint32_t)r->peers.n;
 	cfg.names = r->peers.names;
 	cfg.job_id = r->job_id;
-	cfg.token = r->token.data;
+	cfg.token = r->token.len ? r->token.data : NULL; /* NULL: no token */
 	cfg.token_len = r->token.len;
 	cfg.port = (uint16_t)r->o->port;
 	cfg.coord_name = r->peers.names[0];
@@ -462,8 +463,12 @@ static int finish(struct run *r, char *err, size_t errlen)
 	if (rc < 0)
 		goto out;
 	agent_signals_block(1);
+	if (mkdir(r->o->out, 0755) < 0 && errno != EEXIST)
+		gx_debug("mkdir %s: %s", r->o->out, strerror(errno));
 	rc = write_files(r, &env, err, errlen);
 	agent_signals_block(0);
+	if (rc < 0 && rc > -GX_EBASE)
+		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
 	if (rc < 0 || r->o->cmd == AGENT_CMD_INIT)
 		goto out;
 	gx_info("rank %d of %u, MASTER_ADDR=%s on %s", r->res.rank, r->res.world,

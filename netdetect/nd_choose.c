@@ -268,6 +268,20 @@ static void nd_list_defaults(const struct nd_inventory *inv, char *buf, size_t l
 						inv->links[i].name);
 }
 
+/* Kernel helper devices (ifb, dummy, tunnels' fallback devices) are never a pod's network. */
+static int nd_kind_never_secondary(const struct nd_link *l)
+{
+	static const char *const kinds[] = {"ifb",    "dummy",	"sit",	  "ipip",
+					    "gre",    "gretap", "ip6tnl", "ip6gre",
+					    "erspan", "vti",	"ip_vti", NULL};
+	size_t i;
+
+	for (i = 0; kinds[i]; i++)
+		if (strcmp(l->kind, kinds[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* Step 5 failure: name the secondaries that were there but unusable. */
 static int nd_fail_none(struct nd_ctx *c)
 {
@@ -279,7 +293,7 @@ static int nd_fail_none(struct nd_ctx *c)
 		const struct nd_link *l = &c->inv->links[i];
 
 		why = nd_secondary_why(l);
-		if (!why || l->is_loopback || l->is_default)
+		if (!why || l->is_loopback || l->is_default || nd_kind_never_secondary(l))
 			continue;
 		off += (size_t)snprintf(c->err + off, c->errlen - off, "%s%s %s", off ? "; " : "",
 					l->name, why);

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Issue 6: exec and PID-1 duties, on loopback (a one-pod job: --peers 127.0.0.1 --iface lo).
+# Asserts: CMD's exit code comes back (and 128+n for a signal); SIGTERM to gxboot reaches
+# CMD's process group and its exit code comes back; as PID 1 of a PID namespace, orphaned
+# zombies are reaped; exec failures give 127 / 126; SIGTERM while waiting for peers ends
+# gxboot at once with 143 and leaves no files.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+GXBOOT=${GXBOOT:-build/gxboot}
+[ -x "$GXBOOT" ] || { echo "SKIP: $GXBOOT not built"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (unshare -p)"; exit 77; }
+tmp=$(mktemp -d /tmp/gxsup.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+port=$((20000 + $$ % 20000))
+fail() { echo "FAIL: $*"; exit 1; }
+gx() { # gx OUTDIR ARGS... : a one-pod job on loopback
+  local out=$1
+  shift
+  "$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" --timeout 10 --out "$out" -q "$@"
+}
+
+# 1. exit codes: plain exec and supervised, normal and by signal
+gx "$tmp/o1" -- sh -c 'exit 3'; rc=$?
+[ $rc -eq 3 ] || fail "exec: CMD exit 3 gave $rc"
+gx "$tmp/o2" --supervise -- sh -c 'exit 4'; rc=$?
+[ $rc -eq 4 ] || fail "supervise: CMD exit 4 gave $rc"
+gx "$tmp/o3" --supervise -- sh -c 'kill -KILL $$'; rc=$?
+[ $rc -eq 137 ] || fail "supervise: CMD killed by SIGKILL gave $rc (want 137)"
+echo "exit codes: OK"
+
+# 2. SIGTERM forwarded to CMD's process group; CMD's own code returned
+# (not through gx(): $! of a backgrounded function is a bash subshell, not gxboot)
+"$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" --timeout 10 --out "$tmp/o4" -q \
+  --supervise -- sh -c 'trap "echo got-TERM; exit 7" TERM; sleep 30 & wait' >"$tmp/fwd.log" 2>&1 &
+p=$!
+pids+=("$p")
+for _ in $(seq 50); do [ -s "$tmp/o4/env" ] && break; sleep 0.1; done
+sleep 0.5
+kill -TERM "$p"
+wait "$p"; rc=$?
+grep -q got-TERM "$tmp/fwd.log" || fail "SIGTERM did not reach CMD: $(cat "$tmp/fwd.log")"
+[ $rc -eq 7 ] || fail "forwarded SIGTERM: gxboot exited $rc (want CMD's 7)"
+echo "signal forwarding: OK"
+
+# 3. PID 1 of a PID namespace: orphans reaped, no zombie left
+out=$(unshare -fp --mount-proc "$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" \
+  --timeout 10 --out "$tmp/o5" -q -- sh -c \
+  'for i in 1 2 3; do sh -c "sleep 0.2 &"; done; sleep 1; ps -eo stat= | grep -c "^Z"; true')
+rc=$?
+[ $rc -eq 0 ] || fail "PID 1 run exited $rc"
+[ "$(echo "$out" | tail -1)" = 0 ] || fail "zombies left under gxboot as PID 1: $out"
+echo "PID 1 reaping: OK"
+
+# 4. exec failures as a shell reports them
+gx "$tmp/o6" -- /nonexistent/cmd 2>/dev/null; rc=$?
+[ $rc -eq 127 ] || fail "missing CMD gave $rc (want 127)"
+printf 'x' >"$tmp/notexec"
+gx "$tmp/o7" -- "$tmp/notexec" 2>/dev/null; rc=$?
+[ $rc -eq 126 ] || fail "non-executable CMD gave $rc (want 126)"
+echo "exec failures: OK"
+
+# 5. SIGTERM while waiting for a peer that never comes: 143, no files
+"$GXBOOT" --peers 127.0.0.1,127.0.0.2 --self 127.0.0.1 --iface lo --port "$port" --timeout 30 \
+  --out "$tmp/o8" -q -- true >"$tmp/wait.log" 2>&1 &
+p=$!
+pids+=("$p")
+sleep 1
+kill -TERM "$p"
+wait "$p"; rc=$?
+[ $rc -eq 143 ] || fail "SIGTERM while waiting gave $rc (want 143)"
+[ -z "$(ls -A "$tmp/o8" 2>/dev/null)" ] || fail "files left after SIGTERM: $(ls -A "$tmp/o8")"
+echo "SIGTERM while waiting: OK"
