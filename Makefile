@@ -91,6 +91,11 @@ $(B)/tests/test_%: $(B)/tests/unit/test_%.o $(SUPPORT_OBJ) $(B)/libgx.a
 
 $(B)/tests/unit/test_support.o: MODE_CFLAGS += -Wno-missing-prototypes
 
+$(B)/bench/bench_%: $(B)/tests/bench/bench_%.o $(SUPPORT_OBJ) $(B)/libgx.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) 2> $@.ldlog || { cat $@.ldlog; exit 1; }
+
 debug:
 	$(Q)$(MAKE) --no-print-directory MODE=debug $(BUILD)/debug/gxboot unit-bins
 asan:
@@ -123,6 +128,7 @@ fuzz:
 	$(Q)tests/fuzz/run.sh $(or $(FUZZ_SECONDS),60)
 
 bench: all
+	$(Q)$(MAKE) --no-print-directory MODE=release build/release/bench/bench_rdzv
 	$(Q)tests/bench/run.sh
 
 demo:

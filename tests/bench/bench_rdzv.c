@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_rdzv.c - the real coordinator as its own process against N-1 members
+ * driven by the real member code in P processes (one epoll loop each), on
+ * loopback; members' "secondary" addresses are 127.0.x.y (issue 10 (b)).
+ *
+ *   bench_rdzv N [P]   prints: N, latency ms after the last member started until
+ *                      every member holds rank + MASTER_ADDR (COMMIT), the
+ *                      coordinator's peak RSS, and each member process's peak RSS.
+ */
+#include "rdzv/rdzv.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const unsigned char TOKEN[] = "bench-token-0123456789abcdef";
+
+struct shared {
+	int64_t started_us[64]; /* wall clock: when a member process had started all */
+	int64_t done_us[64];	/* wall clock: when its last member got COMMIT */
+	long rss_kb[65];	/* [0..P-1] member processes, [64] coordinator */
+	int failed;
+};
+
+struct mstate {
+	int *left;
+	int *failed;
+	struct gx_ev *ev;
+};
+
+static long peak_rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmHWM:", 6) == 0)
+			kb = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static void member_done(void *arg, int rc, const struct rdzv_result *res)
+{
+	struct mstate *s = arg;
+
+	(void)res;
+	if (rc != 0)
+		(*s->failed)++;
+	if (--*s->left == 0)
+		gx_ev_stop(s->ev, 0);
+}
+
+static void coord_done(void *arg, int rc, const struct rdzv_result *res)
+{
+	struct mstate *s = arg;
+
+	(void)res;
+	if (rc != 0)
+		(*s->failed)++;
+	gx_ev_stop(s->ev, 0);
+}
+
+static void base_cfg(struct rdzv_config *c, char **names, uint32_t n, uint16_t port)
+{
+	memset(c, 0, sizeof(*c));
+	c->world = n;
+	c->names = names;
+	c->job_id = "bench";
+	c->token = TOKEN;
+	c->token_len = sizeof(TOKEN) - 1;
+	c->port = port;
+	c->coord_name = names[0];
+	c->deadline_ms = gx_now_ms() + 60000;
+	gx_addr_parse("127.0.0.1", port, &c->coord_addr, &c->coord_addrlen);
+	snprintf(c->self.iface, sizeof(c->self.iface), "lo");
+	c->self.slots = 1;
+	c->self.gid_index = -1;
+}
+
+static int run_coord(char **names, uint32_t n, uint16_t port, struct shared *sh)
+{
+	struct rdzv_config c;
+	struct rdzv_coord *co = NULL;
+	struct gx_ev *ev = NULL;
+	int left = 1, failed = 0;
+	struct mstate s = {&left, &failed, NULL};
+
+	gx_raise_nofile();
+	if (gx_ev_new(&ev) < 0)
+		return 1;
+	s.ev = ev;
+	base_cfg(&c, names, n, port);
+	c.is_coordinator = 1;
+	snprintf(c.self.name, sizeof(c.self.name), "%s", names[0]);
+	snprintf(c.self.addr4, sizeof(c.self.addr4), "127.0.0.1");
+	gx_addr_parse("127.0.0.1", 0, &c.listen_addr, &c.listen_addrlen);
+	if (rdzv_coord_start(ev, &c, coord_done, &s, &co) < 0)
+		return 1;
+	gx_ev_run_until(ev, c.deadline_ms);
+	sh->rss_kb[64] = peak_rss_kb();
+	__atomic_fetch_add(&sh->failed, failed, __ATOMIC_SEQ_CST);
+	rdzv_coord_free(co);
+	gx_ev_free(ev);
+	return failed ? 1 : 0;
+}
+
+static int run_members(char **names, uint32_t n, uint16_t port, int p, int nproc, struct shared *sh)
+{
+	struct rdzv_member **ms = calloc(n, sizeof(*ms));
+	struct gx_ev *ev = NULL;
+	struct rdzv_config c;
+	int left = 0, failed = 0;
+	struct mstate s = {&left, &failed, NULL};
+	uint32_t i;
+
+	gx_raise_nofile();
+	if (!ms || gx_ev_new(&ev) < 0)
+		return 1;
+	s.ev = ev;
+	for (i = 1 + (uint32_t)p; i < n; i += (uint32_t)nproc) {
+		base_cfg(&c, names, n, port);
+		c.self.index = i;
+		snprintf(c.self.name, sizeof(c.self.name), "%s", names[i]);
+		randombytes_buf(&c.self.incarnation, sizeof(c.self.incarnation));
+		snprintf(c.self.addr4, sizeof(c.self.addr4), "127.%u.%u.%u", 1 + (i >> 16),
+			 (i >> 8) & 0xff, 1 + (i & 0xff) % 254);
+		if (rdzv_member_start(ev, &c, member_done, &s, &ms[i]) < 0)
+			return 1;
+		left++;
+	}
+	sh->started_us[p] = gx_wall_ms() * 1000;
+	if (left)
+		gx_ev_run_until(ev, gx_now_ms() + 60000);
+	sh->done_us[p] = gx_wall_ms() * 1000;
+	sh->rss_kb[p] = peak_rss_kb();
+	__atomic_fetch_add(&sh->failed, failed + left, __ATOMIC_SEQ_CST);
+	for (i = 0; i < n; i++)
+		rdzv_member_free(ms[i]);
+	free(ms);
+	gx_ev_free(ev);
+	return 0;
+}
+
+static uint16_t pick_port(void)
+{
+	union gx_sockaddr sa;
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	uint16_t port = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.in4.sin_family = AF_INET;
+	sa.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, &sa.sa, sizeof(sa.in4)) == 0 && getsockname(fd, &sa.sa, &len) == 0)
+		port = ntohs(sa.in4.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static void report(uint32_t n, int nproc, const struct shared *sh)
+{
+	int64_t last_start = 0, last_done = 0;
+	long mrss = 0;
+	int p;
+
+	for (p = 0; p < nproc; p++) {
+		if (sh->started_us[p] > last_start)
+			last_start = sh->started_us[p];
+		if (sh->done_us[p] > last_done)
+			last_done = sh->done_us[p];
+		if (sh->rss_kb[p] > mrss)
+			mrss = sh->rss_kb[p];
+	}
+	printf("N=%u member_procs=%d latency_ms=%.1f coord_peak_rss_kb=%ld "
+	       "member_proc_peak_rss_kb=%ld (%u members each) failed=%d\n",
+	       n, nproc, (double)(last_done - last_start) / 1000.0, sh->rss_kb[64], mrss,
+	       (n - 1 + (uint32_t)nproc - 1) / (uint32_t)nproc, sh->failed);
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? strtol(argv[1], NULL, 10) : 1024;
+	int nproc = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 2, p, st, bad = 0;
+	struct shared *sh;
+	char **names;
+	uint16_t port = pick_port();
+	pid_t coord, kids[64];
+	long i;
+
+	if (n < 2 || n > 100000 || nproc < 1 || nproc > 64 || sodium_init() < 0 || !port)
+		return 2;
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	names = calloc((size_t)n, sizeof(*names));
+	if (sh == MAP_FAILED || !names)
+		return 1;
+	for (i = 0; i < n; i++) {
+		names[i] = malloc(32);
+		snprintf(names[i], 32, "job-worker-%ld", i);
+	}
+	coord = fork();
+	if (coord == 0)
+		_exit(run_coord(names, (uint32_t)n, port, sh));
+	usleep(200000); /* let it listen; members would retry anyway */
+	for (p = 0; p < nproc; p++) {
+		kids[p] = fork();
+		if (kids[p] == 0)
+			_exit(run_members(names, (uint32_t)n, port, p, nproc, sh));
+	}
+	for (p = 0; p < nproc; p++)
+		if (waitpid(kids[p], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			bad = 1;
+	if (waitpid(coord, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+		bad = 1;
+	report((uint32_t)n, nproc, sh);
+	return bad || sh->failed;
+}
