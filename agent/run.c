@@ -62,8 +62,10 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	int64_t now = gx_now_ms();
 	int rc;
 
-	if (gx_addr_parse(r->coord_lookup, (uint16_t)r->o->port, sa, len) == 0)
+	if (gx_addr_parse(r->coord_lookup, (uint16_t)r->o->port, sa, len) == 0) {
+		r->ever_resolved = 1; /* an IP needs no DNS */
 		return 0;
+	}
 	rc = agent_dns_lookup(r->coord_lookup, r->o->dns_server, (uint16_t)r->o->port, now + 3000,
 			      &ans);
 	if (rc == 0) {

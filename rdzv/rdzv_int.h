@@ -26,7 +26,8 @@
 #define RDZV_PING_MS 2000	    /* DECISIONS 6 */
 #define RDZV_BACKOFF_MIN_MS 100
 #define RDZV_BACKOFF_MAX_MS 2000
-#define RDZV_LIST_NAMES 40 /* names quoted in one line, then "and N more" */
+#define RDZV_REFUSED_MAX_ATTEMPT 2 /* refused connects back off to [200, 400) ms only */
+#define RDZV_LIST_NAMES 40	   /* names quoted in one line, then "and N more" */
 #define RDZV_FRAMES_PER_EVENT 16
 
 /* ---- message types ------------------------------------------------------ */

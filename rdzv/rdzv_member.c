@@ -48,6 +48,7 @@ struct rdzv_member {
 	int attempt1, attempt2, auth_failed, ever_answered;
 	uint64_t retry1_id, retry2_id, tick_id, deadline_id;
 	int grace_used; /* the deadline grace of a joined member was given */
+	int refused;	/* the last phase-1 connect was refused */
 	uint64_t round;
 	char err1[300], err2[300];
 	struct rdzv_result res;
@@ -142,8 +143,13 @@ static void fail1(struct rdzv_member *m, const char *why)
 	gx_ev_timer_cancel(m->ev, m->retry2_id);
 	m->retry2_id = 0;
 	m->st = M_CONNECT;
-	if (!m->retry1_id)
-		m->retry1_id = gx_ev_timer(m->ev, rdzv_backoff_ms(m->attempt1++), retry1_fired, m);
+	if (!m->retry1_id) {
+		int a = m->attempt1++;
+
+		if (m->refused && a > RDZV_REFUSED_MAX_ATTEMPT)
+			a = RDZV_REFUSED_MAX_ATTEMPT; /* a RST costs nothing: retry soon */
+		m->retry1_id = gx_ev_timer(m->ev, rdzv_backoff_ms(a), retry1_fired, m);
+	}
 }
 
 /* Phase 2 failed: tell the coordinator why (VFAIL), retry after a backoff. */
@@ -551,6 +557,8 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 			return;
 		if (rc == 0)
 			rc = send_hello(m, c);
+		/* refused: the coordinator's host is up, its gxboot is about to listen */
+		m->refused = rc == -ECONNREFUSED;
 		if (rc < 0)
 			mc_fail(m, c, gx_strerror(rc));
 		return;
