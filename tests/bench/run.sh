@@ -6,7 +6,7 @@
 #       2 processes (N = 1024, 8192, 16384), inside a private network namespace whose
 #       somaxconn / tcp_max_syn_backlog are raised (DECISIONS 30)
 #   (c) torchrun 1.13 c10d rendezvous with a trivial script (N = 2, 4, 8), timed the same way
-# --smoke: tiny N only, prints one PASS/FAIL line (make check runs it).
+# --smoke: tiny N only, prints one PASS/FAIL line (make check runs it). BENCH_ONLY=a: (a) only.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LC_ALL=C
@@ -95,6 +95,7 @@ for n in 2 8 64 256; do
   GX_MED[$n]=$med
   printf '%8s %10s %8s %16s %16s\n' "$n" "$med" "$p90" "$(cat "$tmp/rss.1")" "$(cat "$tmp/rss.2")"
 done
+[ "${BENCH_ONLY:-}" = a ] && exit 0
 echo
 echo "(b) coordinator process vs members in 2 processes (real member code), private netns"
 for n in 1024 8192 16384; do
