@@ -31,9 +31,7 @@ int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen)
 		rc = agent_env_apply(&merged, &envp);
 	if (rc < 0)
 		goto out;
-	rc = agent_exec(o->argv, envp);
-	snprintf(err, errlen, "cannot run %s: %s", o->argv[0], strerror(-rc));
-	rc = rc == -ENOENT ? GX_ECMDNOTFOUND : GX_ECMDEXEC;
+	rc = agent_exec_failed(o->argv[0], agent_exec(o->argv, envp), err, errlen);
 out:
 	agent_envp_free(envp);
 	agent_env_free(&file);

@@ -8,6 +8,7 @@
 #include "agent/exec_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -60,9 +61,10 @@ int agent_exec(char **argv, char **envp)
 	return -errno;
 }
 
-int agent_exec_status(int err)
+int agent_exec_failed(const char *cmd, int err, char *line, size_t len)
 {
-	return err == -ENOENT ? 127 : 126;
+	snprintf(line, len, "cannot run %s: %s", cmd, strerror(-err));
+	return err == -ENOENT ? GX_ECMDNOTFOUND : GX_ECMDEXEC;
 }
 
 struct sup {
@@ -116,13 +118,14 @@ static void sup_signal(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 
 static void child_exec(char **argv, char **envp, const sigset_t *old)
 {
-	int err;
+	char line[512];
+	int code;
 
 	setpgid(0, 0);
 	sigprocmask(SIG_SETMASK, old, NULL);
-	err = agent_exec(argv, envp);
-	gx_error("cannot run %s: %s", argv[0], strerror(-err));
-	_exit(agent_exec_status(err));
+	code = agent_exec_failed(argv[0], agent_exec(argv, envp), line, sizeof(line));
+	gx_error("%s", line);
+	_exit(gx_exit_code(code));
 }
 
 int agent_supervise(struct gx_ev *ev, char **argv, char **envp)

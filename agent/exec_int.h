@@ -22,8 +22,11 @@ void agent_signals_block(int block);
 
 /* execvpe(argv[0], argv, envp). Returns only on failure: -errno. */
 int agent_exec(char **argv, char **envp);
-/* Exit status for an exec failure as a shell gives it: 127 not found, 126 otherwise. */
-int agent_exec_status(int err);
+/*
+ * The one line for an exec failure (-errno from agent_exec) and its code:
+ * GX_ECMDNOTFOUND (exit 127) for ENOENT, GX_ECMDEXEC (126) otherwise, as a shell.
+ */
+int agent_exec_failed(const char *cmd, int err, char *line, size_t len);
 
 /*
  * Fork CMD into its own process group and supervise it on ev (which may carry

@@ -475,6 +475,20 @@ static int build_argv(const struct toks *ts, char ***out)
 	return 0;
 }
 
+/* torchrun in ts: rewrite what we own; 1 when changed (and nothing named a foreign host). */
+static int rewrite_toks(struct toks *ts, const struct agent_rewrite_ctx *c)
+{
+	struct rw_state st = {.c = c};
+	int start = torchrun_start(ts), rc;
+
+	if (start < 0)
+		return 0;
+	rc = rewrite_opts(ts, start, &st);
+	if (rc < 0)
+		return rc;
+	return st.changed && !st.foreign;
+}
+
 /* sh|bash -c STR [ARGS]: returns the index of STR, or -1. */
 static int shell_c_index(char **argv, int argc)
 {
@@ -492,9 +506,8 @@ static int rewrite_shell(char **argv, int argc, int si, const struct agent_rewri
 			 char ***out)
 {
 	struct toks ts = {0}, av = {0};
-	struct rw_state st = {.c = c};
 	char *joined = NULL;
-	int start, rc;
+	int rc;
 
 	rc = split_shell(argv[si], c->envp, &ts);
 	if (rc < 0) {
@@ -504,11 +517,8 @@ static int rewrite_shell(char **argv, int argc, int si, const struct agent_rewri
 		rc = 0;
 		goto out;
 	}
-	start = torchrun_start(&ts);
-	if (start < 0)
-		goto out;
-	rc = rewrite_opts(&ts, start, &st);
-	if (rc < 0 || !st.changed || st.foreign)
+	rc = rewrite_toks(&ts, c);
+	if (rc <= 0)
 		goto out;
 	rc = join_shell(&ts, &joined);
 	if (rc < 0)
@@ -532,8 +542,7 @@ out:
 int agent_rewrite_cmd(char **argv, int argc, const struct agent_rewrite_ctx *c, char ***out)
 {
 	struct toks ts = {0};
-	struct rw_state st = {.c = c};
-	int start, si, rc;
+	int si, rc;
 
 	*out = NULL;
 	si = shell_c_index(argv, argc);
@@ -542,11 +551,8 @@ int agent_rewrite_cmd(char **argv, int argc, const struct agent_rewrite_ctx *c, 
 	rc = toks_from_argv(argv, argc, &ts);
 	if (rc < 0)
 		goto out;
-	start = torchrun_start(&ts);
-	if (start < 0)
-		goto out;
-	rc = rewrite_opts(&ts, start, &st);
-	if (rc < 0 || !st.changed || st.foreign)
+	rc = rewrite_toks(&ts, c);
+	if (rc <= 0)
 		goto out;
 	rc = build_argv(&ts, out);
 	if (rc == 0)

@@ -449,8 +449,6 @@ static int prepare(struct run *r, char *err, size_t errlen)
 	rc = agent_token_load(r->o, &r->token, err, errlen);
 	if (rc < 0)
 		return rc;
-	gx_info("peers: %zu from %s; this pod is rank candidate %zu (%s)", r->peers.n,
-		r->peers.source, r->peers.self, r->peers.self == 0 ? "coordinator" : "member");
 	detect(r);
 	return 0;
 }
@@ -501,9 +499,8 @@ static int finish(struct run *r, char *err, size_t errlen)
 	if (r->o->supervise || getpid() == 1) {
 		rc = agent_supervise(r->ev, argv ? argv : r->o->argv, envp);
 	} else {
-		rc = agent_exec(argv ? argv : r->o->argv, envp);
-		snprintf(err, errlen, "cannot run %s: %s", r->o->argv[0], strerror(-rc));
-		rc = rc == -ENOENT ? GX_ECMDNOTFOUND : GX_ECMDEXEC;
+		rc = agent_exec_failed(r->o->argv[0], agent_exec(argv ? argv : r->o->argv, envp),
+				       err, errlen);
 	}
 out:
 	agent_argv_free(argv);
