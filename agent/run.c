@@ -24,30 +24,6 @@ extern char **environ;
 
 #define DNS_TRAP_MS 30000
 
-struct run {
-	struct agent_opts *o;
-	struct agent_peers peers;
-	struct agent_token token;
-	struct nd_result *nd;
-	int nd_rc;
-	char nd_err[512];
-	char job_id[130];
-	char hostname[256];
-	/* member: the coordinator's name and what DNS said of it */
-	const char *coord_lookup;
-	int64_t first_nxdomain_ms;
-	int ever_resolved;
-	int dns_hint_shown;
-	union gx_sockaddr coord_primary;
-	struct gx_ev *ev;
-	struct rdzv_coord *coord;
-	struct rdzv_member *member;
-	struct rdzv_result res;
-	struct rdzv_peer self;
-	int rdzv_rc;
-	int rdzv_done;
-};
-
 static const char dns_trap_hint[] =
     "the coordinator's name has only given NXDOMAIN for 30 s: in init-container mode the "
     "headless Service must publish not-ready addresses (JobSet: default; Volcano: svc plugin "
@@ -57,17 +33,18 @@ static const char dns_trap_hint[] =
 /* rdzv's resolve hook: look the coordinator's name up again before each connect. */
 static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 {
-	struct run *r = arg;
+	struct agent_run *r = arg;
 	struct agent_dns_answer ans;
 	int64_t now = gx_now_ms();
 	int rc;
 
-	if (gx_addr_parse(r->coord_lookup, (uint16_t)r->o->port, sa, len) == 0) {
+	if (gx_addr_parse(r->coord_lookup, (uint16_t)(r->port ? r->port : r->o->port), sa, len) ==
+	    0) {
 		r->ever_resolved = 1; /* an IP needs no DNS */
 		return 0;
 	}
-	rc = agent_dns_lookup(r->coord_lookup, r->o->dns_server, (uint16_t)r->o->port, now + 3000,
-			      &ans);
+	rc = agent_dns_lookup(r->coord_lookup, r->o->dns_server,
+			      (uint16_t)(r->port ? r->port : r->o->port), now + 3000, &ans);
 	if (rc == 0) {
 		*sa = ans.addrs[0];
 		*len = ans.lens[0];
@@ -96,7 +73,7 @@ static void progress(void *arg, const char *line)
 
 static void rdzv_done(void *arg, int rc, const struct rdzv_result *res)
 {
-	struct run *r = arg;
+	struct agent_run *r = arg;
 
 	r->rdzv_rc = rc;
 	r->res = *res;
@@ -116,7 +93,7 @@ static void rdzv_done(void *arg, int rc, const struct rdzv_result *res)
 	gx_ev_stop(r->ev, 0);
 }
 
-static void fill_self(struct run *r, struct rdzv_peer *self)
+static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 {
 	const struct nd_result *nd = r->nd;
 
@@ -125,6 +102,7 @@ static void fill_self(struct run *r, struct rdzv_peer *self)
 	self->index = (uint32_t)r->peers.self;
 	randombytes_buf(&self->incarnation, sizeof(self->incarnation));
 	self->slots = (uint32_t)agent_slots_detect(r->o->slots, environ, "");
+	self->flags = r->self_flags;
 	if (r->nd_rc < 0 || !nd) {
 		self->nd_err = r->nd_rc;
 		gx_strlcpy(self->nd_why, r->nd_err, sizeof(self->nd_why));
@@ -143,7 +121,7 @@ static void fill_self(struct run *r, struct rdzv_peer *self)
 	}
 }
 
-static int start_rdzv(struct run *r)
+static int start_rdzv(struct agent_run *r)
 {
 	struct rdzv_config cfg;
 	int is_coord = r->peers.self == 0;
@@ -158,12 +136,14 @@ static int start_rdzv(struct run *r)
 	cfg.job_id = r->job_id;
 	cfg.token = r->token.len ? r->token.data : NULL; /* NULL: no token */
 	cfg.token_len = r->token.len;
-	cfg.port = (uint16_t)r->o->port;
+	cfg.port = (uint16_t)(r->port ? r->port : r->o->port);
 	cfg.coord_name = r->peers.names[0];
 	cfg.resolve = resolve_coord;
 	cfg.resolve_arg = r;
 	cfg.deadline_ms = gx_now_ms() + r->o->timeout * 1000;
-	cfg.full_table = r->o->full_table;
+	cfg.full_table = r->o->full_table || r->full_table;
+	cfg.soft_verify = r->soft_verify;
+	cfg.rdma = r->rdma;
 	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1);
 	cfg.progress = progress;
 	cfg.progress_arg = r;
@@ -176,7 +156,7 @@ static int start_rdzv(struct run *r)
 }
 
 /* The one line and code for a failed rendezvous; our own netdetect failure wins (exit 4). */
-static int rdzv_failure(struct run *r, int rc, char *err, size_t errlen)
+static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
 {
 	if (r->nd_rc < 0) {
 		snprintf(err, errlen, "%s", r->nd_err);
@@ -194,7 +174,7 @@ static int rdzv_failure(struct run *r, int rc, char *err, size_t errlen)
 	return rc;
 }
 
-static int meet(struct run *r, char *err, size_t errlen)
+int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 {
 	int rc;
 
@@ -203,8 +183,8 @@ static int meet(struct run *r, char *err, size_t errlen)
 		return rc;
 	rc = start_rdzv(r);
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot start the rendezvous on port %ld: %s", r->o->port,
-			 gx_strerror(rc));
+		snprintf(err, errlen, "cannot start the rendezvous on port %ld: %s",
+			 r->port ? r->port : r->o->port, gx_strerror(rc));
 		return rc;
 	}
 	while (!r->rdzv_done && rc >= 0)
@@ -223,7 +203,7 @@ static int meet(struct run *r, char *err, size_t errlen)
 /* ---- after the rendezvous: environment, files ---- */
 
 /* This pod's slots and secondary address in rank order, for the hostfile. */
-static int hostfile_text(struct run *r, char **text, size_t *len, char *err, size_t errlen)
+static int hostfile_text(struct agent_run *r, char **text, size_t *len, char *err, size_t errlen)
 {
 	struct agent_hf_peer *hp = NULL;
 	size_t i;
@@ -244,13 +224,13 @@ static int hostfile_text(struct run *r, char **text, size_t *len, char *err, siz
 	return rc;
 }
 
-static int write_text(struct run *r, const char *name, const char *text, size_t len, char *err,
-		      size_t errlen)
+static int write_text(struct agent_run *r, const char *name, const char *text, size_t len,
+		      char *err, size_t errlen)
 {
 	return agent_write_file_atomic(r->o->out, name, text, len, 0644, err, errlen);
 }
 
-static int write_json(struct run *r, const char *name, json_t *j, char *err, size_t errlen)
+static int write_json(struct agent_run *r, const char *name, json_t *j, char *err, size_t errlen)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -280,7 +260,7 @@ static void peer_info(const struct rdzv_peer *p, long rank, struct agent_rdzv_pe
 	pi->slots = p->slots ? (long)p->slots : 1;
 }
 
-static json_t *rendezvous_json(struct run *r, char *err, size_t errlen)
+static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 {
 	struct agent_rdzv_peer_info *pi = NULL;
 	struct agent_timing tm[4];
@@ -319,7 +299,7 @@ static json_t *rendezvous_json(struct run *r, char *err, size_t errlen)
 	return j;
 }
 
-static int build_env(struct run *r, struct agent_env *env, char *err, size_t errlen)
+static int build_env(struct agent_run *r, struct agent_env *env, char *err, size_t errlen)
 {
 	char rails[1024] = "", hfpath[4096];
 	struct agent_env_input in;
@@ -341,7 +321,7 @@ static int build_env(struct run *r, struct agent_env *env, char *err, size_t err
 	return agent_env_build(&in, environ, env, err, errlen);
 }
 
-static int write_files(struct run *r, const struct agent_env *env, char *err, size_t errlen)
+static int write_files(struct agent_run *r, const struct agent_env *env, char *err, size_t errlen)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -367,7 +347,7 @@ static int write_files(struct run *r, const struct agent_env *env, char *err, si
 
 /* ---- the command ---- */
 
-static void print_plan(struct run *r)
+static void print_plan(struct agent_run *r)
 {
 	const struct agent_opts *o = r->o;
 	size_t i;
@@ -401,7 +381,7 @@ static void print_plan(struct run *r)
 		printf("\n");
 }
 
-static void detect(struct run *r)
+static void detect(struct agent_run *r)
 {
 	struct nd_request req = {
 	    .iface = r->o->iface,
@@ -426,9 +406,11 @@ static void detect(struct run *r)
 		r->nd->reason);
 }
 
-static int prepare(struct run *r, char *err, size_t errlen)
+int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size_t errlen)
 {
 	int rc;
+
+	r->o = o;
 
 	if (gethostname(r->hostname, sizeof(r->hostname) - 1) < 0)
 		gx_strlcpy(r->hostname, "localhost", sizeof(r->hostname));
@@ -453,7 +435,27 @@ static int prepare(struct run *r, char *err, size_t errlen)
 	return 0;
 }
 
-static int finish(struct run *r, char *err, size_t errlen)
+int agent_run_write_files(struct agent_run *r, char *err, size_t errlen)
+{
+	struct agent_env env = {0};
+	int rc;
+
+	rc = build_env(r, &env, err, errlen);
+	if (rc < 0)
+		goto out;
+	agent_signals_block(1);
+	if (mkdir(r->o->out, 0755) < 0 && errno != EEXIST)
+		gx_debug("mkdir %s: %s", r->o->out, strerror(errno));
+	rc = write_files(r, &env, err, errlen);
+	agent_signals_block(0);
+	if (rc < 0 && rc > -GX_EBASE)
+		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
+out:
+	agent_env_free(&env);
+	return rc;
+}
+
+static int finish(struct agent_run *r, char *err, size_t errlen)
 {
 	struct agent_env env = {0};
 	char **envp = NULL, **argv = NULL;
@@ -509,7 +511,7 @@ out:
 	return rc;
 }
 
-static void run_free(struct run *r)
+void agent_run_free(struct agent_run *r)
 {
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
@@ -522,13 +524,12 @@ static void run_free(struct run *r)
 
 int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 {
-	struct run r;
+	struct agent_run r;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
-	r.o = o;
 	agent_signals_wait_mode();
-	rc = prepare(&r, err, errlen);
+	rc = agent_run_prepare(&r, o, err, errlen);
 	if (rc < 0)
 		goto out;
 	if (o->dry_run) {
@@ -540,12 +541,12 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 		rc = r.nd_rc;
 		goto out;
 	}
-	rc = meet(&r, err, errlen);
+	rc = agent_run_meet(&r, err, errlen);
 	/* the keys are derived: the token is no longer needed */
 	agent_token_free(&r.token);
 	if (rc == 0)
 		rc = finish(&r, err, errlen);
 out:
-	run_free(&r);
+	agent_run_free(&r);
 	return rc;
 }

@@ -4,7 +4,10 @@
 #define AGENT_RUN_INT_H
 
 #include "agent/agent.h"
+#include "agent/peers_int.h"
+#include "netdetect/netdetect.h"
 #include "rdzv/gx.h"
+#include "rdzv/rdzv.h"
 
 struct agent_token {
 	unsigned char *data; /* NULL = no token */
@@ -14,6 +17,47 @@ struct agent_token {
 /* Load the token (--token-file or GXBOOT_TOKEN, which is then removed from environ). */
 int agent_token_load(const struct agent_opts *o, struct agent_token *t, char *err, size_t errlen);
 void agent_token_free(struct agent_token *t);
+
+/*
+ * The pipeline shared by run, init, check and serve. prepare: peers, job id,
+ * token, netdetect (its failure is kept in nd_rc / nd_err: a pod still meets
+ * and reports it, DECISIONS 4). meet: the rendezvous in r->ev. free: all of it.
+ */
+struct agent_run {
+	struct agent_opts *o;
+	struct agent_peers peers;
+	struct agent_token token;
+	struct nd_result *nd;
+	int nd_rc;
+	char nd_err[512];
+	char job_id[130];
+	char hostname[256];
+	/* member: the coordinator's name and what DNS said of it */
+	const char *coord_lookup;
+	int64_t first_nxdomain_ms;
+	int ever_resolved;
+	int dns_hint_shown;
+	union gx_sockaddr coord_primary;
+	struct gx_ev *ev;
+	struct rdzv_coord *coord;
+	struct rdzv_member *member;
+	struct rdzv_result res;
+	struct rdzv_peer self;
+	int rdzv_rc;
+	int rdzv_done;
+	/* set by the caller between prepare and meet (check, serve) */
+	long port;	 /* rendezvous port; 0 = --port */
+	int soft_verify; /* rdzv_config.soft_verify (check) */
+	int full_table;	 /* ask for every entry even without --full-table */
+	const struct rdzv_rdma_ops *rdma;
+	uint32_t self_flags; /* RDZV_PF_* added to our JOIN (serve: RDZV_PF_SERVES) */
+};
+
+int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size_t errlen);
+int agent_run_meet(struct agent_run *r, char *err, size_t errlen);
+/* After meet: env, env.json, hostfile (when the table is known), rendezvous.json. */
+int agent_run_write_files(struct agent_run *r, char *err, size_t errlen);
+void agent_run_free(struct agent_run *r);
 
 /*
  * run / init: meet the peers, write the files, then (run) exec or supervise CMD.

@@ -41,6 +41,9 @@ struct rdzv_peer {
 
 #define RDZV_PF_FULL_TABLE 0x1u /* member asks for the whole table in COMMIT */
 #define RDZV_PF_SERVES 0x2u	/* member serves remote exec (rsh issue) */
+#define RDZV_PF_VFAILED                                                                            \
+	0x4u /* soft_verify: netdetect or secondary VERIFY failed; why in nd_why                   \
+	      */
 
 /*
  * RDMA-CM verification seam (issue 5, phase 2). Called only when BOTH ends
@@ -53,6 +56,16 @@ struct rdzv_peer {
 struct rdzv_rdma_ops {
 	int (*check)(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
 		     uint16_t port, int64_t deadline_ms, char *why, size_t whylen);
+	/*
+	 * Coordinator: start answering check() (RDMA-CM listen on self's
+	 * secondary address and port, inside ev) before any JOIN is answered.
+	 * A failure is reported as one why line; the coordinator then clears
+	 * its RDMA device (members verify over TCP only) and warns.
+	 * close() stops it (called from rdzv_coord_free; listen may not have run).
+	 */
+	int (*listen)(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
+		      char *why, size_t whylen);
+	void (*close)(void *arg);
 	void *arg;
 };
 
@@ -75,6 +88,12 @@ struct rdzv_config {
 	int64_t deadline_ms; /* monotonic (gx_now_ms) */
 	int full_table;	     /* member: ask for every peer's entry */
 	int keep_serving;    /* coordinator: keep answering after COMMIT (DECISIONS 8) */
+	/*
+	 * check (DECISIONS 22): a member whose netdetect or secondary VERIFY
+	 * fails still counts, flagged RDZV_PF_VFAILED with the why in nd_why, so
+	 * the COMMIT happens and the broken pod stays in over the primary network.
+	 */
+	int soft_verify;
 	const struct rdzv_rdma_ops *rdma;
 	void (*progress)(void *arg, const char *line); /* coordinator, every 5 s */
 	void *progress_arg;
@@ -95,6 +114,8 @@ struct rdzv_result {
 	char err[1024];	    /* the one line for a failure */
 	int64_t t_start_ms, t_joined_ms, t_verified_ms, t_commit_ms;
 	int rdma_verified;
+	uint64_t round;		/* this rendezvous' random round id (binds later messages to it) */
+	char rdma_warning[512]; /* coordinator: RDMA-CM listen failed (TCP only) */
 };
 
 struct rdzv_coord;

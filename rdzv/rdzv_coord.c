@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
+static void co_rdma_listen(struct rdzv_coord *co);
 
 void co_update_out(struct rdzv_coord *co, struct cconn *cc)
 {
@@ -434,12 +435,15 @@ void co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 		co_send_abort(co, cc);
 		return;
 	}
-	if (t->nd_err) {
+	if (t->nd_err && !co->cfg.soft_verify) {
 		co_abort(co, GX_ERDZV, 1, "%s: %s", t->name,
 			 t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
 		return;
 	}
 	co_assign(co, cc);
+	if (t->nd_err)
+		co_soft_fail(co, (uint32_t)cc->peer,
+			     t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
 	if (co->njoined + 1 == co->world && !co->res.t_joined_ms)
 		co->res.t_joined_ms = now;
 }
@@ -552,6 +556,7 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 		gx_warn("rdzv: %s verified from %s, not from its secondary address %s%s%s", t->name,
 			t->seen_from, t->addr4, t->addr4[0] && t->addr6[0] ? " / " : "", t->addr6);
 	t->verify_ms = gx_now_ms();
+	t->flags &= ~RDZV_PF_VFAILED;
 	co->nverified += !sp->verified;
 	sp->verified = 1;
 	free(sp->note);
@@ -565,6 +570,25 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 		co->res.t_verified_ms = t->verify_ms;
 	co_check_commit(co);
 	return 0;
+}
+
+/* soft_verify: count a member that failed its checks, flagged, so the COMMIT comes. */
+void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why)
+{
+	struct cpeer *sp = &co->st[i];
+	struct rdzv_peer *t = &co->tab[i];
+
+	if (sp->verified || co->aborted)
+		return;
+	t->flags |= RDZV_PF_VFAILED;
+	gx_strlcpy(t->nd_why, why, sizeof(t->nd_why));
+	co->nverified++;
+	sp->verified = 1;
+	if (co->committed) {
+		co_commit_one(co, i);
+		return;
+	}
+	co_check_commit(co);
 }
 
 static void co_pong(struct rdzv_coord *co, struct cconn *cc)
@@ -614,6 +638,8 @@ int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsi
 
 		rdzv_sanitize(text, sizeof(text), m->text);
 		note_set(&co->st[cc->peer], "%s%s", text, "");
+		if (co->cfg.soft_verify)
+			co_soft_fail(co, (uint32_t)cc->peer, text);
 	} /* anything else: unknown or not for us, skipped */
 	free(m);
 	return rc;
@@ -654,6 +680,7 @@ static void res_init(struct rdzv_coord *co)
 	r->table = co->tab;
 	r->ntable = co->world;
 	r->authenticated = co->has_token;
+	r->round = co->round;
 	r->t_start_ms = gx_now_ms();
 }
 
@@ -716,6 +743,8 @@ int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_
 	if (rc == 0)
 		rc = co_listen_open(co);
 	if (rc == 0)
+		co_rdma_listen(co);
+	if (rc == 0)
 		rc = co_arm(co);
 	if (rc < 0)
 		goto out;
@@ -727,6 +756,30 @@ int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_
 out:
 	rdzv_coord_free(co);
 	return rc;
+}
+
+/* RDMA-CM answers for the members' check() (DECISIONS 9); a failure here
+ * means TCP-only verification, with one warning line in the result. */
+static void co_rdma_listen(struct rdzv_coord *co)
+{
+	const struct rdzv_rdma_ops *ops = co->cfg.rdma;
+	struct rdzv_peer *s = &co->tab[0];
+	char why[256] = "";
+	int rc;
+
+	if (!ops || !ops->listen || !s->rdma_dev[0])
+		return;
+	rc = ops->listen(ops->arg, co->ev, s, co->cfg.port, why, sizeof(why));
+	if (rc == 0) {
+		co->rdma_listening = 1;
+		return;
+	}
+	snprintf(co->res.rdma_warning, sizeof(co->res.rdma_warning),
+		 "RDMA-CM listen on %s (%s) failed: %s; verifying over TCP only", s->rdma_dev,
+		 s->addr4[0] ? s->addr4 : s->addr6, why[0] ? why : gx_strerror(rc));
+	s->rdma_dev[0] = '\0';
+	s->gid_index = -1;
+	co->res.coord.rdma_dev[0] = '\0';
 }
 
 int co_arm(struct rdzv_coord *co)
@@ -748,6 +801,8 @@ void rdzv_coord_free(struct rdzv_coord *co)
 	while (co->conns)
 		co_drop(co, co->conns, NULL);
 	co_listen_close(co);
+	if (co->rdma_listening && co->cfg.rdma->close)
+		co->cfg.rdma->close(co->cfg.rdma->arg);
 	gx_ev_timer_cancel(co->ev, co->sweep_id);
 	gx_ev_timer_cancel(co->ev, co->deadline_id);
 	for (i = 0; co->st && i < co->world; i++)

@@ -262,6 +262,7 @@ struct rdzv_coord {
 	int64_t next_report, finish_by;
 	int committed, aborted, finishing, done_called, deadline_passed, linger;
 	int final_rc, abort_code;
+	int rdma_listening;
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
 };
@@ -276,6 +277,7 @@ void co_assign(struct rdzv_coord *co, struct cconn *cc);
 void co_commit_one(struct rdzv_coord *co, uint32_t i);
 void co_check_commit(struct rdzv_coord *co);
 void co_accept_join(struct rdzv_coord *co, struct cconn *cc);
+void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
 void co_conn_new(struct rdzv_coord *co, int fd);
 int co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */

@@ -360,6 +360,7 @@ static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
 	if (m->st != M_CONNECT || check_coord(m, msg) < 0)
 		return GX_EPROTO;
 	m->round = msg->round;
+	m->res.round = msg->round;
 	m->res.coord = msg->peer;
 	m->res.rank = (int)msg->rank;
 	m->res.world = msg->world;

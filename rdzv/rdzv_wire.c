@@ -151,10 +151,10 @@ void rdzv_put_peer(struct rdzv_buf *b, uint16_t t, const struct rdzv_peer *p)
 	rdzv_put_u32(&in, T_LINK_LAYER, (uint32_t)p->link_layer);
 	rdzv_put_u32(&in, T_SLOTS, p->slots);
 	rdzv_put_u32(&in, T_FLAGS, p->flags);
-	if (p->nd_err) {
+	if (p->nd_err)
 		rdzv_put_u32(&in, T_ND_ERR, (uint32_t)p->nd_err);
+	if (p->nd_err || p->nd_why[0])
 		rdzv_put_str(&in, T_ND_WHY, p->nd_why);
-	}
 	rdzv_put_str(&in, T_SEEN_FROM, p->seen_from);
 	if (in.err)
 		b->err = b->err ? b->err : in.err;
