@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdzv_coord_msg.c - the coordinator's answers to a session's messages:
+ * JOIN (phase 1, a slot and an ASSIGN), VERIFY on the secondary address
+ * (phase 2), VFAIL notes, PONG for the same-name check (DECISIONS 6), and
+ * the soft failures of a check rendezvous (DECISIONS 22).
+ */
+#include "rdzv/rdzv_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+void co_accept_join(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cpeer *sp = &co->st[cc->peer];
+	struct rdzv_peer *t = &co->tab[cc->peer];
+	int64_t now = gx_now_ms();
+
+	*t = *cc->pj;
+	free(cc->pj);
+	cc->pj = NULL;
+	t->join_ms = now;
+	t->verify_ms = 0;
+	t->seen_from[0] = '\0';
+	cc->role = ROLE_MEMBER;
+	cc->deadline = 0;
+	sp->conn = cc;
+	free(sp->note);
+	sp->note = NULL;
+	co->njoined += !sp->joined;
+	co->nverified -= sp->verified;
+	sp->joined = 1;
+	sp->verified = 0;
+	gx_debug("rdzv: %s joined from %s (incarnation %llx)", t->name, cc->rc.peer_str,
+		 (unsigned long long)t->incarnation);
+	if (co->aborted) {
+		co_send_abort(co, cc);
+		return;
+	}
+	if (t->nd_err && !co->cfg.soft_verify) {
+		co_abort(co, GX_ERDZV, 1, "%s: %s", t->name,
+			 t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
+		return;
+	}
+	co_assign(co, cc);
+	if (t->nd_err)
+		co_soft_fail(co, (uint32_t)cc->peer,
+			     t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
+	if (co->njoined + 1 == co->world && !co->res.t_joined_ms)
+		co->res.t_joined_ms = now;
+}
+
+static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m)
+{
+	struct rdzv_peer p = m->peer;
+	struct cpeer *sp;
+	char why[320];
+
+	if (!m->has_peer || rdzv_peer_check(&p, why, sizeof(why)) < 0) {
+		co_reject(co, cc, GX_EINVAL_NAME, m->has_peer ? why : "JOIN without an entry");
+		return 0;
+	}
+	if (p.index == 0 || p.index >= co->world || strcmp(co->names[p.index], p.name) != 0) {
+		snprintf(why, sizeof(why), "%s is not member #%u of this job", p.name, p.index);
+		co_reject(co, cc, GX_EINVAL_NAME, why);
+		return 0;
+	}
+	cc->pj = malloc(sizeof(*cc->pj));
+	if (!cc->pj) {
+		co_drop(co, cc, "out of memory");
+		return 1;
+	}
+	*cc->pj = p;
+	cc->peer = (int)p.index;
+	sp = &co->st[p.index];
+	if (!sp->conn) {
+		co_accept_join(co, cc);
+		return 0;
+	}
+	/* DECISIONS 6: the same name is live on another connection */
+	if (sp->pending)
+		co_drop(co, sp->pending, "superseded by a newer JOIN");
+	cc->role = ROLE_PENDING;
+	sp->pending = cc;
+	if (!sp->conn->ping_at) {
+		struct rdzv_buf b = {0};
+
+		sp->conn->ping_at = gx_now_ms();
+		co_send(co, sp->conn, RDZV_PING, &b);
+	}
+	return 0;
+}
+
+static void verify_reply(struct rdzv_coord *co, struct cconn *cc, int code, const char *why)
+{
+	struct rdzv_buf b = {0};
+
+	rdzv_put_u32(&b, T_CODE, (uint32_t)code);
+	rdzv_put_str(&b, T_TEXT, why);
+	co_send(co, cc, RDZV_VERIFIED, &b);
+	rdzv_buf_free(&b);
+	cc->role = ROLE_VERIFY;
+	co_close_later(co, cc);
+}
+
+/* The connection must have arrived on our secondary address (getsockname). */
+static int local_is_secondary(struct rdzv_coord *co, struct cconn *cc, char *why, size_t len)
+{
+	union gx_sockaddr sa;
+	socklen_t sl = sizeof(sa);
+	char local[INET6_ADDRSTRLEN] = "?";
+
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(cc->rc.fd, &sa.sa, &sl) == 0)
+		gx_addr_str(&sa, local, sizeof(local));
+	if ((co->tab[0].addr4[0] && strcmp(local, co->tab[0].addr4) == 0) ||
+	    (co->tab[0].addr6[0] && strcmp(local, co->tab[0].addr6) == 0))
+		return 1;
+	snprintf(why, len, "VERIFY arrived on %s, not on the coordinator's secondary address %s",
+		 local, co->res.master_addr);
+	return 0;
+}
+
+static void note_set(struct cpeer *sp, const char *fmt, const char *a, const char *b)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), fmt, a, b);
+	free(sp->note);
+	sp->note = strdup(buf);
+}
+
+static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m)
+{
+	uint32_t i = m->index;
+	struct cpeer *sp;
+	struct rdzv_peer *t;
+	char why[256];
+
+	if (i == 0 || i >= co->world || strcmp(co->names[i], m->name) != 0) {
+		verify_reply(co, cc, GX_ERDZV, "VERIFY for an unknown peer");
+		return 0;
+	}
+	sp = &co->st[i];
+	t = &co->tab[i];
+	cc->peer = -1; /* a VERIFY connection never holds the slot */
+	if (!sp->joined || !sp->conn || m->incarnation != t->incarnation || m->round != co->round) {
+		verify_reply(co, cc, GX_ERDZV, "stale VERIFY: not joined in this round");
+		return 0;
+	}
+	if (!local_is_secondary(co, cc, why, sizeof(why))) {
+		note_set(sp, "%s%s", why, "");
+		verify_reply(co, cc, GX_ERDZV, why);
+		return 0;
+	}
+	gx_strlcpy(t->seen_from, cc->rc.peer_str, sizeof(t->seen_from));
+	if (strcmp(t->seen_from, t->addr4) != 0 && strcmp(t->seen_from, t->addr6) != 0)
+		gx_warn("rdzv: %s verified from %s, not from its secondary address %s%s%s", t->name,
+			t->seen_from, t->addr4, t->addr4[0] && t->addr6[0] ? " / " : "", t->addr6);
+	t->verify_ms = gx_now_ms();
+	t->flags &= ~RDZV_PF_VFAILED;
+	co->nverified += !sp->verified;
+	sp->verified = 1;
+	free(sp->note);
+	sp->note = NULL;
+	verify_reply(co, cc, 0, NULL);
+	if (co->committed) {
+		co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
+		return 0;
+	}
+	if (co->nverified + 1 == co->world && !co->res.t_verified_ms)
+		co->res.t_verified_ms = t->verify_ms;
+	co_check_commit(co);
+	return 0;
+}
+
+/* soft_verify: count a member that failed its checks, flagged, so the COMMIT comes. */
+void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why)
+{
+	struct cpeer *sp = &co->st[i];
+	struct rdzv_peer *t = &co->tab[i];
+
+	if (sp->verified || co->aborted)
+		return;
+	t->flags |= RDZV_PF_VFAILED;
+	gx_strlcpy(t->nd_why, why, sizeof(t->nd_why));
+	co->nverified++;
+	sp->verified = 1;
+	if (co->committed) {
+		co_commit_one(co, i);
+		return;
+	}
+	co_check_commit(co);
+}
+
+static void co_pong(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cpeer *sp;
+
+	if (cc->role != ROLE_MEMBER || !cc->ping_at)
+		return;
+	cc->ping_at = 0;
+	sp = &co->st[cc->peer];
+	if (!sp->pending)
+		return;
+	if (co->committed) {
+		co_drop(co, sp->pending, "conflicting peer after COMMIT");
+		return;
+	}
+	co_abort(co, GX_ECONFLICT, 0, "conflicting peers: two live pods claim %s (%s and %s)",
+		 co->names[cc->peer], cc->rc.peer_str, sp->pending->rc.peer_str);
+}
+
+int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsigned char *body,
+	      size_t len)
+{
+	struct rdzv_msg *m;
+	int rc = 0;
+
+	if (cc->rc.state != RC_SESSION)
+		return co_handshake(co, cc, type, body, len);
+	m = malloc(sizeof(*m));
+	if (!m || rdzv_msg_decode(type, body, len, m) < 0) {
+		gx_warn("rdzv: malformed message type %u from %s: dropped", type, cc->rc.peer_str);
+		co_drop(co, cc, "malformed message");
+		free(m);
+		return 1;
+	}
+	if ((type == RDZV_JOIN || type == RDZV_VERIFY) && cc->role != ROLE_HANDSHAKE) {
+		co_drop(co, cc, "second JOIN/VERIFY on one connection");
+		rc = 1;
+	} else if (type == RDZV_JOIN) {
+		rc = co_join(co, cc, m);
+	} else if (type == RDZV_VERIFY) {
+		rc = co_verify(co, cc, m);
+	} else if (type == RDZV_PONG) {
+		co_pong(co, cc);
+	} else if (type == RDZV_VFAIL && cc->role == ROLE_MEMBER) {
+		char text[300];
+
+		rdzv_sanitize(text, sizeof(text), m->text);
+		note_set(&co->st[cc->peer], "%s%s", text, "");
+		if (co->cfg.soft_verify)
+			co_soft_fail(co, (uint32_t)cc->peer, text);
+	} /* anything else: unknown or not for us, skipped */
+	free(m);
+	return rc;
+}

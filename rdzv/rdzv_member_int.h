@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* rdzv_member_int.h - the member's state, shared by rdzv_member.c (connections,
+ * timers, start/free) and rdzv_member_msg.c (handshake and session messages). */
+#ifndef RDZV_MEMBER_INT_H
+#define RDZV_MEMBER_INT_H
+
+#include "rdzv/rdzv_int.h"
+
+#define M_SILENCE_MS (3 * RDZV_REPORT_MS + 1000) /* no frame on phase 1: reconnect */
+#define M_TICK_MS 1000
+
+enum m_state {
+	M_CONNECT = 0, /* phase 1 not yet assigned */
+	M_ASSIGNED,    /* phase 2 under way */
+	M_VERIFIED,    /* waiting for COMMIT */
+	M_DONE,
+};
+
+struct mconn {
+	struct rdzv_conn rc;
+	struct rdzv_member *m;
+	int phase;	  /* 1 or 2 */
+	int64_t deadline; /* handshake (phase 1 until ASSIGN, phase 2 until VERIFIED) */
+	int64_t last_rx;
+	char dst[64];
+};
+
+struct rdzv_member {
+	struct gx_ev *ev;
+	struct rdzv_config cfg; /* token cleared */
+	char job_id[129];
+	struct rdzv_peer self;
+	rdzv_done_fn *done;
+	void *arg;
+	unsigned char k[RDZV_KEY_LEN];
+	int has_token;
+	struct mconn c1, c2;
+	enum m_state st;
+	int attempt1, attempt2, auth_failed, ever_answered;
+	uint64_t retry1_id, retry2_id, tick_id, deadline_id;
+	int grace_used; /* the deadline grace of a joined member was given */
+	int refused;	/* the last phase-1 connect was refused */
+	uint64_t round;
+	char err1[300], err2[300];
+	struct rdzv_result res;
+};
+
+void mb_close(struct rdzv_member *m, struct mconn *c);
+void mb_update(struct rdzv_member *m, struct mconn *c);
+int mb_send(struct rdzv_member *m, struct mconn *c, uint16_t type, struct rdzv_buf *b);
+void mb_cancel_timers(struct rdzv_member *m);
+void mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void mb_fail1(struct rdzv_member *m, const char *why);
+void mb_fail2(struct rdzv_member *m, const char *why);
+void mb_fail(struct rdzv_member *m, struct mconn *c, const char *why);
+void mb_p2_connect(struct rdzv_member *m);
+int mb_send_hello(struct rdzv_member *m, struct mconn *c);
+/* A frame on c: 0 go on, 1 the member is done or c was closed, < 0 protocol error. */
+int mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type, const unsigned char *body,
+		size_t len);
+
+#endif

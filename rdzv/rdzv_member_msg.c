@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdzv_member_msg.c - the member's side of the handshake (HELLO, AUTH,
+ * PROOF) and of the session: ASSIGN, COMMIT (with the table on request),
+ * ABORT, WAITING, PING, VERIFIED (PROTOCOL.md "Member").
+ */
+#include "rdzv/rdzv_member_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- handshake, member side ---- */
+int mb_send_hello(struct rdzv_member *m, struct mconn *c)
+{
+	struct rdzv_buf b = {0};
+
+	randombytes_buf(c->rc.nm, RDZV_NONCE_LEN);
+	rdzv_put(&b, T_NONCE, c->rc.nm, RDZV_NONCE_LEN);
+	rdzv_put_u32(&b, T_HAS_TOKEN, (uint32_t)m->has_token);
+	rdzv_put_str(&b, T_NAME, m->self.name);
+	rdzv_put_u32(&b, T_INDEX, m->self.index);
+	rdzv_put_str(&b, T_JOB_ID, m->job_id);
+	c->rc.state = RC_HELLO;
+	return mb_send(m, c, RDZV_HELLO, &b);
+}
+
+static void auth_fail(struct rdzv_member *m, struct mconn *c, const char *why)
+{
+	m->auth_failed = 1;
+	gx_warn("rdzv: coordinator at %s failed authentication: %s", c->dst, why);
+	mb_fail(m, c, why);
+}
+
+static int on_challenge(struct rdzv_member *m, struct mconn *c, const struct rdzv_msg *msg)
+{
+	unsigned char proof[RDZV_MAC_LEN];
+	struct rdzv_buf b = {0};
+
+	if (!msg->has_nonce)
+		return GX_EPROTO;
+	if (m->has_token && !msg->has_token) {
+		auth_fail(m, c, "it holds no token");
+		return 1;
+	}
+	memcpy(c->rc.nc, msg->nonce, RDZV_NONCE_LEN);
+	rdzv_proof(m->k, 0, c->rc.nm, c->rc.nc, m->job_id, proof);
+	rdzv_put(&b, T_PROOF, proof, sizeof(proof));
+	c->rc.state = RC_AUTH;
+	return mb_send(m, c, RDZV_AUTH, &b);
+}
+
+static int send_join(struct rdzv_member *m, struct mconn *c)
+{
+	struct rdzv_buf b = {0};
+	struct rdzv_peer p = m->self;
+
+	if (m->cfg.full_table)
+		p.flags |= RDZV_PF_FULL_TABLE;
+	rdzv_put_peer(&b, T_PEER, &p);
+	return mb_send(m, c, RDZV_JOIN, &b);
+}
+
+static int send_verify(struct rdzv_member *m, struct mconn *c)
+{
+	const struct rdzv_rdma_ops *ops = m->cfg.rdma;
+	struct rdzv_buf b = {0};
+	char why[256] = "";
+	int rc;
+
+	if (ops && ops->check && m->self.rdma_dev[0] && m->res.coord.rdma_dev[0]) {
+		rc = ops->check(ops->arg, &m->self, &m->res.coord, m->cfg.port,
+				gx_now_ms() + RDZV_HANDSHAKE_MS, why, sizeof(why));
+		if (rc < 0) {
+			char line[300];
+
+			snprintf(line, sizeof(line), "RDMA-CM to %.63s: %.200s",
+				 m->res.coord.rdma_dev, why[0] ? why : gx_strerror(rc));
+			mb_fail2(m, line);
+			return 1;
+		}
+		m->res.rdma_verified = 1;
+	}
+	rdzv_put_str(&b, T_NAME, m->self.name);
+	rdzv_put_u32(&b, T_INDEX, m->self.index);
+	rdzv_put_u64(&b, T_INCARNATION, m->self.incarnation);
+	rdzv_put_u64(&b, T_ROUND, m->round);
+	rdzv_put_u32(&b, T_FLAGS, (uint32_t)m->res.rdma_verified);
+	return mb_send(m, c, RDZV_VERIFY, &b);
+}
+
+static int on_proof(struct rdzv_member *m, struct mconn *c, const struct rdzv_msg *msg)
+{
+	if (!msg->has_proof ||
+	    rdzv_proof_verify(m->k, 1, c->rc.nm, c->rc.nc, m->job_id, msg->proof) < 0) {
+		auth_fail(m, c, m->has_token ? "wrong proof of the token" : "wrong proof");
+		return 1;
+	}
+	rdzv_conn_session(&c->rc, m->k);
+	m->ever_answered = 1;
+	m->auth_failed = 0;
+	return c->phase == 1 ? send_join(m, c) : send_verify(m, c);
+}
+
+/* ---- phase 1 session messages ---- */
+static int check_coord(struct rdzv_member *m, struct rdzv_msg *msg)
+{
+	struct rdzv_peer *co = &msg->peer;
+	char why[160], master[46];
+
+	if (!msg->has_peer || rdzv_peer_check(co, why, sizeof(why)) < 0 ||
+	    strcmp(co->name, m->cfg.names[0]) != 0 || msg->rank != m->self.index ||
+	    msg->world != m->cfg.world || gx_addr_normalize(msg->master, master, sizeof(master)) ||
+	    (strcmp(master, co->addr4) != 0 && strcmp(master, co->addr6) != 0))
+		return GX_EPROTO;
+	gx_strlcpy(msg->master, master, sizeof(msg->master));
+	return 0;
+}
+
+static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
+{
+	if (m->st != M_CONNECT || check_coord(m, msg) < 0)
+		return GX_EPROTO;
+	m->round = msg->round;
+	m->res.round = msg->round;
+	m->res.coord = msg->peer;
+	m->res.rank = (int)msg->rank;
+	m->res.world = msg->world;
+	gx_strlcpy(m->res.master_addr, msg->master, sizeof(m->res.master_addr));
+	m->res.t_joined_ms = gx_now_ms();
+	m->c1.deadline = 0;
+	m->attempt1 = 0;
+	m->st = M_ASSIGNED;
+	gx_debug("rdzv: %s: rank %u of %u, master %s", m->self.name, msg->rank, msg->world,
+		 m->res.master_addr);
+	if (!m->self.nd_err) /* otherwise only wait for the ABORT naming us */
+		mb_p2_connect(m);
+	return 0;
+}
+
+static int take_table(struct rdzv_member *m, const struct rdzv_msg *msg)
+{
+	size_t off = 0, i = 0;
+	const unsigned char *v;
+	uint16_t t, n;
+	char why[160];
+
+	if (msg->ntable != m->cfg.world)
+		return GX_EPROTO;
+	m->res.table = calloc(m->cfg.world, sizeof(*m->res.table));
+	if (!m->res.table)
+		return -ENOMEM;
+	while (rdzv_tlv_next(msg->table, msg->table_len, &off, &t, &v, &n) == 1) {
+		struct rdzv_peer *p = &m->res.table[i];
+
+		if (t != T_ENTRY)
+			continue;
+		if (i >= m->cfg.world || rdzv_peer_decode(v, n, p) < 0 ||
+		    rdzv_peer_check(p, why, sizeof(why)) < 0 || p->index != i ||
+		    strcmp(p->name, m->cfg.names[i]) != 0)
+			return GX_EPROTO;
+		i++;
+	}
+	m->res.ntable = i;
+	return i == m->cfg.world ? 0 : GX_EPROTO;
+}
+
+static int on_commit(struct rdzv_member *m, struct rdzv_msg *msg)
+{
+	int rc;
+
+	if (m->st != M_ASSIGNED && m->st != M_VERIFIED)
+		return GX_EPROTO;
+	if (msg->round != m->round || check_coord(m, msg) < 0 ||
+	    strcmp(msg->master, m->res.master_addr) != 0)
+		return GX_EPROTO;
+	if (m->cfg.full_table && !m->res.table) {
+		rc = take_table(m, msg);
+		if (rc < 0)
+			return rc;
+	}
+	m->res.t_commit_ms = gx_now_ms();
+	if (!m->res.t_verified_ms)
+		m->res.t_verified_ms = m->res.t_commit_ms;
+	mb_finish(m, 0, NULL);
+	return 1;
+}
+
+static int abort_code(int code)
+{
+	switch (code) {
+	case GX_EPEERS:
+	case GX_ERDZV:
+	case GX_ECONFLICT:
+	case GX_EAUTH:
+		return code;
+	default:
+		return GX_EABORTED;
+	}
+}
+
+static int on_session1(struct rdzv_member *m, struct mconn *c, struct rdzv_msg *msg)
+{
+	char text[sizeof(msg->text)];
+	struct rdzv_buf b = {0};
+
+	switch (msg->type) {
+	case RDZV_ASSIGN:
+		return on_assign(m, msg);
+	case RDZV_COMMIT:
+		return on_commit(m, msg);
+	case RDZV_ABORT:
+		rdzv_sanitize(text, sizeof(text), msg->text);
+		mb_finish(m, abort_code(msg->code), "%s",
+			  text[0] ? text : "aborted by the coordinator");
+		return 1;
+	case RDZV_WAITING:
+		rdzv_sanitize(text, sizeof(text), msg->text);
+		snprintf(m->res.waiting, sizeof(m->res.waiting), "waiting for %.1000s", text);
+		return 0;
+	case RDZV_PING:
+		return mb_send(m, c, RDZV_PONG, &b);
+	default:
+		return 0; /* unknown: skipped */
+	}
+}
+
+static int on_verified(struct rdzv_member *m, struct mconn *c, const struct rdzv_msg *msg)
+{
+	char text[sizeof(msg->text)];
+
+	if (msg->type != RDZV_VERIFIED)
+		return 0;
+	if (msg->code != 0) {
+		rdzv_sanitize(text, sizeof(text), msg->text);
+		mb_fail(m, c, text[0] ? text : "verification refused");
+		return 1;
+	}
+	mb_close(m, c);
+	m->err2[0] = '\0';
+	if (m->st == M_ASSIGNED) {
+		m->st = M_VERIFIED;
+		m->res.t_verified_ms = gx_now_ms();
+	}
+	return 1;
+}
+
+int mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type, const unsigned char *body,
+		size_t len)
+{
+	struct rdzv_msg *msg = malloc(sizeof(*msg));
+	char text[sizeof(msg->text)];
+	int rc = GX_EPROTO;
+
+	if (!msg || rdzv_msg_decode(type, body, len, msg) < 0)
+		goto out;
+	c->last_rx = gx_now_ms();
+	if (type == RDZV_REJECT) {
+		rdzv_sanitize(text, sizeof(text), msg->text);
+		if (msg->code == GX_EVERSION)
+			mb_finish(m, GX_EVERSION, "coordinator %s refused protocol %u.%u",
+				  m->cfg.coord_name, RDZV_VMAJOR, RDZV_VMINOR);
+		else
+			mb_finish(m, GX_EREJECTED, "coordinator %s rejected our %s: %s",
+				  m->cfg.coord_name, c->phase == 1 ? "JOIN" : "VERIFY",
+				  text[0] ? text : "no reason given");
+		rc = 1;
+	} else if (c->rc.state == RC_HELLO && type == RDZV_CHALLENGE) {
+		rc = on_challenge(m, c, msg);
+	} else if (c->rc.state == RC_AUTH && type == RDZV_PROOF) {
+		rc = on_proof(m, c, msg);
+	} else if (c->rc.state == RC_SESSION) {
+		rc = c->phase == 1 ? on_session1(m, c, msg) : on_verified(m, c, msg);
+	}
+out:
+	free(msg);
+	return rc;
+}
