@@ -165,7 +165,8 @@ static int peer_ok(const struct agent_rdzv_peer_info *p)
 	if (!p->name || (!gx_valid_hostname(p->name) && gx_addr_normalize(p->name, a, sizeof(a))))
 		return 0;
 	if ((p->addr4 && *p->addr4 && gx_addr_normalize(p->addr4, a, sizeof(a))) ||
-	    (p->addr6 && *p->addr6 && gx_addr_normalize(p->addr6, a, sizeof(a))))
+	    (p->addr6 && *p->addr6 && gx_addr_normalize(p->addr6, a, sizeof(a))) ||
+	    (p->primary && *p->primary && gx_addr_normalize(p->primary, a, sizeof(a))))
 		return 0;
 	if ((p->iface && *p->iface && !gx_valid_ifname(p->iface)) ||
 	    (p->rdma_dev && *p->rdma_dev && !gx_valid_rdmadev(p->rdma_dev)))
@@ -192,6 +193,11 @@ static json_t *peer_json(const struct agent_rdzv_peer_info *p)
 	if (p->gid_index >= 0)
 		rc |= json_object_set_new(o, "gid_index", json_integer(p->gid_index));
 	rc |= json_object_set_new(o, "slots", json_integer(p->slots));
+	rc |= set_str(o, "primary", p->primary);
+	if (p->mtu > 0)
+		rc |= json_object_set_new(o, "mtu", json_integer(p->mtu));
+	if (p->serves)
+		rc |= json_object_set_new(o, "serves", json_true());
 	if (rc) {
 		json_decref(o);
 		return NULL;

@@ -115,6 +115,9 @@ struct agent_rdzv_peer_info {
 	const char *rails; /* "mlx5_0:1,..." or NULL */
 	int gid_index;	   /* -1 = none */
 	long slots;
+	const char *primary; /* the phase-1 source address the coordinator saw, NULL/"" */
+	int mtu;	     /* 0 unknown */
+	int serves;	     /* serves remote exec (RDZV_PF_SERVES) */
 };
 
 struct agent_timing {

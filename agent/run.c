@@ -93,6 +93,25 @@ static void rdzv_done(void *arg, int rc, const struct rdzv_result *res)
 	gx_ev_stop(r->ev, 0);
 }
 
+/* Our rails for the JOIN: "dev:port/netdev/addr,..." (whole items only). */
+static void rails_text(const struct nd_result *nd, char *out, size_t cap)
+{
+	size_t i, len = 0;
+
+	out[0] = '\0';
+	for (i = 0; i < nd->nrails; i++) {
+		const struct nd_rail *rl = &nd->rails[i];
+		int n = snprintf(out + len, cap - len, "%s%s:%d/%s/%s", len ? "," : "", rl->dev,
+				 rl->port, rl->iface, rl->addr);
+
+		if (n < 0 || (size_t)n >= cap - len) {
+			out[len] = '\0';
+			return;
+		}
+		len += (size_t)n;
+	}
+}
+
 static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 {
 	const struct nd_result *nd = r->nd;
@@ -109,6 +128,8 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 		return;
 	}
 	gx_strlcpy(self->iface, nd->iface, sizeof(self->iface));
+	self->mtu = nd->mtu;
+	rails_text(nd, self->rails, sizeof(self->rails));
 	gx_strlcpy(self->addr4, nd->addr4, sizeof(self->addr4));
 	gx_strlcpy(self->addr6, nd->addr6, sizeof(self->addr6));
 	if (nd->rdma_usable) {
@@ -258,6 +279,10 @@ static void peer_info(const struct rdzv_peer *p, long rank, struct agent_rdzv_pe
 	pi->rdma_port = p->rdma_port;
 	pi->gid_index = p->rdma_dev[0] ? p->gid_index : -1;
 	pi->slots = p->slots ? (long)p->slots : 1;
+	pi->rails = p->rails;
+	pi->primary = p->primary;
+	pi->mtu = p->mtu;
+	pi->serves = (p->flags & RDZV_PF_SERVES) != 0;
 }
 
 static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)

@@ -223,6 +223,7 @@ void co_check_commit(struct rdzv_coord *co)
 		return;
 	co->committed = 1;
 	co->res.t_commit_ms = gx_now_ms();
+	co_compare_peers(co);
 	gx_debug("rdzv: all %u peers joined and verified; COMMIT", co->world);
 	for (i = 1; i < co->world; i++)
 		co_commit_one(co, i);

@@ -24,6 +24,8 @@ void co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 	t->join_ms = now;
 	t->verify_ms = 0;
 	t->seen_from[0] = '\0';
+	if (cc->rc.peer_str[0] != '?')
+		gx_strlcpy(t->primary, cc->rc.peer_str, sizeof(t->primary));
 	cc->role = ROLE_MEMBER;
 	cc->deadline = 0;
 	sp->conn = cc;
@@ -174,6 +176,54 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 		co->res.t_verified_ms = t->verify_ms;
 	co_check_commit(co);
 	return 0;
+}
+
+static size_t rail_count(const char *s)
+{
+	size_t n = s[0] ? 1 : 0;
+
+	for (; *s; s++)
+		n += *s == ',';
+	return n;
+}
+
+/*
+ * Issues 11 and 15: one slow or missing rail (or a smaller MTU) on one pod
+ * slows the whole job. Warn once at COMMIT, naming the odd pods against the
+ * coordinator's values.
+ */
+void co_compare_peers(struct rdzv_coord *co)
+{
+	const struct rdzv_peer *c = &co->tab[0];
+	size_t nc = rail_count(c->rails), odd_mtu = 0, odd_rails = 0;
+	char mtu_list[512] = "", rail_list[512] = "";
+	uint32_t i;
+
+	for (i = 1; i < co->world; i++) {
+		const struct rdzv_peer *p = &co->tab[i];
+		char one[300];
+
+		if (p->mtu && c->mtu && p->mtu != c->mtu && odd_mtu++ < 8) {
+			snprintf(one, sizeof(one), "%s%s %d", mtu_list[0] ? ", " : "", p->name,
+				 p->mtu);
+			gx_strlcpy(mtu_list + strlen(mtu_list), one,
+				   sizeof(mtu_list) - strlen(mtu_list));
+		}
+		if (!(p->flags & RDZV_PF_VFAILED) && rail_count(p->rails) != nc &&
+		    odd_rails++ < 8) {
+			snprintf(one, sizeof(one), "%s%s %zu", rail_list[0] ? ", " : "", p->name,
+				 rail_count(p->rails));
+			gx_strlcpy(rail_list + strlen(rail_list), one,
+				   sizeof(rail_list) - strlen(rail_list));
+		}
+	}
+	if (odd_mtu)
+		gx_warn("rdzv: MTU mismatch on the secondary network: %s has %d; %s%s", c->name,
+			c->mtu, mtu_list, odd_mtu > 8 ? ", ..." : "");
+	if (odd_rails)
+		gx_warn("rdzv: rail count differs: %s has %zu; %s%s (one missing rail slows the "
+			"whole job)",
+			c->name, nc, rail_list, odd_rails > 8 ? ", ..." : "");
 }
 
 /* soft_verify: count a member that failed its checks, flagged, so the COMMIT comes. */

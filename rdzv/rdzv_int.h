@@ -79,6 +79,9 @@ enum rdzv_tlv {
 	T_COUNT = 26,
 	T_SEEN_FROM = 27,
 	T_ENTRY = 28, /* nested TLV list: one table row (COMMIT) */
+	T_MTU = 29,
+	T_RAILS = 30,
+	T_PRIMARY = 31,
 };
 
 struct rdzv_hdr {
@@ -278,6 +281,7 @@ void co_commit_one(struct rdzv_coord *co, uint32_t i);
 void co_check_commit(struct rdzv_coord *co);
 void co_accept_join(struct rdzv_coord *co, struct cconn *cc);
 void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
+void co_compare_peers(struct rdzv_coord *co);
 void co_conn_new(struct rdzv_coord *co, int fd);
 int co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */

@@ -8,6 +8,7 @@
 #include "rdzv/rdzv_int.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -156,6 +157,12 @@ void rdzv_put_peer(struct rdzv_buf *b, uint16_t t, const struct rdzv_peer *p)
 	if (p->nd_err || p->nd_why[0])
 		rdzv_put_str(&in, T_ND_WHY, p->nd_why);
 	rdzv_put_str(&in, T_SEEN_FROM, p->seen_from);
+	if (p->primary[0])
+		rdzv_put_str(&in, T_PRIMARY, p->primary);
+	if (p->mtu)
+		rdzv_put_u32(&in, T_MTU, (uint32_t)p->mtu);
+	if (p->rails[0])
+		rdzv_put_str(&in, T_RAILS, p->rails);
 	if (in.err)
 		b->err = b->err ? b->err : in.err;
 	else
@@ -260,6 +267,12 @@ static int peer_field(struct rdzv_peer *p, uint16_t t, const unsigned char *v, u
 		return get_str(v, n, p->nd_why, sizeof(p->nd_why));
 	case T_SEEN_FROM:
 		return get_str(v, n, p->seen_from, sizeof(p->seen_from));
+	case T_PRIMARY:
+		return get_str(v, n, p->primary, sizeof(p->primary));
+	case T_MTU:
+		return get_i32(v, n, &p->mtu);
+	case T_RAILS:
+		return get_str(v, n, p->rails, sizeof(p->rails));
 	default:
 		return 0; /* unknown: skipped */
 	}
@@ -370,6 +383,17 @@ static int check_addr(char *a, size_t alen, const char *what, char *why, size_t 
 	return 0;
 }
 
+/* "dev:port/netdev/addr" items joined by ',': names, digits, '.', ':' only. */
+static int rails_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_-.:/,", s[i]))
+			return 0;
+	return 1;
+}
+
 int rdzv_peer_check(struct rdzv_peer *p, char *why, size_t whylen)
 {
 	int rc = GX_EINVAL_NAME;
@@ -389,6 +413,10 @@ int rdzv_peer_check(struct rdzv_peer *p, char *why, size_t whylen)
 	else if (p->rdma_port < 0 || p->rdma_port > 255 || p->gid_index < -1 ||
 		 p->gid_index > 65535 || p->link_layer < 0 || p->link_layer > 255)
 		snprintf(why, whylen, "RDMA port / GID index out of range");
+	else if (p->mtu < 0 || p->mtu > 65536)
+		snprintf(why, whylen, "MTU out of range");
+	else if (!rails_ok(p->rails))
+		snprintf(why, whylen, "invalid rails list");
 	else
 		rc = 0;
 	if (rc == 0)
@@ -397,6 +425,8 @@ int rdzv_peer_check(struct rdzv_peer *p, char *why, size_t whylen)
 		rc = check_addr(p->addr6, sizeof(p->addr6), "IPv6", why, whylen);
 	if (rc == 0)
 		rc = check_addr(p->seen_from, sizeof(p->seen_from), "source", why, whylen);
+	if (rc == 0)
+		rc = check_addr(p->primary, sizeof(p->primary), "primary", why, whylen);
 	return rc;
 }
 

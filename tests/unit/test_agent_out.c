@@ -411,8 +411,9 @@ static void test_hostfile(void **state)
 static void test_rendezvous_json(void **state)
 {
 	struct agent_rdzv_peer_info peers[] = {
-	    {0, "w-0.w", "192.168.9.10", "", "net1", "mlx5_0", 1, "mlx5_0:1", 3, 8},
-	    {1, "w-1.w", "192.168.9.11", "fd00::11", "net1", NULL, 0, NULL, -1, 8},
+	    {0, "w-0.w", "192.168.9.10", "", "net1", "mlx5_0", 1, "mlx5_0:1", 3, 8, NULL, 0, 0},
+	    {1, "w-1.w", "192.168.9.11", "fd00::11", "net1", NULL, 0, NULL, -1, 8, "10.0.0.11",
+	     1500, 1},
 	};
 	struct agent_timing t[] = {{"peers_ms", 3}, {"rendezvous_ms", 120}};
 	struct agent_rdzv_info ri = {.rank = 1,
@@ -443,7 +444,14 @@ static void test_rendezvous_json(void **state)
 	assert_null(json_object_get(p, "rdma_dev"));
 	assert_null(json_object_get(p, "gid_index"));
 	assert_string_equal(json_string_value(json_object_get(p, "addr6")), "fd00::11");
+	assert_string_equal(json_string_value(json_object_get(p, "primary")), "10.0.0.11");
+	assert_int_equal(json_integer_value(json_object_get(p, "mtu")), 1500);
+	assert_true(json_is_true(json_object_get(p, "serves")));
+	assert_null(json_object_get(json_array_get(json_object_get(j, "peers"), 0), "serves"));
 	json_decref(j);
+	peers[1].primary = "10.0.0.11; x";
+	assert_null(agent_rendezvous_json(&ri, err, sizeof(err)));
+	peers[1].primary = "10.0.0.11";
 	peers[1].name = "w-1\";rm";
 	assert_null(agent_rendezvous_json(&ri, err, sizeof(err)));
 	peers[1].name = "w-1.w";

@@ -31,6 +31,9 @@ static void sample_peer(struct rdzv_peer *p)
 	p->nd_err = GX_ENOSECONDARY;
 	snprintf(p->nd_why, sizeof(p->nd_why), "net1 has no address");
 	p->flags = RDZV_PF_FULL_TABLE;
+	snprintf(p->primary, sizeof(p->primary), "10.244.1.7");
+	p->mtu = 9000;
+	snprintf(p->rails, sizeof(p->rails), "mlx5_0:1/net1/192.168.2.7,mlx5_3:1/net4/fd00:4::7");
 }
 
 static void test_header_round_trip(void **state)
@@ -111,6 +114,9 @@ static void assert_peer_equal(const struct rdzv_peer *a, const struct rdzv_peer 
 	assert_int_equal(a->nd_err, b->nd_err);
 	assert_string_equal(a->nd_why, b->nd_why);
 	assert_int_equal(a->flags, b->flags);
+	assert_string_equal(a->primary, b->primary);
+	assert_int_equal(a->mtu, b->mtu);
+	assert_string_equal(a->rails, b->rails);
 }
 
 static void test_msg_round_trip(void **state)
@@ -265,6 +271,15 @@ static void test_peer_check(void **state)
 	assert_int_equal(rdzv_peer_check(&p, why, sizeof(why)), GX_EINVAL_NAME);
 	sample_peer(&p);
 	snprintf(p.seen_from, sizeof(p.seen_from), "10.0.0.1\n");
+	assert_int_equal(rdzv_peer_check(&p, why, sizeof(why)), GX_EINVAL_NAME);
+	sample_peer(&p);
+	snprintf(p.rails, sizeof(p.rails), "mlx5_0:1/net1/1.2.3.4;reboot");
+	assert_int_equal(rdzv_peer_check(&p, why, sizeof(why)), GX_EINVAL_NAME);
+	sample_peer(&p);
+	p.mtu = 65537;
+	assert_int_equal(rdzv_peer_check(&p, why, sizeof(why)), GX_EINVAL_NAME);
+	sample_peer(&p);
+	snprintf(p.primary, sizeof(p.primary), "10.0.0.300");
 	assert_int_equal(rdzv_peer_check(&p, why, sizeof(why)), GX_EINVAL_NAME);
 }
 
