@@ -110,10 +110,17 @@ void agent_env_free(struct agent_env *e)
 /* ---- gxboot's set -------------------------------------------------------------- */
 
 static const char *const selections[] = {
-    "NCCL_SOCKET_IFNAME",	   "NCCL_IB_HCA",
-    "GLOO_SOCKET_IFNAME",	   "UCX_NET_DEVICES",
-    "NCCL_IB_GID_INDEX",	   "OMPI_MCA_btl_tcp_if_include",
-    "OMPI_MCA_oob_tcp_if_include", NULL,
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_IB_HCA",
+    "GLOO_SOCKET_IFNAME",
+    "UCX_NET_DEVICES",
+    "NCCL_IB_GID_INDEX",
+    "OMPI_MCA_btl_tcp_if_include",
+    "OMPI_MCA_oob_tcp_if_include",
+    "HOROVOD_GLOO_IFACE",
+    "OMPI_MCA_plm_rsh_agent",
+    "PRTE_MCA_plm_ssh_agent",
+    NULL,
 };
 
 int agent_env_is_selection(const char *name)
@@ -161,18 +168,21 @@ static int check_input(const struct agent_env_input *in, char *err, size_t errle
 {
 	char a[64], b[64];
 
-	if (!in->master_addr || gx_addr_normalize(in->master_addr, a, sizeof(a)) < 0 || !in->addr ||
-	    gx_addr_normalize(in->addr, b, sizeof(b)) < 0) {
+	if (!in->master_addr || gx_addr_normalize(in->master_addr, a, sizeof(a)) < 0 ||
+	    (!in->addr && !in->observer) ||
+	    (in->addr && gx_addr_normalize(in->addr, b, sizeof(b)) < 0)) {
 		snprintf(err, errlen, "invalid master or own address for the environment");
 		return GX_EUSAGE;
 	}
 	if (!gx_valid_ifname(in->iface) || in->master_port < 1 || in->master_port > 65535 ||
-	    in->world < 1 || in->rank < 0 || in->rank >= in->world) {
+	    in->world < 1 || in->rank < (in->observer ? -1 : 0) || in->rank >= in->world) {
 		snprintf(err, errlen, "invalid interface, port, rank or world for the environment");
 		return GX_EUSAGE;
 	}
 	if ((in->rails && *in->rails && !rails_ok(in->rails)) ||
-	    (in->hostfile && !gx_safe_text(in->hostfile, 4096))) {
+	    (in->hostfile && !gx_safe_text(in->hostfile, 4096)) ||
+	    (in->rsh_agent && !gx_safe_text(in->rsh_agent, 4096)) ||
+	    (in->rsh_key_file && !gx_safe_text(in->rsh_key_file, 4096))) {
 		snprintf(err, errlen, "invalid rails or hostfile path for the environment");
 		return GX_EUSAGE;
 	}
@@ -216,21 +226,33 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *
 	snprintf(ifx, sizeof(ifx), "=%s", in->iface);
 	rc = agent_env_set(e, "MASTER_ADDR", in->master_addr);
 	rc = rc ?: set_long(e, "MASTER_PORT", in->master_port);
-	rc = rc ?: set_long(e, "NODE_RANK", in->rank);
+	if (!in->observer)
+		rc = rc ?: set_long(e, "NODE_RANK", in->rank);
 	rc = rc ?: set_long(e, "NNODES", in->world);
-	rc = rc ?: set_long(e, "GXBOOT_RANK", in->rank);
+	if (!in->observer)
+		rc = rc ?: set_long(e, "GXBOOT_RANK", in->rank);
 	rc = rc ?: set_long(e, "GXBOOT_WORLD_SIZE", in->world);
 	rc = rc ?: agent_env_set(e, "GXBOOT_IFACE", in->iface);
-	rc = rc ?: agent_env_set(e, "GXBOOT_ADDR", in->addr);
+	if (in->addr)
+		rc = rc ?: agent_env_set(e, "GXBOOT_ADDR", in->addr);
 	rc = rc ?: set_long(e, "PET_NNODES", in->world);
-	rc = rc ?: set_long(e, "PET_NODE_RANK", in->rank);
+	if (!in->observer)
+		rc = rc ?: set_long(e, "PET_NODE_RANK", in->rank);
 	rc = rc ?: agent_env_set(e, "PET_MASTER_ADDR", in->master_addr);
 	rc = rc ?: set_long(e, "PET_MASTER_PORT", in->master_port);
 	rc = rc ?: agent_env_set(e, "NCCL_SOCKET_IFNAME", ifx);
 	rc = rc ?: agent_env_set(e, "GLOO_SOCKET_IFNAME", in->iface);
 	rc = rc ?: agent_env_set(e, "OMPI_MCA_btl_tcp_if_include", in->iface);
-	rc = rc ?: agent_env_set(e, "OMPI_MCA_oob_tcp_if_include", in->iface);
+	if (in->addr)
+		rc = rc ?: agent_env_set(e, "OMPI_MCA_oob_tcp_if_include", in->iface);
+	rc = rc ?: agent_env_set(e, "HOROVOD_GLOO_IFACE", in->iface);
 	rc = rc ?: set_rails(in, e);
+	if (rc == 0 && in->rsh_agent) {
+		rc = agent_env_set(e, "OMPI_MCA_plm_rsh_agent", in->rsh_agent);
+		rc = rc ?: agent_env_set(e, "PRTE_MCA_plm_ssh_agent", in->rsh_agent);
+		if (in->rsh_key_file)
+			rc = rc ?: agent_env_set(e, "GXBOOT_RSH_KEY_FILE", in->rsh_key_file);
+	}
 	if (rc == 0 && in->hostfile) {
 		rc = agent_env_set(e, "OMPI_MCA_orte_default_hostfile", in->hostfile);
 		rc = rc ?: agent_env_set(e, "OMPI_MCA_prte_default_hostfile", in->hostfile);

@@ -45,6 +45,13 @@ struct agent_env_input {
 	int nccl_gid_index;   /* -1: not exported */
 	const char *hostfile; /* path of the hostfile, NULL when none is written */
 	int override_env;     /* --override-env */
+	/* an observer (MPI launcher): rank -1, no rank variables; addr NULL when it has
+	 * no secondary of its own (then iface is the peers' and mpirun's own
+	 * OMPI_MCA_oob_tcp_if_include is left out) */
+	int observer;
+	/* "<path to gxboot> rsh" when every peer serves (rsh issue), else NULL */
+	const char *rsh_agent;
+	const char *rsh_key_file; /* GXBOOT_RSH_KEY_FILE for the agent, or NULL */
 };
 
 /* gxboot's own values, exactly INTERFACE.md's set. GX_EUSAGE on an invalid input. */

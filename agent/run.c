@@ -117,11 +117,22 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 	const struct nd_result *nd = r->nd;
 
 	memset(self, 0, sizeof(*self));
-	gx_strlcpy(self->name, r->peers.names[r->peers.self], sizeof(self->name));
-	self->index = (uint32_t)r->peers.self;
 	randombytes_buf(&self->incarnation, sizeof(self->incarnation));
 	self->slots = (uint32_t)agent_slots_detect(r->o->slots, environ, "");
 	self->flags = r->self_flags;
+	self->gid_index = -1;
+	if (r->peers.observer) {
+		/* DECISIONS 1: no rank; a secondary of its own is optional */
+		gx_strlcpy(self->name, r->o->self ? r->o->self : r->hostname, sizeof(self->name));
+		if (!gx_valid_hostname(self->name))
+			gx_strlcpy(self->name, "observer", sizeof(self->name));
+		self->index = RDZV_OBSERVER;
+		if (r->nd_rc < 0 || !nd)
+			return;
+	} else {
+		gx_strlcpy(self->name, r->peers.names[r->peers.self], sizeof(self->name));
+		self->index = (uint32_t)r->peers.self;
+	}
 	if (r->nd_rc < 0 || !nd) {
 		self->nd_err = r->nd_rc;
 		gx_strlcpy(self->nd_why, r->nd_err, sizeof(self->nd_why));
@@ -179,7 +190,7 @@ static int start_rdzv(struct agent_run *r)
 /* The one line and code for a failed rendezvous; our own netdetect failure wins (exit 4). */
 static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
 {
-	if (r->nd_rc < 0) {
+	if (r->nd_rc < 0 && !r->peers.observer) {
 		snprintf(err, errlen, "%s", r->nd_err);
 		return r->nd_rc;
 	}
@@ -214,7 +225,7 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 		return rc;
 	if (r->rdzv_rc < 0)
 		return rdzv_failure(r, r->rdzv_rc, err, errlen);
-	if (r->nd_rc < 0) {
+	if (r->nd_rc < 0 && !r->peers.observer) {
 		snprintf(err, errlen, "%s", r->nd_err);
 		return r->nd_rc;
 	}
@@ -285,6 +296,17 @@ static void peer_info(const struct rdzv_peer *p, long rank, struct agent_rdzv_pe
 	pi->serves = (p->flags & RDZV_PF_SERVES) != 0;
 }
 
+/* An observer without a secondary of its own names the peers' interface. */
+static int nd_ok(const struct agent_run *r)
+{
+	return r->nd_rc >= 0 && r->nd && r->nd->iface[0];
+}
+
+static const char *our_iface(const struct agent_run *r)
+{
+	return nd_ok(r) ? r->nd->iface : r->res.coord.iface;
+}
+
 static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 {
 	struct agent_rdzv_peer_info *pi = NULL;
@@ -299,6 +321,9 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	if (r->res.ntable) {
 		for (i = 0; i < r->res.ntable; i++)
 			peer_info(&r->res.table[i], (long)i, &pi[i]);
+	} else if (r->peers.observer) {
+		peer_info(&r->res.coord, 0, &pi[0]);
+		n = 1;
 	} else {
 		/* a member knows itself and the coordinator (DECISIONS 1) */
 		peer_info(&r->res.coord, 0, &pi[0]);
@@ -312,7 +337,7 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	ri.rank = r->res.rank;
 	ri.world = (long)r->res.world;
 	ri.master = r->res.master_addr;
-	ri.iface = r->nd->iface;
+	ri.iface = our_iface(r);
 	ri.job_id = r->job_id;
 	ri.source = r->peers.source;
 	ri.timings = tm;
@@ -329,7 +354,7 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	char rails[1024] = "", hfpath[4096];
 	struct agent_env_input in;
 
-	if (r->nd->rdma_usable && nd_rails_hca(r->nd, rails, sizeof(rails)) < 0)
+	if (nd_ok(r) && r->nd->rdma_usable && nd_rails_hca(r->nd, rails, sizeof(rails)) < 0)
 		rails[0] = '\0';
 	snprintf(hfpath, sizeof(hfpath), "%s/hostfile", r->o->out);
 	memset(&in, 0, sizeof(in));
@@ -337,10 +362,12 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.master_port = r->o->master_port;
 	in.rank = r->res.rank;
 	in.world = (long)r->res.world;
-	in.iface = r->nd->iface;
-	in.addr = r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6;
+	in.iface = our_iface(r);
+	if (nd_ok(r))
+		in.addr = r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6;
 	in.rails = rails;
-	in.nccl_gid_index = r->nd->rdma_usable ? r->nd->nccl_gid_index : -1;
+	in.nccl_gid_index = nd_ok(r) && r->nd->rdma_usable ? r->nd->nccl_gid_index : -1;
+	in.observer = r->peers.observer;
 	in.hostfile = r->res.ntable ? hfpath : NULL;
 	in.override_env = r->o->override_env;
 	return agent_env_build(&in, environ, env, err, errlen);
@@ -420,6 +447,10 @@ static void detect(struct agent_run *r)
 	size_t i;
 
 	r->nd_rc = nd_detect(&req, &r->nd, r->nd_err, sizeof(r->nd_err));
+	if (r->nd_rc < 0 && r->peers.observer) {
+		gx_info("observer without a secondary network of its own: %s", r->nd_err);
+		return;
+	}
 	if (r->nd_rc < 0) {
 		gx_error("%s", r->nd_err);
 		return;
@@ -443,7 +474,7 @@ int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size
 				  err, errlen);
 	if (rc < 0)
 		return rc;
-	if (r->peers.observer) {
+	if (r->peers.observer && r->o->cmd != AGENT_CMD_RUN && r->o->cmd != AGENT_CMD_INIT) {
 		snprintf(err, errlen, "this pod (%s) is not in the peer list of %zu (%s)",
 			 r->o->self ? r->o->self : r->hostname, r->peers.n, r->peers.source);
 		return GX_EUSAGE;
@@ -498,8 +529,12 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
 	if (rc < 0 || r->o->cmd == AGENT_CMD_INIT)
 		goto out;
-	gx_info("rank %d of %u, MASTER_ADDR=%s on %s", r->res.rank, r->res.world,
-		r->res.master_addr, r->nd->iface);
+	if (r->peers.observer)
+		gx_info("observer of %u peers, MASTER_ADDR=%s on %s", r->res.world,
+			r->res.master_addr, our_iface(r));
+	else
+		gx_info("rank %d of %u, MASTER_ADDR=%s on %s", r->res.rank, r->res.world,
+			r->res.master_addr, r->nd->iface);
 	rc = agent_env_apply(&env, &envp);
 	if (rc < 0)
 		goto out;
@@ -561,7 +596,7 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 		print_plan(&r);
 		goto out;
 	}
-	if (r.nd_rc == GX_ENORDMA) {
+	if (r.nd_rc == GX_ENORDMA && !r.peers.observer) {
 		snprintf(err, errlen, "%s", r.nd_err);
 		rc = r.nd_rc;
 		goto out;

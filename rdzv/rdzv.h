@@ -44,6 +44,7 @@ struct rdzv_peer {
 
 #define RDZV_PF_FULL_TABLE 0x1u /* member asks for the whole table in COMMIT */
 #define RDZV_PF_SERVES 0x2u	/* member serves remote exec (rsh issue) */
+#define RDZV_PF_OBSERVER 0x8u	/* an observer's JOIN: no rank, gets the table at COMMIT */
 #define RDZV_PF_VFAILED                                                                            \
 	0x4u /* soft_verify: netdetect or secondary VERIFY failed; why in nd_why                   \
 	      */
@@ -71,6 +72,16 @@ struct rdzv_rdma_ops {
 	void (*close)(void *arg);
 	void *arg;
 };
+
+/*
+ * Observers (DECISIONS 1; MPI Operator's launcher): not in the peer list, no
+ * rank. self.index = RDZV_OBSERVER, self.name its own host name; it joins like
+ * a member, skips phase 2 and gets the whole table with the COMMIT (rank -1).
+ * The coordinator takes at most RDZV_MAX_OBSERVERS; an observer that arrives
+ * after the COMMIT is answered only by a coordinator that keeps serving.
+ */
+#define RDZV_OBSERVER 0xffffffffu
+#define RDZV_MAX_OBSERVERS 8
 
 struct rdzv_config {
 	struct rdzv_peer self;

@@ -80,6 +80,8 @@ void co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
 		gx_debug("rdzv: closing connection from %s: %s", cc->rc.peer_str, why);
 	if (cc->out_pending)
 		co->nout--;
+	if (cc->role == ROLE_OBSERVER)
+		co->nobservers--;
 	cc->out_pending = 0;
 	if (cc->rc.fd >= 0)
 		gx_ev_del(co->ev, cc->rc.fd);
@@ -156,7 +158,8 @@ void co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
 	gx_debug("rdzv: abort: %s", co->res.err);
 	for (cc = co->conns; cc; cc = next) {
 		next = cc->next;
-		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_PENDING) &&
+		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_PENDING ||
+		     cc->role == ROLE_OBSERVER) &&
 		    cc->rc.state == RC_SESSION)
 			co_send_abort(co, cc);
 	}
@@ -195,13 +198,17 @@ static const struct rdzv_buf *table_enc(struct rdzv_coord *co)
 
 void co_commit_one(struct rdzv_coord *co, uint32_t i)
 {
-	struct cconn *cc = co->st[i].conn;
+	co_commit_conn(co, co->st[i].conn, i, (co->tab[i].flags & RDZV_PF_FULL_TABLE) != 0);
+}
+
+void co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, int table)
+{
 	struct rdzv_buf b = {0};
 
 	if (!cc || cc->rc.state != RC_SESSION)
 		return;
 	put_common(co, &b, i);
-	if (co->tab[i].flags & RDZV_PF_FULL_TABLE) {
+	if (table) {
 		const struct rdzv_buf *t = table_enc(co);
 
 		if (t->err)
@@ -210,12 +217,13 @@ void co_commit_one(struct rdzv_coord *co, uint32_t i)
 			rdzv_put_raw(&b, t->p, t->len);
 	}
 	if (co_send(co, cc, RDZV_COMMIT, &b) < 0)
-		gx_debug("rdzv: COMMIT to %s failed", co->tab[i].name);
+		gx_debug("rdzv: COMMIT to %s failed", cc->rc.peer_str);
 	rdzv_buf_free(&b);
 }
 
 void co_check_commit(struct rdzv_coord *co)
 {
+	struct cconn *cc, *next;
 	uint32_t i;
 
 	if (co->committed || co->aborted || co->njoined + 1 < co->world ||
@@ -227,6 +235,11 @@ void co_check_commit(struct rdzv_coord *co)
 	gx_debug("rdzv: all %u peers joined and verified; COMMIT", co->world);
 	for (i = 1; i < co->world; i++)
 		co_commit_one(co, i);
+	for (cc = co->conns; cc; cc = next) {
+		next = cc->next;
+		if (cc->role == ROLE_OBSERVER)
+			co_commit_conn(co, cc, RDZV_OBSERVER, 1);
+	}
 	finish(co, 0);
 }
 
@@ -266,7 +279,8 @@ static void report(struct rdzv_coord *co)
 	rdzv_put_str(&b, T_TEXT, list);
 	for (cc = co->conns; cc; cc = next) {
 		next = cc->next;
-		if (cc->role == ROLE_MEMBER && cc->rc.state == RC_SESSION)
+		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_OBSERVER) &&
+		    cc->rc.state == RC_SESSION)
 			co_send(co, cc, RDZV_WAITING, &b);
 	}
 	rdzv_buf_free(&b);
@@ -424,6 +438,11 @@ int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self)
 	*self = cfg->self;
 	if (rdzv_peer_check(self, why, sizeof(why)) < 0)
 		return GX_EINVAL_NAME;
+	if (self->index == RDZV_OBSERVER && !cfg->is_coordinator) {
+		self->flags |= RDZV_PF_OBSERVER | RDZV_PF_FULL_TABLE;
+		return sodium_init() < 0 ? -ENOMEM : 0; /* any name, no secondary needed */
+	}
+	self->flags &= ~RDZV_PF_OBSERVER;
 	if (strcmp(self->name, cfg->names[cfg->is_coordinator ? 0 : self->index]) != 0 ||
 	    (!cfg->is_coordinator && (self->index == 0 || self->index >= cfg->world)))
 		return GX_EUSAGE;

@@ -54,6 +54,36 @@ void co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 		co->res.t_joined_ms = now;
 }
 
+/* An observer's JOIN: no slot, no phase 2; the table comes with the COMMIT. */
+static int co_observer(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_peer *p)
+{
+	struct rdzv_buf b = {0};
+
+	if (co->nobservers >= RDZV_MAX_OBSERVERS) {
+		co_reject(co, cc, GX_ERDZV, "too many observers");
+		return 0;
+	}
+	co->nobservers++;
+	cc->role = ROLE_OBSERVER;
+	cc->peer = -1;
+	cc->deadline = 0;
+	gx_info("rdzv: observer %s joined from %s", p->name, cc->rc.peer_str);
+	if (co->aborted) {
+		co_send_abort(co, cc);
+		return 0;
+	}
+	rdzv_put_u32(&b, T_RANK, RDZV_OBSERVER);
+	rdzv_put_u32(&b, T_WORLD, co->world);
+	rdzv_put_u64(&b, T_ROUND, co->round);
+	rdzv_put_str(&b, T_MASTER, co->res.master_addr);
+	rdzv_put_peer(&b, T_PEER, &co->tab[0]);
+	co_send(co, cc, RDZV_ASSIGN, &b);
+	rdzv_buf_free(&b);
+	if (co->committed)
+		co_commit_conn(co, cc, RDZV_OBSERVER, 1);
+	return 0;
+}
+
 static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m)
 {
 	struct rdzv_peer p = m->peer;
@@ -64,6 +94,8 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 		co_reject(co, cc, GX_EINVAL_NAME, m->has_peer ? why : "JOIN without an entry");
 		return 0;
 	}
+	if (p.index == RDZV_OBSERVER && (p.flags & RDZV_PF_OBSERVER))
+		return co_observer(co, cc, &p);
 	if (p.index == 0 || p.index >= co->world || strcmp(co->names[p.index], p.name) != 0) {
 		snprintf(why, sizeof(why), "%s is not member #%u of this job", p.name, p.index);
 		co_reject(co, cc, GX_EINVAL_NAME, why);

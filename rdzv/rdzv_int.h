@@ -220,6 +220,7 @@ enum cc_role {
 	ROLE_MEMBER,	    /* phase 1: holds the peer's slot */
 	ROLE_PENDING,	    /* phase 1: same name as a live one, PING under way */
 	ROLE_VERIFY,	    /* phase 2: closes after VERIFIED */
+	ROLE_OBSERVER,	    /* no slot: gets WAITING and the COMMIT with the table */
 };
 
 struct rdzv_coord;
@@ -266,6 +267,7 @@ struct rdzv_coord {
 	int committed, aborted, finishing, done_called, deadline_passed, linger;
 	int final_rc, abort_code;
 	int rdma_listening;
+	uint32_t nobservers;
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
 };
@@ -278,6 +280,7 @@ void co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void co_assign(struct rdzv_coord *co, struct cconn *cc);
 void co_commit_one(struct rdzv_coord *co, uint32_t i);
+void co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t rank, int table);
 void co_check_commit(struct rdzv_coord *co);
 void co_accept_join(struct rdzv_coord *co, struct cconn *cc);
 void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);

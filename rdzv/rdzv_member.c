@@ -332,6 +332,8 @@ static int m_init(struct rdzv_member *m, const struct rdzv_config *cfg)
 	m->cfg = *cfg;
 	m->cfg.token = NULL;
 	m->cfg.token_len = 0;
+	if (m->self.flags & RDZV_PF_OBSERVER)
+		m->cfg.full_table = 1;
 	gx_strlcpy(m->job_id, cfg->job_id, sizeof(m->job_id));
 	m->cfg.job_id = m->job_id;
 	if (!m->cfg.coord_name)

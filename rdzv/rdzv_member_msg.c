@@ -134,7 +134,9 @@ static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
 	m->st = M_ASSIGNED;
 	gx_debug("rdzv: %s: rank %u of %u, master %s", m->self.name, msg->rank, msg->world,
 		 m->res.master_addr);
-	if (!m->self.nd_err) /* otherwise only wait for the ABORT naming us */
+	if (m->self.flags & RDZV_PF_OBSERVER)
+		m->st = M_VERIFIED; /* no phase 2: wait for the COMMIT and its table */
+	else if (!m->self.nd_err)   /* otherwise only wait for the ABORT naming us */
 		mb_p2_connect(m);
 	return 0;
 }

@@ -55,6 +55,7 @@ static void test_env_set_exact(void **state)
 	    {"GLOO_SOCKET_IFNAME", "net1"},
 	    {"OMPI_MCA_btl_tcp_if_include", "net1"},
 	    {"OMPI_MCA_oob_tcp_if_include", "net1"},
+	    {"HOROVOD_GLOO_IFACE", "net1"},
 	    {"NCCL_IB_HCA", "=mlx5_0:1,mlx5_3:1"},
 	    {"UCX_NET_DEVICES", "mlx5_0:1,mlx5_3:1"},
 	    {"NCCL_IB_GID_INDEX", "3"},
@@ -79,7 +80,7 @@ static void test_env_set_exact(void **state)
 	in.rails = "";
 	in.hostfile = NULL;
 	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
-	assert_int_equal(e.n, 16);
+	assert_int_equal(e.n, 17);
 	assert_null(agent_env_get(&e, "NCCL_IB_HCA"));
 	assert_null(agent_env_get(&e, "NCCL_IB_GID_INDEX"));
 	assert_null(agent_env_get(&e, "OMPI_MCA_orte_default_hostfile"));
@@ -90,6 +91,40 @@ static void test_env_set_exact(void **state)
 	assert_null(agent_env_get(&e, "NCCL_IB_GID_INDEX"));
 	assert_string_equal(agent_env_get(&e, "NCCL_IB_HCA"), "=mlx5_0:1,mlx5_3:1");
 	agent_env_free(&e);
+}
+
+/* DECISIONS 1: an observer gets no rank variables; without a secondary of its
+ * own, mpirun's oob is not pinned to an interface it does not have. */
+static void test_env_observer_and_rsh(void **state)
+{
+	struct agent_env_input in = input();
+	struct agent_env e = {0};
+	char *user[] = {"OMPI_MCA_plm_rsh_agent=ssh", NULL};
+
+	(void)state;
+	in.observer = 1;
+	in.rank = -1;
+	in.addr = NULL;
+	in.rsh_agent = "/run/gxboot/gxboot rsh";
+	in.rsh_key_file = "/run/gxboot/rsh.key";
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_null(agent_env_get(&e, "NODE_RANK"));
+	assert_null(agent_env_get(&e, "GXBOOT_RANK"));
+	assert_null(agent_env_get(&e, "PET_NODE_RANK"));
+	assert_null(agent_env_get(&e, "GXBOOT_ADDR"));
+	assert_null(agent_env_get(&e, "OMPI_MCA_oob_tcp_if_include"));
+	assert_string_equal(agent_env_get(&e, "OMPI_MCA_btl_tcp_if_include"), "net1");
+	assert_string_equal(agent_env_get(&e, "NNODES"), "4");
+	/* the user's agent is a selection: kept (with a warning) */
+	assert_string_equal(agent_env_get(&e, "OMPI_MCA_plm_rsh_agent"), "ssh");
+	assert_string_equal(agent_env_get(&e, "PRTE_MCA_plm_ssh_agent"), "/run/gxboot/gxboot rsh");
+	assert_string_equal(agent_env_get(&e, "GXBOOT_RSH_KEY_FILE"), "/run/gxboot/rsh.key");
+	agent_env_free(&e);
+	in.observer = 0; /* a rank -1 is only for observers */
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), GX_EUSAGE);
+	in.observer = 1;
+	in.rsh_agent = "gxboot rsh\n";
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), GX_EUSAGE);
 }
 
 static void test_env_bad_input(void **state)
@@ -508,6 +543,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_env_set_exact),
+	    cmocka_unit_test(test_env_observer_and_rsh),
 	    cmocka_unit_test(test_env_bad_input),
 	    cmocka_unit_test(test_env_user_rules),
 	    cmocka_unit_test(test_env_apply),

@@ -668,6 +668,166 @@ static void test_rdma_ops(void **state)
 	run_rdma(1);
 }
 
+/* DECISIONS 1: an observer (MPI launcher) gets no rank and the whole table,
+ * also when it arrives after the COMMIT at a coordinator that keeps serving. */
+static void start_observer(struct w *w, uint32_t slot)
+{
+	struct rdzv_config cfg;
+
+	member_cfg(w, slot, &cfg);
+	snprintf(cfg.self.name, sizeof(cfg.self.name), "mpi-launcher");
+	cfg.self.index = RDZV_OBSERVER;
+	cfg.self.addr4[0] = '\0';
+	cfg.self.iface[0] = '\0';
+	start_member_cfg(w, slot, &cfg);
+}
+
+static void test_observer(void **state)
+{
+	struct rdzv_config cfg;
+	struct w w;
+
+	(void)state;
+	w_init(&w, 4, 10000);
+	w.base.world = 3; /* slot 3 is the observer */
+	coord_cfg(&w, &cfg);
+	cfg.keep_serving = 1;
+	start_coord_cfg(&w, &cfg);
+	start_member(&w, 1);
+	start_observer(&w, 3);
+	start_member(&w, 2);
+	pump(&w, 4, 9000);
+	assert_int_equal(w.co_rc, 0);
+	assert_int_equal(w.co_res.world, 3);
+	assert_int_equal(w.s[2].rc, 0);
+	assert_int_equal(w.s[2].res.rank, 2);
+	assert_int_equal(w.s[3].done, 1);
+	assert_int_equal(w.s[3].rc, 0);
+	assert_int_equal(w.s[3].res.rank, -1);
+	assert_int_equal(w.s[3].res.world, 3);
+	assert_int_equal(w.s[3].ntable, 3);
+	assert_string_equal(w.s[3].res.master_addr, "127.0.0.1");
+	/* late: after the COMMIT */
+	rdzv_member_free(w.s[3].m);
+	w.s[3].m = NULL;
+	w.ndone = 0;
+	start_observer(&w, 3);
+	pump(&w, 1, 5000);
+	assert_int_equal(w.s[3].rc, 0);
+	assert_int_equal(w.s[3].res.rank, -1);
+	assert_int_equal(w.s[3].ntable, 3);
+	w_free(&w);
+}
+
+/* DECISIONS 22 (check): a pod whose netdetect failed stays in, flagged. */
+static void test_soft_verify(void **state)
+{
+	struct rdzv_config cfg;
+	struct w w;
+
+	(void)state;
+	w_init(&w, 3, 10000);
+	coord_cfg(&w, &cfg);
+	cfg.soft_verify = 1;
+	start_coord_cfg(&w, &cfg);
+	member_cfg(&w, 1, &cfg);
+	cfg.full_table = 1;
+	start_member_cfg(&w, 1, &cfg);
+	member_cfg(&w, 2, &cfg);
+	cfg.self.addr4[0] = '\0';
+	cfg.self.iface[0] = '\0';
+	cfg.self.nd_err = GX_ENOSECONDARY;
+	snprintf(cfg.self.nd_why, sizeof(cfg.self.nd_why), "net1 is down");
+	start_member_cfg(&w, 2, &cfg);
+	pump(&w, 3, 9000);
+	assert_int_equal(w.co_rc, 0);
+	assert_int_equal(w.s[1].rc, 0);
+	assert_int_equal(w.s[1].ntable, 3);
+	assert_int_equal(w.s[2].rc, 0);
+	assert_int_equal(w.s[2].res.rank, 2);
+	assert_true(w.co_res.table[2].flags & RDZV_PF_VFAILED);
+	assert_string_equal(w.co_res.table[2].nd_why, "net1 is down");
+	assert_false(w.co_res.table[1].flags & RDZV_PF_VFAILED);
+	w_free(&w);
+}
+
+struct fake_listen {
+	int rc, listens, closes, checks;
+};
+
+static int fl_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
+		     char *why, size_t whylen)
+{
+	struct fake_listen *f = arg;
+
+	(void)ev;
+	(void)port;
+	assert_string_equal(self->rdma_dev, "mlx5_0");
+	f->listens++;
+	if (f->rc)
+		snprintf(why, whylen, "rdma_bind_addr: No such device");
+	return f->rc;
+}
+
+static void fl_close(void *arg)
+{
+	((struct fake_listen *)arg)->closes++;
+}
+
+static int fl_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
+		    uint16_t port, int64_t deadline_ms, char *why, size_t whylen)
+{
+	(void)self;
+	(void)coord;
+	(void)port;
+	(void)deadline_ms;
+	(void)why;
+	(void)whylen;
+	((struct fake_listen *)arg)->checks++;
+	return 0;
+}
+
+/* DECISIONS 9: the coordinator's RDMA-CM listener; when it cannot start,
+ * members verify over TCP only and the result carries one warning. */
+static void run_listen(int fail)
+{
+	struct fake_listen f = {.rc = fail ? -ENODEV : 0};
+	const struct rdzv_rdma_ops ops = {
+	    .check = fl_check, .listen = fl_listen, .close = fl_close, .arg = &f};
+	struct rdzv_config cfg;
+	struct w w;
+
+	w_init(&w, 2, 10000);
+	coord_cfg(&w, &cfg);
+	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_0");
+	cfg.rdma = &ops;
+	start_coord_cfg(&w, &cfg);
+	member_cfg(&w, 1, &cfg);
+	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_1");
+	cfg.rdma = &ops;
+	start_member_cfg(&w, 1, &cfg);
+	pump(&w, 2, 9000);
+	expect_all_ok(&w);
+	assert_int_equal(f.listens, 1);
+	assert_int_equal(f.checks, fail ? 0 : 1);
+	assert_int_equal(w.s[1].res.rdma_verified, !fail);
+	if (fail)
+		assert_non_null(strstr(w.co_res.rdma_warning, "rdma_bind_addr: No such device"));
+	else
+		assert_string_equal(w.co_res.rdma_warning, "");
+	rdzv_coord_free(w.co);
+	w.co = NULL;
+	assert_int_equal(f.closes, fail ? 0 : 1);
+	w_free(&w);
+}
+
+static void test_rdma_listen(void **state)
+{
+	(void)state;
+	run_listen(0);
+	run_listen(1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -689,6 +849,9 @@ int main(void)
 	    cmocka_unit_test(test_netdetect_failure_aborts_all),
 	    cmocka_unit_test(test_keep_serving),
 	    cmocka_unit_test(test_rdma_ops),
+	    cmocka_unit_test(test_observer),
+	    cmocka_unit_test(test_soft_verify),
+	    cmocka_unit_test(test_rdma_listen),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
