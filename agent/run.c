@@ -23,6 +23,10 @@
 extern char **environ;
 
 #define DNS_TRAP_MS 30000
+#define NETSTATUS_WAIT_MS 60000
+#define NETSTATUS_POLL_MS 500
+
+static int wait_netstatus(struct agent_run *r);
 
 static const char dns_trap_hint[] =
     "the coordinator's name has only given NXDOMAIN for 30 s: in init-container mode the "
@@ -211,8 +215,14 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 	int rc;
 
 	rc = gx_ev_new(&r->ev);
+	if (rc == 0)
+		rc = wait_netstatus(r);
 	if (rc < 0)
 		return rc;
+	if (r->nd_rc == GX_EUSAGE) {
+		snprintf(err, errlen, "%s", r->nd_err);
+		return r->nd_rc;
+	}
 	rc = start_rdzv(r);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot start the rendezvous on port %ld: %s",
@@ -433,7 +443,7 @@ static void print_plan(struct agent_run *r)
 		printf("\n");
 }
 
-static void detect(struct agent_run *r)
+static void detect(struct agent_run *r, int quiet)
 {
 	struct nd_request req = {
 	    .iface = r->o->iface,
@@ -452,7 +462,8 @@ static void detect(struct agent_run *r)
 		return;
 	}
 	if (r->nd_rc < 0) {
-		gx_error("%s", r->nd_err);
+		if (!quiet)
+			gx_error("%s", r->nd_err);
 		return;
 	}
 	for (i = 0; i < r->nd->nwarnings; i++)
@@ -460,6 +471,52 @@ static void detect(struct agent_run *r)
 	gx_info("interface %s (%s%s%s): %s", r->nd->iface, r->nd->addr4,
 		r->nd->rdma_usable ? ", RDMA " : "", r->nd->rdma_usable ? r->nd->rdma_dev : "",
 		r->nd->reason);
+}
+
+/*
+ * FIELD.md / issue 16: the downward-API file can lack the network-status
+ * annotation at first, and the interface it names may not be up yet: with
+ * --network-status, re-read and re-check while waiting instead of deciding at
+ * start (bounded; then the pod joins with its netdetect error, DECISIONS 4).
+ */
+static int late_netstatus(const struct agent_run *r)
+{
+	return r->o->network_status && !r->peers.observer &&
+	       (r->nd_rc == 0 || r->nd_rc == GX_ENOSECONDARY);
+}
+
+static void redetect_fired(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	(void)id;
+	(void)arg;
+	gx_ev_stop(ev, 0);
+}
+
+static int wait_netstatus(struct agent_run *r)
+{
+	int64_t t0 = gx_now_ms(), wait = r->o->timeout * 500;
+	int rc = 0;
+
+	if (r->nd_rc >= 0 || !late_netstatus(r))
+		return 0;
+	if (wait > NETSTATUS_WAIT_MS)
+		wait = NETSTATUS_WAIT_MS;
+	gx_info("%s; re-reading %s for up to %lld s", r->nd_err, r->o->network_status,
+		(long long)(wait / 1000));
+	while (r->nd_rc < 0 && late_netstatus(r) && gx_now_ms() - t0 < wait && rc >= 0) {
+		if (!gx_ev_timer(r->ev, NETSTATUS_POLL_MS, redetect_fired, r))
+			return -ENOMEM;
+		rc = gx_ev_run(r->ev);
+		nd_result_free(r->nd);
+		r->nd = NULL;
+		detect(r, 1);
+	}
+	if (r->nd_rc >= 0)
+		gx_info("network-status: %s is ready after %lld ms", r->nd->iface,
+			(long long)(gx_now_ms() - t0));
+	else
+		gx_error("%s", r->nd_err);
+	return rc < 0 ? rc : 0;
 }
 
 int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size_t errlen)
@@ -487,7 +544,7 @@ int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size
 	rc = agent_token_load(r->o, &r->token, err, errlen);
 	if (rc < 0)
 		return rc;
-	detect(r);
+	detect(r, late_netstatus(r));
 	return 0;
 }
 

@@ -210,6 +210,10 @@ static int nd_step2(struct nd_ctx *c)
 	const char *why;
 
 	if (!c->inv->nets_loaded) {
+		if (c->req->network && c->req->network_status)
+			return nd_fail(c, GX_ENOSECONDARY,
+				       "--network %s: %s holds no network-status annotation yet",
+				       c->req->network, c->req->network_status);
 		if (c->req->network)
 			return nd_fail(c, GX_EUSAGE, "--network %s needs --network-status%s",
 				       c->req->network, "");
