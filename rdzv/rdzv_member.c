@@ -174,7 +174,8 @@ static void p1_connect(struct rdzv_member *m)
 	if (m->cfg.resolve)
 		rc = m->cfg.resolve(m->cfg.resolve_arg, &sa, &len);
 	if (rc < 0) {
-		snprintf(why, sizeof(why), "resolving %s: %s", m->cfg.coord_name, gx_strerror(rc));
+		snprintf(why, sizeof(why), "resolving %s: %s", m->cfg.coord_name,
+			 rc == -ENOENT ? "no such name (NXDOMAIN)" : gx_strerror(rc));
 		mb_fail1(m, why);
 		return;
 	}

@@ -143,6 +143,7 @@ no-resolv
 no-hosts
 addn-hosts=$GX_DIR/dns.hosts
 local=/cluster.local/
+domain-needed
 neg-ttl=2
 local-ttl=1
 pid-file=$GX_DIR/dnsmasq.pid
