@@ -11,6 +11,7 @@
 #include "agent/rewrite_int.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/rdzv.h"
+#include "rdzv/rdzv_rdma.h"
 
 #include <errno.h>
 #include <sodium.h>
@@ -33,6 +34,17 @@ static const char dns_trap_hint[] =
     "headless Service must publish not-ready addresses (JobSet: default; Volcano: svc plugin "
     "--publish-not-ready-addresses; StatefulSet: publishNotReadyAddresses: true; "
     "PyTorchJob: use entrypoint mode)";
+
+/* An observer without a secondary of its own names the peers' interface. */
+static int nd_ok(const struct agent_run *r)
+{
+	return r->nd_rc >= 0 && r->nd && r->nd->iface[0];
+}
+
+static const char *our_iface(const struct agent_run *r)
+{
+	return nd_ok(r) ? r->nd->iface : r->res.coord.iface;
+}
 
 /* rdzv's resolve hook: look the coordinator's name up again before each connect. */
 static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
@@ -157,6 +169,25 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 	}
 }
 
+/*
+ * DECISIONS 9: where this pod's chosen iface has a usable RDMA port, phase 2
+ * also completes an RDMA-CM connect + send/recv to the coordinator (the
+ * coordinator listens); when both ends have one and it fails, exit 5.
+ */
+static const struct rdzv_rdma_ops *rdma_ops(struct agent_run *r)
+{
+	int rc;
+
+	if (!nd_ok(r) || !r->nd->rdma_usable || !r->nd->rdma_dev[0])
+		return NULL;
+	rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), 0, &r->rdma_ctx);
+	if (rc < 0) {
+		gx_warn("RDMA-CM unavailable (%s): verifying over TCP only", gx_strerror(rc));
+		return NULL;
+	}
+	return rdzv_rdma_ops(r->rdma_ctx);
+}
+
 static int start_rdzv(struct agent_run *r)
 {
 	struct rdzv_config cfg;
@@ -179,7 +210,7 @@ static int start_rdzv(struct agent_run *r)
 	cfg.deadline_ms = gx_now_ms() + r->o->timeout * 1000;
 	cfg.full_table = r->o->full_table || r->full_table;
 	cfg.soft_verify = r->soft_verify;
-	cfg.rdma = r->rdma;
+	cfg.rdma = r->rdma ? r->rdma : rdma_ops(r);
 	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1);
 	cfg.progress = progress;
 	cfg.progress_arg = r;
@@ -304,17 +335,6 @@ static void peer_info(const struct rdzv_peer *p, long rank, struct agent_rdzv_pe
 	pi->primary = p->primary;
 	pi->mtu = p->mtu;
 	pi->serves = (p->flags & RDZV_PF_SERVES) != 0;
-}
-
-/* An observer without a secondary of its own names the peers' interface. */
-static int nd_ok(const struct agent_run *r)
-{
-	return r->nd_rc >= 0 && r->nd && r->nd->iface[0];
-}
-
-static const char *our_iface(const struct agent_run *r)
-{
-	return nd_ok(r) ? r->nd->iface : r->res.coord.iface;
 }
 
 static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
@@ -632,6 +652,7 @@ void agent_run_free(struct agent_run *r)
 {
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
+	rdzv_rdma_ctx_free(r->rdma_ctx); /* before the loop it polls in */
 	rdzv_result_clear(&r->res);
 	gx_ev_free(r->ev);
 	nd_result_free(r->nd);

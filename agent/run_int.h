@@ -50,7 +50,8 @@ struct agent_run {
 	int soft_verify; /* rdzv_config.soft_verify (check) */
 	int full_table;	 /* ask for every entry even without --full-table */
 	const struct rdzv_rdma_ops *rdma;
-	uint32_t self_flags; /* RDZV_PF_* added to our JOIN (serve: RDZV_PF_SERVES) */
+	struct rdzv_rdma_ctx *rdma_ctx; /* RDMA-CM verification (issue 5), owned */
+	uint32_t self_flags;		/* RDZV_PF_* added to our JOIN (serve: RDZV_PF_SERVES) */
 };
 
 int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size_t errlen);

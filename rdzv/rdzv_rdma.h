@@ -6,57 +6,121 @@
  * ibv_* call with recorded shapes (this machine has no RDMA device).
  *
  * The server side runs inside the caller's gx_ev loop (the rdma_cm event
- * channel fd and the completion channel fd are non-blocking and polled);
+ * channel fd and the completion channel fds are non-blocking and polled);
  * the client side is blocking with a deadline (a member waits for nothing
  * else while it verifies; check runs its RDMA probes one at a time).
+ * Steps and the private-data layout: rdzv/PROTOCOL.md, "RDMA-CM".
  */
 #ifndef RDZV_RDMA_H
 #define RDZV_RDMA_H
 
 #include "rdzv/rdzv.h"
 
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct rdzv_rdma_cm_ops; /* the librdmacm / verbs seam, defined in rdzv_rdma.c */
+/*
+ * The librdmacm / verbs seam. Every entry returns 0 or a negative errno
+ * (objects through out-pointers); poll_cq returns the number of completions
+ * or a negative errno. Only rdzv_rdma_cm.c calls the libraries.
+ */
+struct rdzv_rdma_cm_ops {
+	int (*create_event_channel)(struct rdma_event_channel **ret);
+	void (*destroy_event_channel)(struct rdma_event_channel *ch);
+	int (*create_id)(struct rdma_event_channel *ch, struct rdma_cm_id **ret, void *context);
+	int (*destroy_id)(struct rdma_cm_id *id);
+	int (*bind_addr)(struct rdma_cm_id *id, struct sockaddr *addr);
+	int (*listen)(struct rdma_cm_id *id, int backlog);
+	int (*resolve_addr)(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+			    int timeout_ms);
+	int (*resolve_route)(struct rdma_cm_id *id, int timeout_ms);
+	int (*connect)(struct rdma_cm_id *id, struct rdma_conn_param *param);
+	int (*accept)(struct rdma_cm_id *id, struct rdma_conn_param *param);
+	int (*reject)(struct rdma_cm_id *id, const void *pdata, uint8_t len);
+	int (*disconnect)(struct rdma_cm_id *id);
+	/* -EAGAIN when the (non-blocking) channel has nothing */
+	int (*get_cm_event)(struct rdma_event_channel *ch, struct rdma_cm_event **ret);
+	int (*ack_cm_event)(struct rdma_cm_event *ev);
+	int (*create_qp)(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+	void (*destroy_qp)(struct rdma_cm_id *id);
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+			struct ibv_qp_init_attr *init);
+	int (*query_port)(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+	int (*alloc_pd)(struct ibv_context *ctx, struct ibv_pd **ret);
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	int (*reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access, struct ibv_mr **ret);
+	int (*dereg_mr)(struct ibv_mr *mr);
+	int (*create_comp_channel)(struct ibv_context *ctx, struct ibv_comp_channel **ret);
+	int (*destroy_comp_channel)(struct ibv_comp_channel *cc);
+	int (*create_cq)(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *cc,
+			 struct ibv_cq **ret);
+	int (*destroy_cq)(struct ibv_cq *cq);
+	int (*req_notify_cq)(struct ibv_cq *cq);
+	/* -EAGAIN when the (non-blocking) channel has nothing */
+	int (*get_cq_event)(struct ibv_comp_channel *cc, struct ibv_cq **cq);
+	void (*ack_cq_events)(struct ibv_cq *cq, unsigned int n);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr);
+	int (*poll_cq)(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+};
 
 /* The real ops (librdmacm + libibverbs). */
 const struct rdzv_rdma_cm_ops *rdzv_rdma_cm_real(void);
 
 struct rdzv_rdma_ctx; /* server state; owns no global state */
 
+/* At most this many server connections at once; more are rejected ("busy"). */
+#define RDZV_RDMA_MAX_CONNS 64
+/* A server connection lives at most this long (a client that never hangs up). */
+#define RDZV_RDMA_CONN_MS 10000
+/* The largest max_write a context accepts (a buffer per server connection). */
+#define RDZV_RDMA_MAX_WRITE (64u << 20)
+
 /*
  * A context the caller owns. cm: the seam (rdzv_rdma_cm_real() in the
  * program, a fake in tests). max_write: the largest RDMA WRITE a client may
  * ask for (check --size); 0 = verification only (one small send/recv).
+ * -EINVAL for max_write > RDZV_RDMA_MAX_WRITE.
  */
 int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 		      struct rdzv_rdma_ctx **ret);
+/* Stops the server (if any) and frees everything; NULL is fine. */
 void rdzv_rdma_ctx_free(struct rdzv_rdma_ctx *c);
 
 /*
  * struct rdzv_rdma_ops for rdzv_config.rdma: check() = the member-side
  * verification (resolve addr/route to coord's secondary address, connect,
- * one small send/recv), listen()/close() = the coordinator's server in ev.
+ * one small send/recv; GX_ERDZV + why on failure), listen()/close() = the
+ * coordinator's server in ev (rdzv_rdma_serve / rdzv_rdma_stop).
  * ops->arg is c; the returned struct lives inside c.
  */
 const struct rdzv_rdma_ops *rdzv_rdma_ops(struct rdzv_rdma_ctx *c);
 
-/* Server for probes (check): answer connects on self's secondary address. */
+/*
+ * Server (coordinator and check): answer connects on self's secondary
+ * address (addr4, else addr6) and port inside ev. -EALREADY when serving.
+ */
 int rdzv_rdma_serve(struct rdzv_rdma_ctx *c, struct gx_ev *ev, const struct rdzv_peer *self,
 		    uint16_t port, char *why, size_t whylen);
+/* Stops the server: every connection and id destroyed; safe when not serving. */
+void rdzv_rdma_stop(struct rdzv_rdma_ctx *c);
+/* Server connections open now (tests, progress). */
+unsigned rdzv_rdma_nconns(const struct rdzv_rdma_ctx *c);
 
 struct rdzv_rdma_probe {
 	int ok;		     /* 1: every step passed */
 	const char *step;    /* the step that failed: "resolve_addr", "resolve_route",
-				"connect", "send", "recv", "write", "completion" */
-	char why[256];	     /* one line: step + cause (e.g. "connect: rejected") */
+				"setup" (pd/cq/qp/memory registration), "connect", "send",
+				"recv", "write", "completion"; NULL when ok */
+	char why[256];	     /* one line: step + cause (e.g. "connect: rejected by 10.0.0.1") */
 	int64_t connect_us;  /* resolve + route + connect */
 	int64_t sendrecv_us; /* one small send and its reply */
 	int64_t write_us;    /* RDMA WRITE of size bytes, until its completion */
 	size_t size;	     /* bytes written */
-	int gid_index;	     /* the SGID index the route used, -1 unknown */
-	int mtu, peer_mtu;   /* active path MTU here and as the server reports it */
+	int gid_index;	     /* the SGID index the connection used, -1 unknown */
+	int mtu, peer_mtu;   /* active MTU (bytes) here and as the server reports it; 0 unknown */
 };
 
 /*

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdzv_rdma_int.h - internals shared by rdzv_rdma.c (context, wire codec,
+ * queue-pair resources, client) and rdzv_rdma_srv.c (server in gx_ev).
+ * Private-data and message layouts: rdzv/PROTOCOL.md, "RDMA-CM".
+ */
+#ifndef RDZV_RDMA_INT_H
+#define RDZV_RDMA_INT_H
+
+#include "rdzv/gx.h"
+#include "rdzv/rdzv_rdma.h"
+
+#define RDZV_RDMA_MAGIC 0x47585244u /* "GXRD" */
+#define RDZV_RDMA_VERSION 1
+
+enum rdzv_rdma_type {
+	RDZV_RDMA_T_REQ = 1,  /* connect private data, client -> server */
+	RDZV_RDMA_T_ACC = 2,  /* accept private data, server -> client */
+	RDZV_RDMA_T_REJ = 3,  /* reject private data, server -> client */
+	RDZV_RDMA_T_PING = 4, /* SEND, client -> server */
+	RDZV_RDMA_T_PONG = 5, /* SEND, server -> client */
+};
+
+enum rdzv_rdma_rej {
+	RDZV_RDMA_REJ_BUSY = 1,	    /* connection limit reached */
+	RDZV_RDMA_REJ_BADREQ = 2,   /* malformed connect private data */
+	RDZV_RDMA_REJ_TOOLARGE = 3, /* write size above the server's max_write */
+	RDZV_RDMA_REJ_SETUP = 4,    /* server could not allocate the connection */
+};
+
+#define RDZV_RDMA_REQ_LEN 16
+#define RDZV_RDMA_ACC_LEN 32
+#define RDZV_RDMA_REJ_LEN 12
+#define RDZV_RDMA_MSG_LEN 16
+
+struct rdzv_rdma_req {
+	uint32_t write_size;
+};
+
+struct rdzv_rdma_acc {
+	uint32_t mtu, max_write, rkey;
+	uint64_t addr;
+};
+
+struct rdzv_rdma_msg {
+	uint8_t type; /* PING / PONG */
+	uint64_t nonce;
+};
+
+void rdzv_rdma_enc_req(const struct rdzv_rdma_req *r, unsigned char out[RDZV_RDMA_REQ_LEN]);
+void rdzv_rdma_enc_acc(const struct rdzv_rdma_acc *a, unsigned char out[RDZV_RDMA_ACC_LEN]);
+void rdzv_rdma_enc_rej(uint32_t reason, unsigned char out[RDZV_RDMA_REJ_LEN]);
+void rdzv_rdma_enc_msg(const struct rdzv_rdma_msg *m, unsigned char out[RDZV_RDMA_MSG_LEN]);
+/* Decoders take untrusted bytes: GX_EPROTO (short, bad magic/type), GX_EVERSION. */
+int rdzv_rdma_dec_req(const void *p, size_t len, struct rdzv_rdma_req *r);
+int rdzv_rdma_dec_acc(const void *p, size_t len, struct rdzv_rdma_acc *a);
+int rdzv_rdma_dec_rej(const void *p, size_t len, uint32_t *reason);
+int rdzv_rdma_dec_msg(const void *p, size_t len, struct rdzv_rdma_msg *m);
+
+/* MTU enum of verbs -> bytes (0 unknown). */
+int rdzv_rdma_mtu_bytes(enum ibv_mtu m);
+
+/*
+ * One connection's verbs resources: PD, completion channel (non-blocking
+ * fd), CQ (armed), QP on the cm id, two registered message slots (recv, send)
+ * and an optional data buffer (the server's WRITE target, the client's source).
+ */
+struct rdzv_rdma_qp {
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	struct ibv_mr *msg_mr, *buf_mr;
+	unsigned char *msg; /* [0, MSG_LEN) recv slot, [MSG_LEN, 2*MSG_LEN) send slot */
+	void *buf;
+	size_t buflen;
+	int has_qp;
+};
+
+/* Creates everything on id (id->verbs must be set); why gets "ibv_reg_mr: ...". */
+int rdzv_rdma_qp_setup(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
+		       struct rdzv_rdma_qp *q, size_t buflen, int buf_access, char *why,
+		       size_t whylen);
+/* Releases what setup created; safe on a zeroed or partly set up q. */
+void rdzv_rdma_qp_free(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
+		       struct rdzv_rdma_qp *q);
+int rdzv_rdma_post_recv(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
+			struct rdzv_rdma_qp *q);
+int rdzv_rdma_post_msg(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
+		       struct rdzv_rdma_qp *q, const struct rdzv_rdma_msg *m);
+/* "IBV_WC_RETRY_EXC_ERR" for a status. */
+const char *rdzv_rdma_wc_str(enum ibv_wc_status s);
+/* Sets O_NONBLOCK on fd; 0 or -errno. */
+int rdzv_rdma_nonblock(int fd);
+
+struct rdzv_rdma_srv;
+
+struct rdzv_rdma_ctx {
+	const struct rdzv_rdma_cm_ops *cm;
+	size_t max_write;
+	struct rdzv_rdma_ops ops;
+	struct rdzv_rdma_srv *srv; /* NULL when not serving */
+	uint64_t nonce;		   /* client: per-probe counter, mixed with the clock */
+};
+
+#endif

@@ -1,0 +1,1129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rdzv_rdma.c - RDMA-CM client and server (rdzv_rdma*.c) against a fake
+ * librdmacm / verbs table: event channels and completion channels are pipes
+ * (so poll() and gx_ev work), events and completions are played from a small
+ * per-test script, every object is counted so that each test ends with
+ * nothing alive. Covers success, address / route errors, rejects,
+ * unreachable, completion errors, deadlines, hostile private data, the
+ * server's accept / answer / limits, and release of everything on free.
+ */
+#include "rdzv/rdzv_rdma_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+enum kind {
+	K_CH,
+	K_ID,
+	K_PD,
+	K_MR,
+	K_CC,
+	K_CQ,
+	K_QP,
+	K_EV,
+	K_N
+};
+
+struct fake_ev {
+	struct rdma_cm_event ev; /* first: the code sees this */
+	unsigned char pd[256];
+	struct fake_ev *next;
+};
+
+struct fake_ch {
+	struct rdma_event_channel ch;
+	int wfd;
+	struct fake_ev *head;
+};
+
+struct fake_cc {
+	struct ibv_comp_channel cc;
+	int wfd;
+	struct fake_cq *cq;
+};
+
+struct fake_cq {
+	struct ibv_cq cq;
+	struct fake_cc *cc;
+	struct ibv_wc q[16];
+	int n, armed;
+};
+
+struct fake_qp {
+	struct ibv_qp qp;
+	struct fake_cq *cq;
+	struct rdma_cm_id *id;
+	uint64_t raddr[4];
+	int nrecv;
+};
+
+/* What the fake "other side" does, and what it saw. */
+struct fake {
+	struct ibv_context verbs;
+	int alive[K_N];
+	int errors;
+	uint32_t keys;
+	/* client script: event type per call, -1 = no event at all */
+	int addr_ev, addr_status, route_ev, route_status, conn_ev, conn_status;
+	unsigned char conn_pd[256];
+	uint8_t conn_pdlen;
+	enum ibv_wc_status send_status, write_status;
+	int reply;     /* answer a SEND with a RECV (the server's PONG) */
+	int reply_bad; /* ... with a wrong nonce */
+	int hangup;    /* answer a SEND by disconnecting */
+	int reg_mr_rc; /* forced ibv_reg_mr failure */
+	enum ibv_mtu mtu;
+	int sgid_index;
+	/* recordings */
+	unsigned char req_pd[64], acc_pd[64], rej_pd[64], sent[16];
+	int req_pdlen, acc_pdlen, rej_pdlen, nsent, naccepts, nrejects, ndisconnects;
+	uint64_t write_raddr;
+	uint32_t write_rkey, write_len;
+	union gx_sockaddr dst, src, bound;
+	struct rdma_cm_id *lid;
+};
+
+static struct fake *F; /* the one fake of the running test */
+
+/* ---- fake objects ------------------------------------------------------ */
+
+static void push_ev(struct rdma_cm_id *id, int type, int status, const void *pd, size_t len)
+{
+	struct fake_ch *ch = (struct fake_ch *)id->channel;
+	struct fake_ev *e = calloc(1, sizeof(*e)), **pp;
+
+	assert_non_null(e);
+	assert_true(len <= sizeof(e->pd));
+	e->ev.id = id;
+	e->ev.event = (enum rdma_cm_event_type)type;
+	e->ev.status = status;
+	if (len) {
+		memcpy(e->pd, pd, len);
+		e->ev.param.conn.private_data = e->pd;
+		e->ev.param.conn.private_data_len = (uint8_t)len;
+	}
+	for (pp = &ch->head; *pp; pp = &(*pp)->next)
+		;
+	*pp = e;
+	F->alive[K_EV]++;
+	assert_int_equal(write(ch->wfd, "e", 1), 1);
+}
+
+static void push_wc(struct fake_cq *cq, enum ibv_wc_opcode op, enum ibv_wc_status st, uint32_t len)
+{
+	struct ibv_wc *wc;
+
+	assert_true(cq->n < 16);
+	wc = &cq->q[cq->n++];
+	memset(wc, 0, sizeof(*wc));
+	wc->opcode = op;
+	wc->status = st;
+	wc->byte_len = len;
+	if (cq->armed) {
+		cq->armed = 0;
+		assert_int_equal(write(cq->cc->wfd, "c", 1), 1);
+	}
+}
+
+static int f_create_event_channel(struct rdma_event_channel **ret)
+{
+	struct fake_ch *ch = calloc(1, sizeof(*ch));
+	int fds[2];
+
+	assert_non_null(ch);
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	ch->ch.fd = fds[0];
+	ch->wfd = fds[1];
+	F->alive[K_CH]++;
+	*ret = &ch->ch;
+	return 0;
+}
+
+static void f_destroy_event_channel(struct rdma_event_channel *c)
+{
+	struct fake_ch *ch = (struct fake_ch *)c;
+	struct fake_ev *e;
+
+	while ((e = ch->head)) { /* retrieved-never events die with the channel */
+		ch->head = e->next;
+		free(e);
+		F->alive[K_EV]--;
+	}
+	close(ch->ch.fd);
+	close(ch->wfd);
+	free(ch);
+	F->alive[K_CH]--;
+}
+
+static struct rdma_cm_id *new_id(struct rdma_event_channel *ch, void *context)
+{
+	struct rdma_cm_id *id = calloc(1, sizeof(*id));
+
+	assert_non_null(id);
+	id->channel = ch;
+	id->context = context;
+	id->port_num = 1;
+	F->alive[K_ID]++;
+	return id;
+}
+
+static int f_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **ret, void *context)
+{
+	*ret = new_id(ch, context);
+	return 0;
+}
+
+static int f_destroy_id(struct rdma_cm_id *id)
+{
+	struct fake_ch *ch = (struct fake_ch *)id->channel;
+	struct fake_ev **pp = &ch->head, *e;
+	char b;
+
+	if (id->qp) /* the QP must be destroyed first */
+		F->errors++;
+	while ((e = *pp)) { /* the kernel drops the id's queued events */
+		if (e->ev.id != id) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		assert_int_equal(read(ch->ch.fd, &b, 1), 1);
+		free(e);
+		F->alive[K_EV]--;
+	}
+	free(id);
+	F->alive[K_ID]--;
+	return 0;
+}
+
+static int f_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	memcpy(&F->bound, addr,
+	       addr->sa_family == AF_INET6 ? sizeof(F->bound.in6) : sizeof(F->bound.in4));
+	id->verbs = &F->verbs;
+	return 0;
+}
+
+static int f_listen(struct rdma_cm_id *id, int backlog)
+{
+	assert_true(backlog > 0);
+	F->lid = id;
+	return 0;
+}
+
+static int f_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+			  int timeout_ms)
+{
+	assert_true(timeout_ms > 0);
+	memcpy(&F->src, src, src->sa_family == AF_INET6 ? sizeof(F->src.in6) : sizeof(F->src.in4));
+	memcpy(&F->dst, dst, dst->sa_family == AF_INET6 ? sizeof(F->dst.in6) : sizeof(F->dst.in4));
+	id->verbs = &F->verbs;
+	if (F->addr_ev >= 0)
+		push_ev(id, F->addr_ev, F->addr_status, NULL, 0);
+	return 0;
+}
+
+static int f_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	assert_true(timeout_ms > 0);
+	if (F->route_ev >= 0)
+		push_ev(id, F->route_ev, F->route_status, NULL, 0);
+	return 0;
+}
+
+static int f_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
+{
+	assert_non_null(id->qp); /* rping order: QP before connect */
+	F->req_pdlen = p->private_data_len;
+	memcpy(F->req_pd, p->private_data, p->private_data_len);
+	if (F->conn_ev >= 0)
+		push_ev(id, F->conn_ev, F->conn_status, F->conn_pd, F->conn_pdlen);
+	return 0;
+}
+
+static int f_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
+{
+	assert_non_null(id->qp);
+	F->naccepts++;
+	F->acc_pdlen = p->private_data_len;
+	memcpy(F->acc_pd, p->private_data, p->private_data_len);
+	return 0;
+}
+
+static int f_reject(struct rdma_cm_id *id, const void *pd, uint8_t len)
+{
+	(void)id;
+	F->nrejects++;
+	F->rej_pdlen = len;
+	memcpy(F->rej_pd, pd, len < sizeof(F->rej_pd) ? len : sizeof(F->rej_pd));
+	return 0;
+}
+
+static int f_disconnect(struct rdma_cm_id *id)
+{
+	F->ndisconnects++;
+	push_ev(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	return 0;
+}
+
+static int f_get_cm_event(struct rdma_event_channel *c, struct rdma_cm_event **ret)
+{
+	struct fake_ch *ch = (struct fake_ch *)c;
+	struct fake_ev *e = ch->head;
+	char b;
+
+	if (!e)
+		return -EAGAIN;
+	assert_int_equal(read(ch->ch.fd, &b, 1), 1);
+	ch->head = e->next;
+	*ret = &e->ev;
+	return 0;
+}
+
+static int f_ack_cm_event(struct rdma_cm_event *ev)
+{
+	free(ev); /* first member of struct fake_ev */
+	F->alive[K_EV]--;
+	return 0;
+}
+
+static int f_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	struct fake_qp *qp = calloc(1, sizeof(*qp));
+
+	assert_non_null(qp);
+	assert_non_null(pd);
+	assert_int_equal(a->qp_type, IBV_QPT_RC);
+	qp->cq = (struct fake_cq *)a->send_cq;
+	qp->id = id;
+	qp->qp.context = &F->verbs;
+	id->qp = &qp->qp;
+	F->alive[K_QP]++;
+	return 0;
+}
+
+static void f_destroy_qp(struct rdma_cm_id *id)
+{
+	free(id->qp);
+	id->qp = NULL;
+	F->alive[K_QP]--;
+}
+
+static int f_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		      struct ibv_qp_init_attr *init)
+{
+	(void)qp;
+	(void)init;
+	assert_true(mask & IBV_QP_AV);
+	attr->ah_attr.is_global = 1;
+	attr->ah_attr.grh.sgid_index = (uint8_t)F->sgid_index;
+	return 0;
+}
+
+static int f_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+{
+	assert_ptr_equal(ctx, &F->verbs);
+	assert_int_equal(port, 1);
+	attr->active_mtu = F->mtu;
+	return 0;
+}
+
+static int f_alloc_pd(struct ibv_context *ctx, struct ibv_pd **ret)
+{
+	*ret = calloc(1, sizeof(**ret));
+	assert_non_null(*ret);
+	(*ret)->context = ctx;
+	F->alive[K_PD]++;
+	return 0;
+}
+
+static int f_dealloc_pd(struct ibv_pd *pd)
+{
+	free(pd);
+	F->alive[K_PD]--;
+	return 0;
+}
+
+static int f_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access, struct ibv_mr **ret)
+{
+	(void)access;
+	if (F->reg_mr_rc && len > RDZV_RDMA_MSG_LEN * 2)
+		return F->reg_mr_rc;
+	*ret = calloc(1, sizeof(**ret));
+	assert_non_null(*ret);
+	(*ret)->pd = pd;
+	(*ret)->addr = addr;
+	(*ret)->length = len;
+	(*ret)->lkey = ++F->keys;
+	(*ret)->rkey = 0x1000 + F->keys;
+	F->alive[K_MR]++;
+	return 0;
+}
+
+static int f_dereg_mr(struct ibv_mr *mr)
+{
+	free(mr);
+	F->alive[K_MR]--;
+	return 0;
+}
+
+static int f_create_comp_channel(struct ibv_context *ctx, struct ibv_comp_channel **ret)
+{
+	struct fake_cc *cc = calloc(1, sizeof(*cc));
+	int fds[2];
+
+	assert_non_null(cc);
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	cc->cc.fd = fds[0];
+	cc->cc.context = ctx;
+	cc->wfd = fds[1];
+	F->alive[K_CC]++;
+	*ret = &cc->cc;
+	return 0;
+}
+
+static int f_destroy_comp_channel(struct ibv_comp_channel *c)
+{
+	struct fake_cc *cc = (struct fake_cc *)c;
+
+	close(cc->cc.fd);
+	close(cc->wfd);
+	free(cc);
+	F->alive[K_CC]--;
+	return 0;
+}
+
+static int f_create_cq(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *c,
+		       struct ibv_cq **ret)
+{
+	struct fake_cq *cq = calloc(1, sizeof(*cq));
+
+	assert_non_null(cq);
+	assert_true(cqe > 0);
+	cq->cc = (struct fake_cc *)c;
+	cq->cc->cq = cq;
+	cq->cq.context = ctx;
+	cq->cq.channel = c;
+	F->alive[K_CQ]++;
+	*ret = &cq->cq;
+	return 0;
+}
+
+static int f_destroy_cq(struct ibv_cq *cq)
+{
+	free(cq);
+	F->alive[K_CQ]--;
+	return 0;
+}
+
+static int f_req_notify_cq(struct ibv_cq *cq)
+{
+	((struct fake_cq *)cq)->armed = 1;
+	return 0;
+}
+
+static int f_get_cq_event(struct ibv_comp_channel *c, struct ibv_cq **cq)
+{
+	struct fake_cc *cc = (struct fake_cc *)c;
+	char b;
+
+	if (read(cc->cc.fd, &b, 1) != 1)
+		return -EAGAIN;
+	*cq = &cc->cq->cq;
+	return 0;
+}
+
+static void f_ack_cq_events(struct ibv_cq *cq, unsigned int n)
+{
+	(void)cq;
+	assert_int_equal(n, 1);
+}
+
+/* The fake peer's answer to a PING: a PONG in the oldest posted recv. */
+static void deliver(struct fake_qp *qp, const unsigned char *msg, uint32_t len)
+{
+	assert_true(qp->nrecv > 0);
+	memcpy((void *)(uintptr_t)qp->raddr[0], msg, len);
+	memmove(qp->raddr, qp->raddr + 1, sizeof(qp->raddr[0]) * 3);
+	qp->nrecv--;
+	push_wc(qp->cq, IBV_WC_RECV, IBV_WC_SUCCESS, len);
+}
+
+static int f_post_send(struct ibv_qp *q, struct ibv_send_wr *wr)
+{
+	struct fake_qp *qp = (struct fake_qp *)q;
+	struct rdzv_rdma_msg m;
+	unsigned char pong[RDZV_RDMA_MSG_LEN];
+
+	assert_int_equal(wr->num_sge, 1);
+	if (wr->opcode == IBV_WR_RDMA_WRITE) {
+		F->write_raddr = wr->wr.rdma.remote_addr;
+		F->write_rkey = wr->wr.rdma.rkey;
+		F->write_len = wr->sg_list->length;
+		push_wc(qp->cq, IBV_WC_RDMA_WRITE, F->write_status, 0);
+		return 0;
+	}
+	assert_int_equal(wr->opcode, IBV_WR_SEND);
+	assert_int_equal(wr->sg_list->length, RDZV_RDMA_MSG_LEN);
+	memcpy(F->sent, (void *)(uintptr_t)wr->sg_list->addr, RDZV_RDMA_MSG_LEN);
+	F->nsent++;
+	push_wc(qp->cq, IBV_WC_SEND, F->send_status, 0);
+	if (F->hangup)
+		push_ev(qp->id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	if (F->send_status != IBV_WC_SUCCESS || !F->reply)
+		return 0;
+	assert_int_equal(rdzv_rdma_dec_msg(F->sent, sizeof(F->sent), &m), 0);
+	m.type = RDZV_RDMA_T_PONG;
+	m.nonce += (uint64_t)F->reply_bad;
+	rdzv_rdma_enc_msg(&m, pong);
+	deliver(qp, pong, sizeof(pong));
+	return 0;
+}
+
+static int f_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr)
+{
+	struct fake_qp *qp = (struct fake_qp *)q;
+
+	if (qp->nrecv >= 4)
+		return -ENOMEM;
+	assert_true(wr->sg_list->length >= RDZV_RDMA_MSG_LEN);
+	qp->raddr[qp->nrecv++] = wr->sg_list->addr;
+	return 0;
+}
+
+static int f_poll_cq(struct ibv_cq *c, int n, struct ibv_wc *wc)
+{
+	struct fake_cq *cq = (struct fake_cq *)c;
+
+	if (cq->n == 0 || n < 1)
+		return 0;
+	*wc = cq->q[0];
+	memmove(cq->q, cq->q + 1, sizeof(cq->q[0]) * (size_t)--cq->n);
+	return 1;
+}
+
+static const struct rdzv_rdma_cm_ops fake_ops = {
+    .create_event_channel = f_create_event_channel,
+    .destroy_event_channel = f_destroy_event_channel,
+    .create_id = f_create_id,
+    .destroy_id = f_destroy_id,
+    .bind_addr = f_bind_addr,
+    .listen = f_listen,
+    .resolve_addr = f_resolve_addr,
+    .resolve_route = f_resolve_route,
+    .connect = f_connect,
+    .accept = f_accept,
+    .reject = f_reject,
+    .disconnect = f_disconnect,
+    .get_cm_event = f_get_cm_event,
+    .ack_cm_event = f_ack_cm_event,
+    .create_qp = f_create_qp,
+    .destroy_qp = f_destroy_qp,
+    .query_qp = f_query_qp,
+    .query_port = f_query_port,
+    .alloc_pd = f_alloc_pd,
+    .dealloc_pd = f_dealloc_pd,
+    .reg_mr = f_reg_mr,
+    .dereg_mr = f_dereg_mr,
+    .create_comp_channel = f_create_comp_channel,
+    .destroy_comp_channel = f_destroy_comp_channel,
+    .create_cq = f_create_cq,
+    .destroy_cq = f_destroy_cq,
+    .req_notify_cq = f_req_notify_cq,
+    .get_cq_event = f_get_cq_event,
+    .ack_cq_events = f_ack_cq_events,
+    .post_send = f_post_send,
+    .post_recv = f_post_recv,
+    .poll_cq = f_poll_cq,
+};
+
+/* ---- fixtures ------------------------------------------------------------ */
+
+#define SERVER_BUF 0x7f0000001000ull
+#define SERVER_RKEY 0xabcd
+
+static void server_accepts(uint32_t mtu, uint32_t max_write)
+{
+	struct rdzv_rdma_acc a = {
+	    .mtu = mtu, .max_write = max_write, .rkey = SERVER_RKEY, .addr = SERVER_BUF};
+
+	rdzv_rdma_enc_acc(&a, F->conn_pd);
+	/* IB pads the REP's private data to its full size: trailing zeros */
+	F->conn_pdlen = 196;
+}
+
+static int setup(void **state)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->addr_ev = RDMA_CM_EVENT_ADDR_RESOLVED;
+	f->route_ev = RDMA_CM_EVENT_ROUTE_RESOLVED;
+	f->conn_ev = RDMA_CM_EVENT_ESTABLISHED;
+	f->reply = 1;
+	f->mtu = IBV_MTU_4096;
+	f->sgid_index = 3;
+	F = f;
+	server_accepts(1024, 1u << 20);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fake *f = *state;
+	int k;
+
+	for (k = 0; k < K_N; k++)
+		if (f->alive[k] != 0)
+			fail_msg("fake object kind %d: %d still alive", k, f->alive[k]);
+	assert_int_equal(f->errors, 0);
+	free(f);
+	F = NULL;
+	return 0;
+}
+
+static void peers(struct rdzv_peer *self, struct rdzv_peer *peer, int v6)
+{
+	memset(self, 0, sizeof(*self));
+	memset(peer, 0, sizeof(*peer));
+	snprintf(self->name, sizeof(self->name), "job-worker-1");
+	snprintf(peer->name, sizeof(peer->name), "job-master-0");
+	if (v6) {
+		snprintf(self->addr6, sizeof(self->addr6), "fd00::2");
+		snprintf(peer->addr6, sizeof(peer->addr6), "fd00::1");
+	} else {
+		snprintf(self->addr4, sizeof(self->addr4), "10.0.0.2");
+		snprintf(peer->addr4, sizeof(peer->addr4), "10.0.0.1");
+	}
+}
+
+/* One client probe against the scripted fake. */
+static void probe(size_t size, int64_t budget_ms, struct rdzv_rdma_probe *out)
+{
+	struct rdzv_rdma_ctx *c = NULL;
+	struct rdzv_peer self, peer;
+
+	peers(&self, &peer, 0);
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
+	assert_int_equal(
+	    rdzv_rdma_probe_run(c, &self, &peer, 29410, size, gx_now_ms() + budget_ms, out), 0);
+	rdzv_rdma_ctx_free(c);
+}
+
+static void expect_fail(const struct rdzv_rdma_probe *p, const char *step, const char *why)
+{
+	assert_int_equal(p->ok, 0);
+	assert_non_null(p->step);
+	assert_string_equal(p->step, step);
+	if (strcmp(p->why, why) != 0)
+		fail_msg("why: got \"%s\", want \"%s\"", p->why, why);
+}
+
+/* ---- codec --------------------------------------------------------------- */
+
+static void test_codec(void **state)
+{
+	struct rdzv_rdma_acc a = {.mtu = 4096, .max_write = 65536, .rkey = 7, .addr = 1ull << 40};
+	struct rdzv_rdma_acc b;
+	struct rdzv_rdma_req r;
+	unsigned char buf[RDZV_RDMA_ACC_LEN];
+	uint32_t why = 0;
+
+	(void)state;
+	rdzv_rdma_enc_acc(&a, buf);
+	assert_int_equal(rdzv_rdma_dec_acc(buf, sizeof(buf), &b), 0);
+	assert_int_equal(b.mtu, 4096);
+	assert_int_equal(b.max_write, 65536);
+	assert_int_equal(b.rkey, 7);
+	assert_true(b.addr == 1ull << 40);
+	/* every truncation fails, so does a REQ read as an ACC */
+	for (size_t n = 0; n < sizeof(buf); n++)
+		assert_int_equal(rdzv_rdma_dec_acc(buf, n, &b), GX_EPROTO);
+	assert_int_equal(rdzv_rdma_dec_acc(NULL, 64, &b), GX_EPROTO);
+	assert_int_equal(rdzv_rdma_dec_req(buf, sizeof(buf), &r), GX_EPROTO);
+	buf[4] = 2; /* another version */
+	assert_int_equal(rdzv_rdma_dec_acc(buf, sizeof(buf), &b), GX_EVERSION);
+	buf[4] = RDZV_RDMA_VERSION;
+	buf[0] ^= 1; /* bad magic */
+	assert_int_equal(rdzv_rdma_dec_acc(buf, sizeof(buf), &b), GX_EPROTO);
+	a.mtu = 1000; /* not an MTU */
+	rdzv_rdma_enc_acc(&a, buf);
+	assert_int_equal(rdzv_rdma_dec_acc(buf, sizeof(buf), &b), GX_EPROTO);
+	a.mtu = 1024;
+	a.max_write = 0xffffffffu; /* a size nobody should trust */
+	rdzv_rdma_enc_acc(&a, buf);
+	assert_int_equal(rdzv_rdma_dec_acc(buf, sizeof(buf), &b), GX_EPROTO);
+	rdzv_rdma_enc_rej(RDZV_RDMA_REJ_BUSY, buf);
+	assert_int_equal(rdzv_rdma_dec_rej(buf, RDZV_RDMA_REJ_LEN, &why), 0);
+	assert_int_equal(why, RDZV_RDMA_REJ_BUSY);
+	assert_int_equal(rdzv_rdma_mtu_bytes(IBV_MTU_256), 256);
+	assert_int_equal(rdzv_rdma_mtu_bytes(IBV_MTU_4096), 4096);
+	assert_int_equal(rdzv_rdma_mtu_bytes((enum ibv_mtu)9), 0);
+	assert_string_equal(rdzv_rdma_wc_str(IBV_WC_RETRY_EXC_ERR), "IBV_WC_RETRY_EXC_ERR");
+	assert_non_null(rdzv_rdma_wc_str((enum ibv_wc_status)999));
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+static void test_client_ok(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+	struct rdzv_rdma_req r;
+	char a[64];
+
+	probe(0, 2000, &p);
+	assert_int_equal(p.ok, 1);
+	assert_null(p.step);
+	assert_string_equal(p.why, "");
+	assert_true(p.connect_us >= 0 && p.sendrecv_us >= 0);
+	assert_int_equal(p.write_us, 0);
+	assert_int_equal(p.gid_index, 3);
+	assert_int_equal(p.mtu, 4096);
+	assert_int_equal(p.peer_mtu, 1024);
+	/* the route went from our secondary address to the peer's, on the port */
+	assert_int_equal(f->dst.sa.sa_family, AF_INET);
+	assert_string_equal(inet_ntop(AF_INET, &f->dst.in4.sin_addr, a, sizeof(a)), "10.0.0.1");
+	assert_int_equal(ntohs(f->dst.in4.sin_port), 29410);
+	assert_string_equal(inet_ntop(AF_INET, &f->src.in4.sin_addr, a, sizeof(a)), "10.0.0.2");
+	/* versioned connect data asking for no write; one PING sent; hung up */
+	assert_int_equal(f->req_pdlen, RDZV_RDMA_REQ_LEN);
+	assert_int_equal(rdzv_rdma_dec_req(f->req_pd, (size_t)f->req_pdlen, &r), 0);
+	assert_int_equal(r.write_size, 0);
+	assert_int_equal(f->nsent, 1);
+	assert_int_equal(f->ndisconnects, 1);
+	assert_int_equal(f->write_len, 0);
+}
+
+static void test_client_write(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+	struct rdzv_rdma_req r;
+
+	probe(65536, 2000, &p);
+	assert_int_equal(p.ok, 1);
+	assert_int_equal(p.size, 65536);
+	assert_true(p.write_us >= 0);
+	assert_int_equal(rdzv_rdma_dec_req(f->req_pd, (size_t)f->req_pdlen, &r), 0);
+	assert_int_equal(r.write_size, 65536);
+	/* the WRITE went where the accept's private data said */
+	assert_true(f->write_raddr == SERVER_BUF);
+	assert_int_equal(f->write_rkey, SERVER_RKEY);
+	assert_int_equal(f->write_len, 65536);
+}
+
+static void test_client_v6(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_ctx *c = NULL;
+	struct rdzv_peer self, peer;
+	struct rdzv_rdma_probe p;
+	char a[64];
+
+	peers(&self, &peer, 1);
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
+	assert_int_equal(rdzv_rdma_probe_run(c, &self, &peer, 4791, 0, gx_now_ms() + 2000, &p), 0);
+	rdzv_rdma_ctx_free(c);
+	assert_int_equal(p.ok, 1);
+	assert_int_equal(f->dst.sa.sa_family, AF_INET6);
+	assert_string_equal(inet_ntop(AF_INET6, &f->dst.in6.sin6_addr, a, sizeof(a)), "fd00::1");
+	assert_int_equal(ntohs(f->dst.in6.sin6_port), 4791);
+	/* no common family: nothing is created */
+	snprintf(self.addr4, sizeof(self.addr4), "10.0.0.2");
+	self.addr6[0] = '\0';
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
+	assert_int_equal(rdzv_rdma_probe_run(c, &self, &peer, 4791, 0, gx_now_ms() + 2000, &p), 0);
+	rdzv_rdma_ctx_free(c);
+	expect_fail(&p, "resolve_addr", "resolve_addr: no common address family with job-master-0");
+}
+
+static void test_client_addr_error(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+
+	f->addr_ev = RDMA_CM_EVENT_ADDR_ERROR;
+	f->addr_status = -EHOSTUNREACH;
+	probe(0, 2000, &p);
+	expect_fail(&p, "resolve_addr", "resolve_addr: No route to host");
+	assert_int_equal(f->req_pdlen, 0); /* never got to connect */
+}
+
+static void test_client_route_error(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+
+	f->route_ev = RDMA_CM_EVENT_ROUTE_ERROR;
+	f->route_status = -ETIMEDOUT;
+	probe(0, 2000, &p);
+	expect_fail(&p, "resolve_route", "resolve_route: timed out");
+}
+
+static void test_client_rejected(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+
+	f->conn_ev = RDMA_CM_EVENT_REJECTED;
+	f->conn_status = 28; /* consumer defined: our REJ data */
+	rdzv_rdma_enc_rej(RDZV_RDMA_REJ_BUSY, f->conn_pd);
+	f->conn_pdlen = 148;
+	probe(0, 2000, &p);
+	expect_fail(&p, "connect", "connect: rejected by 10.0.0.1 (server busy)");
+	assert_int_equal(f->ndisconnects, 0);
+	/* nobody listening on that port: the CM's own reject, no data */
+	f->conn_status = 8;
+	f->conn_pdlen = 0;
+	probe(0, 2000, &p);
+	expect_fail(&p, "connect",
+		    "connect: rejected by 10.0.0.1 (no RDMA-CM listener on port 29410)");
+	/* garbage reject data is not believed */
+	memset(f->conn_pd, 0xff, 148);
+	f->conn_pdlen = 148;
+	f->conn_status = 28;
+	probe(0, 2000, &p);
+	expect_fail(&p, "connect", "connect: rejected by 10.0.0.1 (status 28)");
+}
+
+static void test_client_unreachable(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+
+	f->conn_ev = RDMA_CM_EVENT_UNREACHABLE;
+	f->conn_status = -ETIMEDOUT;
+	f->conn_pdlen = 0;
+	probe(0, 2000, &p);
+	expect_fail(&p, "connect", "connect: 10.0.0.1 unreachable (timed out)");
+}
+
+static void test_client_completion_error(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+
+	f->send_status = IBV_WC_RETRY_EXC_ERR;
+	probe(0, 2000, &p);
+	expect_fail(&p, "completion", "completion: IBV_WC_RETRY_EXC_ERR on recv");
+	assert_int_equal(f->ndisconnects, 1); /* connected, so hung up */
+	f->send_status = IBV_WC_SUCCESS;
+	f->write_status = IBV_WC_REM_ACCESS_ERR;
+	probe(4096, 2000, &p);
+	expect_fail(&p, "completion", "completion: IBV_WC_REM_ACCESS_ERR on write");
+}
+
+static void test_client_deadline(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+
+	f->route_ev = -1; /* the route never resolves */
+	probe(0, 150, &p);
+	expect_fail(&p, "resolve_route", "resolve_route: timed out");
+	f->route_ev = RDMA_CM_EVENT_ROUTE_RESOLVED;
+	f->reply = 0; /* connected, but nobody answers the PING */
+	probe(0, 150, &p);
+	expect_fail(&p, "recv", "recv: timed out");
+	f->hangup = 1; /* the server hangs up instead of answering */
+	probe(0, 2000, &p);
+	expect_fail(&p, "recv", "recv: disconnected by 10.0.0.1");
+	f->hangup = 0;
+	f->addr_ev = -1;
+	probe(0, 0, &p); /* deadline already passed */
+	expect_fail(&p, "resolve_addr", "resolve_addr: timed out");
+}
+
+static void test_client_hostile_accept(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+
+	f->conn_pd[0] ^= 0xff; /* bad magic */
+	probe(0, 2000, &p);
+	expect_fail(&p, "connect",
+		    "connect: malformed accept data from 10.0.0.1 (malformed message)");
+	assert_int_equal(f->ndisconnects, 1);
+	server_accepts(1024, 1u << 20);
+	f->conn_pdlen = RDZV_RDMA_ACC_LEN - 1; /* short */
+	probe(0, 2000, &p);
+	assert_int_equal(p.ok, 0);
+	assert_string_equal(p.step, "connect");
+	server_accepts(1024, 0xffffffffu); /* a size nobody should trust */
+	probe(0, 2000, &p);
+	assert_int_equal(p.ok, 0);
+	assert_string_equal(p.step, "connect");
+	server_accepts(1024, 4096); /* smaller than what we asked for */
+	probe(8192, 2000, &p);
+	expect_fail(&p, "write", "write: 10.0.0.1 accepts at most 4096 bytes");
+	assert_int_equal(f->write_len, 0);
+	server_accepts(1024, 4096);
+	f->reply_bad = 1; /* a PONG that does not echo our nonce */
+	probe(0, 2000, &p);
+	expect_fail(&p, "recv", "recv: bad reply from 10.0.0.1");
+}
+
+static void test_client_memlock(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+
+	f->reg_mr_rc = -ENOMEM;
+	probe(65536, 2000, &p);
+	assert_int_equal(p.ok, 0);
+	assert_string_equal(p.step, "setup");
+	assert_non_null(strstr(p.why, "setup: ibv_reg_mr(65536 bytes): "));
+	assert_int_equal(f->req_pdlen, 0);
+}
+
+static void test_ops_check(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_ctx *c = NULL;
+	const struct rdzv_rdma_ops *ops;
+	struct rdzv_peer self, peer;
+	char why[256] = "";
+
+	peers(&self, &peer, 0);
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
+	ops = rdzv_rdma_ops(c);
+	assert_ptr_equal(ops->arg, c);
+	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
+			 0);
+	f->route_ev = RDMA_CM_EVENT_ROUTE_ERROR;
+	f->route_status = -ENETUNREACH;
+	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
+			 GX_ERDZV);
+	assert_string_equal(why, "resolve_route: Network is unreachable");
+	ops->close(ops->arg); /* never listened: harmless */
+	rdzv_rdma_ctx_free(c);
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, RDZV_RDMA_MAX_WRITE + 1, &c), -EINVAL);
+	assert_null(c);
+}
+
+/* ---- server -------------------------------------------------------------- */
+
+struct srv {
+	struct gx_ev *ev;
+	struct rdzv_rdma_ctx *c;
+};
+
+static void pump(struct gx_ev *ev)
+{
+	gx_ev_run_until(ev, gx_now_ms() + 20);
+}
+
+static void srv_start(struct srv *s, size_t max_write)
+{
+	struct rdzv_peer self, peer;
+	const struct rdzv_rdma_ops *ops;
+	char why[256] = "", a[64];
+
+	peers(&peer, &self, 0); /* self = 10.0.0.1 */
+	F->reply = 0;		/* the fake plays the client: it does not answer PONGs */
+	assert_int_equal(gx_ev_new(&s->ev), 0);
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, max_write, &s->c), 0);
+	ops = rdzv_rdma_ops(s->c);
+	assert_int_equal(ops->listen(ops->arg, s->ev, &self, 29410, why, sizeof(why)), 0);
+	assert_int_equal(rdzv_rdma_serve(s->c, s->ev, &self, 29410, why, sizeof(why)), -EALREADY);
+	assert_non_null(F->lid);
+	assert_string_equal(inet_ntop(AF_INET, &F->bound.in4.sin_addr, a, sizeof(a)), "10.0.0.1");
+	assert_int_equal(ntohs(F->bound.in4.sin_port), 29410);
+}
+
+static void srv_free(struct srv *s)
+{
+	rdzv_rdma_ctx_free(s->c);
+	gx_ev_free(s->ev);
+}
+
+/* A client's CONNECT_REQUEST on the listening id; returns the new id. */
+static struct rdma_cm_id *request(const void *pd, size_t len)
+{
+	struct rdma_cm_id *id = new_id(F->lid->channel, F->lid->context);
+
+	id->verbs = &F->verbs;
+	push_ev(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pd, len);
+	return id;
+}
+
+static struct rdma_cm_id *request_write(uint32_t size)
+{
+	unsigned char req[RDZV_RDMA_REQ_LEN];
+
+	rdzv_rdma_enc_req(&(struct rdzv_rdma_req){.write_size = size}, req);
+	return request(req, sizeof(req));
+}
+
+static void test_server_answers(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	struct rdma_cm_id *id;
+	struct rdzv_rdma_acc a;
+	struct rdzv_rdma_msg m = {.type = RDZV_RDMA_T_PING, .nonce = 0x1122334455667788ull};
+	unsigned char ping[RDZV_RDMA_MSG_LEN];
+
+	f->mtu = IBV_MTU_2048;
+	srv_start(&s, 65536);
+	id = request_write(4096);
+	pump(s.ev);
+	assert_int_equal(f->naccepts, 1);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 1);
+	/* the accept names a registered, writable buffer of max_write bytes */
+	assert_int_equal(rdzv_rdma_dec_acc(f->acc_pd, (size_t)f->acc_pdlen, &a), 0);
+	assert_int_equal(a.mtu, 2048);
+	assert_int_equal(a.max_write, 65536);
+	assert_true(a.addr != 0 && a.rkey != 0);
+	assert_non_null(id->context);
+	push_ev(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	pump(s.ev);
+	/* the client's PING arrives in the posted recv; the PONG echoes it */
+	rdzv_rdma_enc_msg(&m, ping);
+	deliver((struct fake_qp *)id->qp, ping, sizeof(ping));
+	pump(s.ev);
+	assert_int_equal(f->nsent, 1);
+	assert_int_equal(rdzv_rdma_dec_msg(f->sent, sizeof(f->sent), &m), 0);
+	assert_int_equal(m.type, RDZV_RDMA_T_PONG);
+	assert_true(m.nonce == 0x1122334455667788ull);
+	/* a second PING on the re-posted recv is answered too */
+	m.type = RDZV_RDMA_T_PING;
+	rdzv_rdma_enc_msg(&m, ping);
+	deliver((struct fake_qp *)id->qp, ping, sizeof(ping));
+	pump(s.ev);
+	assert_int_equal(f->nsent, 2);
+	/* the client hangs up: everything of that connection is gone */
+	push_ev(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	assert_int_equal(f->ndisconnects, 0); /* it hung up, not us */
+	assert_int_equal(f->alive[K_ID], 1);  /* the listening id */
+	assert_int_equal(f->alive[K_QP], 0);
+	assert_int_equal(f->alive[K_MR], 0);
+	srv_free(&s);
+}
+
+static void test_server_garbage(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	struct rdma_cm_id *id;
+	unsigned char junk[RDZV_RDMA_MSG_LEN];
+	uint32_t why = 0;
+
+	srv_start(&s, 4096);
+	memset(junk, 0x41, sizeof(junk));
+	request(junk, sizeof(junk)); /* not our connect data */
+	pump(s.ev);
+	assert_int_equal(f->nrejects, 1);
+	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why), 0);
+	assert_int_equal(why, RDZV_RDMA_REJ_BADREQ);
+	request(NULL, 0); /* none at all */
+	pump(s.ev);
+	assert_int_equal(f->nrejects, 2);
+	request_write(8192); /* more than max_write */
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why), 0);
+	assert_int_equal(why, RDZV_RDMA_REJ_TOOLARGE);
+	assert_int_equal(f->naccepts, 0);
+	assert_int_equal(f->alive[K_ID], 1);
+	/* an accepted connection whose message is garbage is closed */
+	id = request_write(0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 1);
+	deliver((struct fake_qp *)id->qp, junk, sizeof(junk));
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	assert_int_equal(f->nsent, 0);
+	/* and one whose completion fails */
+	id = request_write(0);
+	pump(s.ev);
+	push_wc(((struct fake_qp *)id->qp)->cq, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR, 0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	srv_free(&s);
+}
+
+static void test_server_limit(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	uint32_t why = 0;
+	int i;
+
+	srv_start(&s, 65536);
+	for (i = 0; i < RDZV_RDMA_MAX_CONNS + 3; i++)
+		request_write(1024);
+	for (i = 0; i < 8; i++)
+		pump(s.ev);
+	assert_int_equal(f->naccepts, RDZV_RDMA_MAX_CONNS);
+	assert_int_equal(rdzv_rdma_nconns(s.c), RDZV_RDMA_MAX_CONNS);
+	assert_int_equal(f->nrejects, 3);
+	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why), 0);
+	assert_int_equal(why, RDZV_RDMA_REJ_BUSY);
+	assert_int_equal(f->alive[K_ID], 1 + RDZV_RDMA_MAX_CONNS);
+	assert_int_equal(f->alive[K_QP], RDZV_RDMA_MAX_CONNS);
+	/* free with every connection open releases everything (teardown counts) */
+	srv_free(&s);
+}
+
+static void test_server_stop_restart(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	struct rdzv_peer self, peer;
+	char why[256] = "";
+
+	srv_start(&s, 0);
+	request_write(0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 1);
+	rdzv_rdma_stop(s.c);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	assert_int_equal(f->alive[K_ID], 0);
+	assert_int_equal(f->alive[K_CH], 0);
+	/* no secondary address: a one-line why, nothing left behind */
+	peers(&self, &peer, 0);
+	self.addr4[0] = '\0';
+	assert_true(rdzv_rdma_serve(s.c, s.ev, &self, 1, why, sizeof(why)) < 0);
+	assert_non_null(strstr(why, "no usable secondary address"));
+	srv_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_codec),
+	    cmocka_unit_test_setup_teardown(test_client_ok, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_write, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_v6, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_addr_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_route_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_rejected, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_unreachable, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_completion_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_deadline, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_hostile_accept, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_memlock, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ops_check, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_answers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_garbage, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_stop_restart, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
