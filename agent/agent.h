@@ -43,6 +43,12 @@ enum agent_check_mode {
 	AGENT_CHECK_ALL,
 };
 
+enum agent_ray_role {
+	AGENT_RAY_AUTO = 0, /* KubeRay's env decides, else not Ray */
+	AGENT_RAY_HEAD,
+	AGENT_RAY_WORKER,
+};
+
 /* Parsed options. Strings point into argv/environ (never freed). */
 struct agent_opts {
 	enum agent_cmd cmd;
@@ -59,6 +65,8 @@ struct agent_opts {
 	const char *dns_server;
 	int full_table;
 	int dry_run;
+	int elastic;		 /* --elastic: the coordinator never waits for others (Ray issue) */
+	enum agent_ray_role ray; /* --ray head|worker */
 	/* interface and RDMA */
 	const char *iface;
 	const char *network;

@@ -35,6 +35,7 @@ struct opt_def {
 static const char *const rdma_names[] = {"auto", "require", "off", NULL};
 static const char *const hf_names[] = {"openmpi", "mpich", "horovod", NULL};
 static const char *const mode_names[] = {"", "star", "all", NULL};
+static const char *const ray_names[] = {"", "head", "worker", NULL};
 
 static const struct opt_def opt_defs[] = {
     {"peers", OT_STR, OFF(peers), NULL, 0},
@@ -49,6 +50,8 @@ static const struct opt_def opt_defs[] = {
     {"dns-server", OT_STR, OFF(dns_server), NULL, 0},
     {"full-table", OT_BOOL, OFF(full_table), NULL, 0},
     {"dry-run", OT_BOOL, OFF(dry_run), NULL, 0},
+    {"elastic", OT_BOOL, OFF(elastic), NULL, 0},
+    {"ray", OT_ENUM, OFF(ray), ray_names, 0},
     {"iface", OT_STR, OFF(iface), NULL, 0},
     {"network", OT_STR, OFF(network), NULL, 0},
     {"network-status", OT_STR, OFF(network_status), NULL, 0},

@@ -175,7 +175,8 @@ static int check_input(const struct agent_env_input *in, char *err, size_t errle
 		return GX_EUSAGE;
 	}
 	if (!gx_valid_ifname(in->iface) || in->master_port < 1 || in->master_port > 65535 ||
-	    in->world < 1 || in->rank < (in->observer ? -1 : 0) || in->rank >= in->world) {
+	    in->world < 1 || in->rank < (in->observer ? -1 : 0) || in->rank >= in->world ||
+	    in->ray_port < 0 || in->ray_port > 65535) {
 		snprintf(err, errlen, "invalid interface, port, rank or world for the environment");
 		return GX_EUSAGE;
 	}
@@ -247,6 +248,17 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *
 		rc = rc ?: agent_env_set(e, "OMPI_MCA_oob_tcp_if_include", in->iface);
 	rc = rc ?: agent_env_set(e, "HOROVOD_GLOO_IFACE", in->iface);
 	rc = rc ?: set_rails(in, e);
+	if (rc == 0 && in->ray_port > 0) {
+		char ra[80];
+
+		snprintf(ra, sizeof(ra), strchr(in->master_addr, ':') ? "[%s]:%ld" : "%s:%ld",
+			 in->master_addr, in->ray_port);
+		rc = agent_env_set(e, "RAY_ADDRESS", ra);
+		if (rc == 0 && in->ray_worker) {
+			rc = agent_env_set(e, "FQ_RAY_IP", in->master_addr);
+			rc = rc ?: agent_env_set(e, "RAY_IP", in->master_addr);
+		}
+	}
 	if (rc == 0 && in->rsh_agent) {
 		rc = agent_env_set(e, "OMPI_MCA_plm_rsh_agent", in->rsh_agent);
 		rc = rc ?: agent_env_set(e, "PRTE_MCA_plm_ssh_agent", in->rsh_agent);

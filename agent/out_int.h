@@ -52,6 +52,10 @@ struct agent_env_input {
 	/* "<path to gxboot> rsh" when every peer serves (rsh issue), else NULL */
 	const char *rsh_agent;
 	const char *rsh_key_file; /* GXBOOT_RSH_KEY_FILE for the agent, or NULL */
+	/* Ray (issue 12): the head's GCS port (RAY_ADDRESS=<master>:<port>); 0 = not Ray.
+	 * A worker also gets FQ_RAY_IP / RAY_IP = the head's secondary address. */
+	long ray_port;
+	int ray_worker;
 };
 
 /* gxboot's own values, exactly INTERFACE.md's set. GX_EUSAGE on an invalid input. */

@@ -526,6 +526,11 @@ static int from_option(const struct agent_detect *c, struct agent_peers *p, char
 		return rc;
 	p->source = "--peers";
 	rc = agent_self_index(p->names, p->n, c->self, c->is_local_ip, &p->self);
+	if (rc == -ENOENT && (c->o->elastic || c->o->nnodes_max > c->o->nnodes_min)) {
+		p->self = AGENT_SELF_NONE; /* an elastic pod not listed joins by name */
+		p->elastic = 1;
+		return 0;
+	}
 	if (rc == -ENOENT) {
 		snprintf(err, errlen,
 			 "this pod ('%s') is not in --peers (%zu names, first '%s'): set --self "
@@ -543,9 +548,20 @@ static int from_option(const struct agent_detect *c, struct agent_peers *p, char
 	return 0;
 }
 
-static int check_nnodes(const struct agent_opts *o, const struct agent_peers *p, char *err,
-			size_t errlen)
+static int check_nnodes(const struct agent_opts *o, struct agent_peers *p, char *err, size_t errlen)
 {
+	if (o->elastic || o->nnodes_max > o->nnodes_min)
+		p->elastic = 1;
+	if (p->elastic) {
+		p->elastic_max = o->nnodes_max > 1 ? o->nnodes_max : AGENT_ELASTIC_MAX;
+		if (p->elastic_max > 16384)
+			p->elastic_max = 16384;
+		if ((long)p->n <= p->elastic_max)
+			return 0;
+		snprintf(err, errlen, "%s lists %zu peers, more than the elastic maximum %ld",
+			 p->source, p->n, p->elastic_max);
+		return GX_EUSAGE;
+	}
 	if (!o->nnodes_min || ((long)p->n >= o->nnodes_min && (long)p->n <= o->nnodes_max))
 		return 0;
 	if (o->nnodes_min == o->nnodes_max)
@@ -587,8 +603,13 @@ int agent_peers_discover(const struct agent_opts *o, char **envp, const char *ro
 		agent_peers_free(p);
 		return rc;
 	}
+	if (o->ray != AGENT_RAY_AUTO)
+		p->ray = o->ray;
 	if (p->observer)
 		gx_info("peers from %s: %zu peers, this pod is an observer", p->source, p->n);
+	else if (p->self == AGENT_SELF_NONE)
+		gx_info("peers from %s: elastic job (up to %ld), this pod joins by name", p->source,
+			p->elastic_max);
 	else
 		gx_info("peers from %s: %zu peers, this pod is rank %zu (%s)", p->source, p->n,
 			p->self, p->names[p->self]);

@@ -468,6 +468,7 @@ static const struct {
 } sources[] = {
     {"TorchX", src_torchx},
     {"Volcano", src_volcano},
+    {"KubeRay", agent_src_ray},
     {"MPI Operator", src_mpi},
     {"PyTorchJob", agent_src_pytorchjob},
     {"LeaderWorkerSet", agent_src_lws},

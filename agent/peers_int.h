@@ -60,7 +60,14 @@ struct agent_peers {
 	char *coord_fqdn;   /* the coordinator's full name with a trailing dot, or NULL */
 	long slots_hint;    /* slots from the source (MPI hostfile), 0 = none */
 	int observer;	    /* this pod is not a peer (MPI launcher) */
+	/* elastic (Ray issue): the coordinator never waits; a pod not listed
+	 * (self == AGENT_SELF_NONE, observer 0) joins by name and gets a rank */
+	int elastic;
+	long elastic_max; /* the most peers (world) */
+	int ray;	  /* enum agent_ray_role: this pod is a Ray head / worker */
 };
+
+#define AGENT_ELASTIC_MAX 1024 /* elastic world when --nnodes gives no MAX */
 
 /*
  * Peers from --peers, or else from the first job system recognised (each one
@@ -134,6 +141,15 @@ int agent_src_lws(const struct agent_detect *c, struct agent_peers *p, char *why
 		  char *err, size_t errlen);
 int agent_src_indexed(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
 		      char *err, size_t errlen);
+/*
+ * KubeRay (issue 12, verified in ray-project/kuberay common/pod.go): workers
+ * get FQ_RAY_IP (the head Service's FQDN; RAY_IP its short form), every Ray
+ * container RAY_PORT, RAY_CLUSTER_NAME and KUBERAY_GEN_RAY_START_CMD (with
+ * "--head" on the head). Peers: one logical name "<cluster>-head" (the
+ * coordinator), elastic; workers look the head up through FQ_RAY_IP.
+ */
+int agent_src_ray(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
+		  char *err, size_t errlen);
 /* The indexed-hostname source under another name (TorchX on MCAD/Kueue). */
 int agent_src_indexed_as(const struct agent_detect *c, struct agent_peers *p, const char *source,
 			 char *why, size_t whylen, char *err, size_t errlen);

@@ -151,6 +151,75 @@ int agent_src_lws(const struct agent_detect *c, struct agent_peers *p, char *why
 	return rc < 0 ? rc : 1;
 }
 
+/* ---- KubeRay -------------------------------------------------------------------------- */
+
+static enum agent_ray_role ray_role(const struct agent_detect *c)
+{
+	const char *cmd = agent_detect_env(c->envp, "KUBERAY_GEN_RAY_START_CMD");
+	const char *grp = agent_detect_env(c->envp, "RAY_NODE_TYPE_NAME");
+	const char *fq = agent_detect_env(c->envp, "FQ_RAY_IP");
+	const char *ip = agent_detect_env(c->envp, "RAY_IP");
+
+	if (c->o->ray != AGENT_RAY_AUTO)
+		return c->o->ray;
+	if (!agent_detect_env(c->envp, "RAY_PORT"))
+		return AGENT_RAY_AUTO;
+	if ((cmd && strstr(cmd, "--head")) || (grp && strcmp(grp, "headgroup") == 0))
+		return AGENT_RAY_HEAD;
+	if ((fq && *fq) || (ip && *ip))
+		return AGENT_RAY_WORKER;
+	return AGENT_RAY_AUTO;
+}
+
+int agent_src_ray(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
+		  char *err, size_t errlen)
+{
+	enum agent_ray_role role = ray_role(c);
+	const char *cl = agent_detect_env(c->envp, "RAY_CLUSTER_NAME");
+	const char *fq = agent_detect_env(c->envp, "FQ_RAY_IP");
+	struct agent_names l = {0};
+	char head[300];
+	int rc;
+
+	if (!fq || !*fq)
+		fq = agent_detect_env(c->envp, "RAY_IP");
+	if (role == AGENT_RAY_AUTO) {
+		snprintf(why, whylen, "no RAY_PORT with FQ_RAY_IP or a --head start command");
+		return 0;
+	}
+	if (!cl || !*cl) {
+		snprintf(err, errlen, "a Ray %s without RAY_CLUSTER_NAME: set --peers",
+			 role == AGENT_RAY_HEAD ? "head" : "worker");
+		return GX_EUSAGE;
+	}
+	if (role == AGENT_RAY_WORKER && (!fq || !*fq || !gx_valid_hostname(fq))) {
+		snprintf(err, errlen,
+			 "a Ray worker without a valid FQ_RAY_IP / RAY_IP: set --peers");
+		return GX_EUSAGE;
+	}
+	snprintf(head, sizeof(head), "%.240s-head", cl);
+	rc = agent_names_push_valid(&l, head, strlen(head), "RAY_CLUSTER_NAME", err, errlen);
+	if (rc < 0)
+		goto out;
+	p->names = l.v;
+	p->n = l.n;
+	l.v = NULL;
+	p->source = "KubeRay";
+	p->ray = role;
+	p->elastic = 1;
+	p->self = role == AGENT_RAY_HEAD ? 0 : AGENT_SELF_NONE;
+	if (role == AGENT_RAY_WORKER &&
+	    asprintf(&p->coord_fqdn, "%s%s", fq, fq[strlen(fq) - 1] == '.' ? "" : ".") < 0) {
+		p->coord_fqdn = NULL;
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = 1;
+out:
+	agent_names_free(l.v, l.n);
+	return rc;
+}
+
 /* ---- indexed hostname: JobSet, Indexed Job, StatefulSet ----------------------------- */
 
 /* Splits "<base>-<digits>": the index, or -1. */

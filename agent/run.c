@@ -145,6 +145,16 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 		self->index = RDZV_OBSERVER;
 		if (r->nd_rc < 0 || !nd)
 			return;
+	} else if (r->peers.self == AGENT_SELF_NONE) {
+		/* elastic (issue 12): joins by its own name, the coordinator picks the rank */
+		const char *id = getenv("RAY_CLOUD_INSTANCE_ID"); /* KubeRay: the pod name */
+
+		gx_strlcpy(self->name,
+			   r->o->self			 ? r->o->self
+			   : id && gx_valid_hostname(id) ? id
+							 : r->hostname,
+			   sizeof(self->name));
+		self->index = RDZV_ELASTIC;
 	} else {
 		gx_strlcpy(self->name, r->peers.names[r->peers.self], sizeof(self->name));
 		self->index = (uint32_t)r->peers.self;
@@ -200,6 +210,15 @@ static int start_rdzv(struct agent_run *r)
 	cfg.is_coordinator = is_coord;
 	cfg.world = (uint32_t)r->peers.n;
 	cfg.names = r->peers.names;
+	if (r->peers.elastic) {
+		cfg.elastic = 1;
+		cfg.nnames = (uint32_t)r->peers.n;
+		cfg.world = (uint32_t)r->peers.elastic_max;
+		cfg.min_peers =
+		    r->o->nnodes_min > 1 && !r->o->elastic ? (uint32_t)r->o->nnodes_min : 1;
+		if (cfg.min_peers > cfg.world)
+			cfg.min_peers = cfg.world;
+	}
 	cfg.job_id = r->job_id;
 	cfg.token = r->token.len ? r->token.data : NULL; /* NULL: no token */
 	cfg.token_len = r->token.len;
@@ -211,7 +230,7 @@ static int start_rdzv(struct agent_run *r)
 	cfg.full_table = r->o->full_table || r->full_table;
 	cfg.soft_verify = r->soft_verify;
 	cfg.rdma = r->rdma ? r->rdma : rdma_ops(r);
-	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1);
+	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1 || r->peers.elastic);
 	cfg.progress = progress;
 	cfg.progress_arg = r;
 	r->coord_lookup = r->peers.coord_fqdn ? r->peers.coord_fqdn : r->peers.names[0];
@@ -398,6 +417,14 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.rails = rails;
 	in.nccl_gid_index = nd_ok(r) && r->nd->rdma_usable ? r->nd->nccl_gid_index : -1;
 	in.observer = r->peers.observer;
+	if (r->peers.ray != AGENT_RAY_AUTO) {
+		long port = 6379; /* KubeRay's RAY_PORT: the head's GCS port */
+
+		if (getenv("RAY_PORT") && gx_parse_long(getenv("RAY_PORT"), 1, 65535, &port) < 0)
+			port = 6379;
+		in.ray_port = port;
+		in.ray_worker = r->peers.ray == AGENT_RAY_WORKER;
+	}
 	in.hostfile = r->res.ntable ? hfpath : NULL;
 	in.override_env = r->o->override_env;
 	return agent_env_build(&in, environ, env, err, errlen);
@@ -445,11 +472,19 @@ static void print_plan(struct agent_run *r)
 		       r->peers.names[r->peers.n - 1]);
 	if (r->peers.observer)
 		printf("  this pod:    observer (not in the peer list)\n");
+	else if (r->peers.self == AGENT_SELF_NONE)
+		printf("  this pod:    %s, joins the elastic job (up to %ld) by name\n",
+		       r->o->self ? r->o->self : r->hostname, r->peers.elastic_max);
 	else
 		printf("  this pod:    %s, %s\n", r->peers.names[r->peers.self],
 		       r->peers.self == 0 ? "coordinator" : "member");
 	printf("  coordinator: %s port %ld\n",
 	       r->peers.coord_fqdn ? r->peers.coord_fqdn : r->peers.names[0], o->port);
+	if (r->peers.elastic)
+		printf("  elastic:     up to %ld peers; the coordinator never waits for them\n",
+		       r->peers.elastic_max);
+	if (r->peers.ray != AGENT_RAY_AUTO)
+		printf("  ray:         %s\n", r->peers.ray == AGENT_RAY_HEAD ? "head" : "worker");
 	printf("  job id:      %s\n", r->job_id);
 	printf("  token:       %s\n", r->token.len ? "yes" : "none (unauthenticated)");
 	printf("  interface:   %s\n", r->nd ? r->nd->iface : o->iface ? o->iface : "auto");
@@ -604,6 +639,9 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 	agent_signals_block(0);
 	if (rc < 0 && rc > -GX_EBASE)
 		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
+	if (rc == 0 && r->o->cmd == AGENT_CMD_INIT && r->peers.elastic && r->peers.self == 0)
+		gx_warn("an elastic coordinator stops answering when init exits: pods that start "
+			"later wait for it (run it as the entrypoint: gxboot -- CMD)");
 	if (rc < 0 || r->o->cmd == AGENT_CMD_INIT)
 		goto out;
 	if (r->peers.observer)
@@ -635,7 +673,7 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 		if (rc < 0)
 			goto out;
 	}
-	if (r->o->supervise || getpid() == 1) {
+	if (r->o->supervise || getpid() == 1 || (r->peers.elastic && r->peers.self == 0)) {
 		rc = agent_supervise(r->ev, argv ? argv : r->o->argv, envp);
 	} else {
 		rc = agent_exec_failed(r->o->argv[0], agent_exec(argv ? argv : r->o->argv, envp),

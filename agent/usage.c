@@ -26,6 +26,8 @@ static const char usage_main[] =
     "  --require-token       refuse to run without a token\n"
     "  --dns-server IP[:PORT] ask this DNS server   --full-table  members get every peer\n"
     "  --dry-run             print the plan, use no network\n"
+    "  --elastic             the coordinator never waits: pods join whenever they start\n"
+    "  --ray head|worker     a Ray node (auto-detected in KubeRay pods): RAY_ADDRESS on net1\n"
     "Interface and RDMA:\n"
     "  --iface NAME|CIDR     bootstrap interface    --network NAME  Multus network to use\n"
     "  --network-status F    Multus network-status JSON or downward-API annotations file\n"
@@ -52,7 +54,7 @@ static const char usage_run[] =
     "Options: --peers --nnodes --self --job-id --port --timeout --token-file --require-token\n"
     "  --dns-server --full-table --dry-run --iface --network --network-status --allow-primary\n"
     "  --rdma --rdma-dev --rails --out --master-port --slots --hostfile-format --override-env\n"
-    "  --no-rewrite --supervise --serve -v -q\n";
+    "  --no-rewrite --supervise --serve --elastic --ray -v -q\n";
 
 static const char usage_init[] =
     "Usage: gxboot init [OPTIONS]\n"

@@ -45,6 +45,7 @@ struct rdzv_peer {
 #define RDZV_PF_FULL_TABLE 0x1u /* member asks for the whole table in COMMIT */
 #define RDZV_PF_SERVES 0x2u	/* member serves remote exec (rsh issue) */
 #define RDZV_PF_OBSERVER 0x8u	/* an observer's JOIN: no rank, gets the table at COMMIT */
+#define RDZV_PF_ELASTIC 0x10u	/* an elastic JOIN by name: the coordinator picks the rank */
 #define RDZV_PF_VFAILED                                                                            \
 	0x4u /* soft_verify: netdetect or secondary VERIFY failed; why in nd_why                   \
 	      */
@@ -83,11 +84,26 @@ struct rdzv_rdma_ops {
 #define RDZV_OBSERVER 0xffffffffu
 #define RDZV_MAX_OBSERVERS 8
 
+/*
+ * Elastic jobs (issue 12: Ray, `--nnodes MIN:MAX`): world is MAX, only the
+ * first nnames names are known up front (at least the coordinator's). The
+ * coordinator COMMITs as soon as min_peers (>= 1, itself included) are
+ * joined and verified, keeps serving, and hands every later pod a rank at
+ * once. A pod not in the list joins with self.index = RDZV_ELASTIC and its
+ * own name; the coordinator gives it the slot that name had before, else
+ * the first free one, else the one idle longest ("elastic job is full" only
+ * when every slot is live). Elastic members cannot ask for the full table.
+ */
+#define RDZV_ELASTIC 0xfffffffeu
+
 struct rdzv_config {
 	struct rdzv_peer self;
 	int is_coordinator;
 	uint32_t world;
-	char *const *names; /* world names, rank order; names[0] = coordinator */
+	char *const *names; /* world names (elastic: nnames), rank order; [0] = coordinator */
+	int elastic;
+	uint32_t nnames;    /* elastic: names listed (>= 1) */
+	uint32_t min_peers; /* elastic: COMMIT once this many are in (>= 1) */
 	const char *job_id;
 	const unsigned char *token; /* NULL = no token ("unauthenticated") */
 	size_t token_len;

@@ -189,9 +189,11 @@ static const struct rdzv_buf *table_enc(struct rdzv_coord *co)
 {
 	uint32_t i;
 
-	if (co->table.len || co->table.err)
+	if (co->cfg.elastic) /* slots are still being handed out: encode what is there now */
+		rdzv_buf_free(&co->table);
+	else if (co->table.len || co->table.err)
 		return &co->table;
-	for (i = 0; i < co->world; i++)
+	for (i = 0; i < (co->cfg.elastic ? co->nassigned : co->world); i++)
 		rdzv_put_peer(&co->table, T_ENTRY, &co->tab[i]);
 	return &co->table;
 }
@@ -226,11 +228,12 @@ void co_check_commit(struct rdzv_coord *co)
 	struct cconn *cc, *next;
 	uint32_t i;
 
-	if (co->committed || co->aborted || co->njoined + 1 < co->world ||
-	    co->nverified + 1 < co->world)
+	if (co->committed || co->aborted || co->njoined + 1 < co->need ||
+	    co->nverified + 1 < co->need)
 		return;
 	co->committed = 1;
 	co->res.t_commit_ms = gx_now_ms();
+	co->res.ntable = co->nassigned; /* elastic: the slots in use so far */
 	co_compare_peers(co);
 	gx_debug("rdzv: all %u peers joined and verified; COMMIT", co->world);
 	for (i = 1; i < co->world; i++)
@@ -253,7 +256,7 @@ static void missing_list(struct rdzv_coord *co, char *out, size_t cap, int verif
 	for (i = 1; i < co->world; i++) {
 		const struct cpeer *sp = &co->st[i];
 
-		if (verified ? (!sp->joined || sp->verified) : sp->joined)
+		if ((verified ? (!sp->joined || sp->verified) : sp->joined) || !co->names[i][0])
 			continue;
 		if (sp->note)
 			rdzv_list_add(&l, "%s (%s)", co->names[i], sp->note);
@@ -429,10 +432,13 @@ int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self)
 	char why[160];
 	uint32_t i;
 
+	uint32_t nn = cfg->elastic ? cfg->nnames : cfg->world;
+
 	if (!cfg->names || cfg->world < 1 || cfg->world > RDZV_MAX_WORLD ||
-	    !gx_valid_jobid(cfg->job_id) || cfg->deadline_ms <= 0)
+	    !gx_valid_jobid(cfg->job_id) || cfg->deadline_ms <= 0 || nn < 1 || nn > cfg->world ||
+	    (cfg->elastic && (cfg->min_peers < 1 || cfg->min_peers > cfg->world)))
 		return GX_EUSAGE;
-	for (i = 0; i < cfg->world; i++)
+	for (i = 0; i < nn; i++)
 		if (!gx_valid_hostname(cfg->names[i]))
 			return GX_EINVAL_NAME;
 	*self = cfg->self;
@@ -442,7 +448,16 @@ int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self)
 		self->flags |= RDZV_PF_OBSERVER | RDZV_PF_FULL_TABLE;
 		return sodium_init() < 0 ? -ENOMEM : 0; /* any name, no secondary needed */
 	}
-	self->flags &= ~RDZV_PF_OBSERVER;
+	self->flags &= ~(RDZV_PF_OBSERVER | RDZV_PF_ELASTIC);
+	if (self->index == RDZV_ELASTIC && cfg->elastic && !cfg->is_coordinator) {
+		self->flags |= RDZV_PF_ELASTIC;
+		self->flags &= ~RDZV_PF_FULL_TABLE;
+		if (!self->nd_err && !self->addr4[0] && !self->addr6[0])
+			return GX_EUSAGE;
+		return sodium_init() < 0 ? -ENOMEM : 0;
+	}
+	if (!cfg->is_coordinator && self->index >= nn)
+		return GX_EUSAGE;
 	if (strcmp(self->name, cfg->names[cfg->is_coordinator ? 0 : self->index]) != 0 ||
 	    (!cfg->is_coordinator && (self->index == 0 || self->index >= cfg->world)))
 		return GX_EUSAGE;
@@ -461,7 +476,7 @@ static void res_init(struct rdzv_coord *co)
 	gx_strlcpy(r->master_addr, s->addr4[0] ? s->addr4 : s->addr6, sizeof(r->master_addr));
 	r->coord = *s;
 	r->table = co->tab;
-	r->ntable = co->world;
+	r->ntable = co->nnames < co->world ? co->nnames : co->world;
 	r->authenticated = co->has_token;
 	r->round = co->round;
 	r->t_start_ms = gx_now_ms();
@@ -478,11 +493,24 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	co->cfg.token_len = 0;
 	co->names = cfg->names;
 	co->world = cfg->world;
+	co->nnames = cfg->elastic ? cfg->nnames : cfg->world;
+	co->need = cfg->elastic ? cfg->min_peers : cfg->world;
+	co->nassigned = co->nnames;
 	gx_strlcpy(co->job_id, cfg->job_id, sizeof(co->job_id));
 	co->tab = calloc(co->world, sizeof(*co->tab));
 	co->st = calloc(co->world, sizeof(*co->st));
 	if (!co->tab || !co->st)
 		return -ENOMEM;
+	if (cfg->elastic) {
+		uint32_t i;
+
+		co->enames = calloc(co->world, sizeof(*co->enames));
+		if (!co->enames)
+			return -ENOMEM;
+		for (i = 0; i < co->world; i++)
+			co->enames[i] = i < co->nnames ? cfg->names[i] : co->tab[i].name;
+		co->names = co->enames;
+	}
 	co->tab[0] = *self;
 	co->tab[0].index = 0;
 	co->tab[0].join_ms = co->tab[0].verify_ms = gx_now_ms();
@@ -591,6 +619,7 @@ void rdzv_coord_free(struct rdzv_coord *co)
 	for (i = 0; co->st && i < co->world; i++)
 		free(co->st[i].note);
 	free(co->st);
+	free(co->enames);
 	free(co->tab);
 	rdzv_buf_free(&co->table);
 	sodium_memzero(co->k, sizeof(co->k));

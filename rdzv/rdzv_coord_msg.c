@@ -7,6 +7,7 @@
  */
 #include "rdzv/rdzv_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,18 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	}
 	if (p.index == RDZV_OBSERVER && (p.flags & RDZV_PF_OBSERVER))
 		return co_observer(co, cc, &p);
+	if (p.index == RDZV_ELASTIC && (p.flags & RDZV_PF_ELASTIC) && co->cfg.elastic) {
+		uint32_t slot;
+
+		if (co_elastic_slot(co, p.name, &slot) < 0) {
+			snprintf(why, sizeof(why), "elastic job is full (%u peers live)",
+				 co->world);
+			co_reject(co, cc, GX_ERDZV, why);
+			return 0;
+		}
+		p.index = slot;
+		gx_strlcpy(co->tab[slot].name, p.name, sizeof(co->tab[slot].name));
+	}
 	if (p.index == 0 || p.index >= co->world || strcmp(co->names[p.index], p.name) != 0) {
 		snprintf(why, sizeof(why), "%s is not member #%u of this job", p.name, p.index);
 		co_reject(co, cc, GX_EINVAL_NAME, why);
@@ -256,6 +269,35 @@ void co_compare_peers(struct rdzv_coord *co)
 		gx_warn("rdzv: rail count differs: %s has %zu; %s%s (one missing rail slows the "
 			"whole job)",
 			c->name, nc, rail_list, odd_rails > 8 ? ", ..." : "");
+}
+
+int co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot)
+{
+	uint32_t i, idle = 0;
+	int64_t oldest = INT64_MAX;
+
+	for (i = co->nnames; i < co->nassigned; i++)
+		if (strcmp(co->tab[i].name, name) == 0) {
+			*slot = i; /* a pod that comes back keeps its rank */
+			return 0;
+		}
+	if (co->nassigned < co->world) {
+		*slot = co->nassigned++;
+		return 0;
+	}
+	for (i = co->nnames; i < co->world; i++) {
+		const struct cpeer *sp = &co->st[i];
+
+		if (!sp->conn && !sp->pending && co->tab[i].join_ms < oldest) {
+			oldest = co->tab[i].join_ms;
+			idle = i;
+		}
+	}
+	if (!idle)
+		return GX_ERDZV;
+	gx_info("rdzv: elastic slot %u (%s, gone) goes to %s", idle, co->tab[idle].name, name);
+	*slot = idle;
+	return 0;
 }
 
 /* soft_verify: count a member that failed its checks, flagged, so the COMMIT comes. */

@@ -268,6 +268,10 @@ struct rdzv_coord {
 	int final_rc, abort_code;
 	int rdma_listening;
 	uint32_t nobservers;
+	char **enames;	       /* elastic: names[i] for every slot (listed, or tab[i].name) */
+	uint32_t nnames;       /* listed names; slots from here on are assigned by name */
+	uint32_t need;	       /* peers (itself included) joined + verified before COMMIT */
+	uint32_t nassigned;    /* elastic: slots in use, a prefix of at most world */
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
 };
@@ -285,6 +289,8 @@ void co_check_commit(struct rdzv_coord *co);
 void co_accept_join(struct rdzv_coord *co, struct cconn *cc);
 void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
 void co_compare_peers(struct rdzv_coord *co);
+/* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
+int co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
 void co_conn_new(struct rdzv_coord *co, int fd);
 int co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */

@@ -83,7 +83,9 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 		m->res.rdma_verified = 1;
 	}
 	rdzv_put_str(&b, T_NAME, m->self.name);
-	rdzv_put_u32(&b, T_INDEX, m->self.index);
+	/* an elastic member learnt its slot from ASSIGN */
+	rdzv_put_u32(&b, T_INDEX,
+		     m->self.index == RDZV_ELASTIC ? (uint32_t)m->res.rank : m->self.index);
 	rdzv_put_u64(&b, T_INCARNATION, m->self.incarnation);
 	rdzv_put_u64(&b, T_ROUND, m->round);
 	rdzv_put_u32(&b, T_FLAGS, (uint32_t)m->res.rdma_verified);
@@ -110,7 +112,9 @@ static int check_coord(struct rdzv_member *m, struct rdzv_msg *msg)
 	char why[160], master[46];
 
 	if (!msg->has_peer || rdzv_peer_check(co, why, sizeof(why)) < 0 ||
-	    strcmp(co->name, m->cfg.names[0]) != 0 || msg->rank != m->self.index ||
+	    strcmp(co->name, m->cfg.names[0]) != 0 ||
+	    (m->self.index == RDZV_ELASTIC ? msg->rank < 1 || msg->rank >= m->cfg.world
+					   : msg->rank != m->self.index) ||
 	    msg->world != m->cfg.world || gx_addr_normalize(msg->master, master, sizeof(master)) ||
 	    (strcmp(master, co->addr4) != 0 && strcmp(master, co->addr6) != 0))
 		return GX_EPROTO;
@@ -148,7 +152,8 @@ static int take_table(struct rdzv_member *m, const struct rdzv_msg *msg)
 	uint16_t t, n;
 	char why[160];
 
-	if (msg->ntable != m->cfg.world)
+	if (m->cfg.elastic ? msg->ntable < 1 || msg->ntable > m->cfg.world
+			   : msg->ntable != m->cfg.world)
 		return GX_EPROTO;
 	m->res.table = calloc(m->cfg.world, sizeof(*m->res.table));
 	if (!m->res.table)
@@ -158,14 +163,15 @@ static int take_table(struct rdzv_member *m, const struct rdzv_msg *msg)
 
 		if (t != T_ENTRY)
 			continue;
-		if (i >= m->cfg.world || rdzv_peer_decode(v, n, p) < 0 ||
+		if (i >= msg->ntable || rdzv_peer_decode(v, n, p) < 0 ||
 		    rdzv_peer_check(p, why, sizeof(why)) < 0 || p->index != i ||
-		    strcmp(p->name, m->cfg.names[i]) != 0)
+		    (i < (m->cfg.elastic ? m->cfg.nnames : m->cfg.world) &&
+		     strcmp(p->name, m->cfg.names[i]) != 0))
 			return GX_EPROTO;
 		i++;
 	}
 	m->res.ntable = i;
-	return i == m->cfg.world ? 0 : GX_EPROTO;
+	return i == msg->ntable ? 0 : GX_EPROTO;
 }
 
 static int on_commit(struct rdzv_member *m, struct rdzv_msg *msg)

@@ -127,6 +127,31 @@ static void test_env_observer_and_rsh(void **state)
 	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), GX_EUSAGE);
 }
 
+/* Issue 12: Ray gets the head's secondary address as its GCS address. */
+static void test_env_ray(void **state)
+{
+	struct agent_env_input in = input();
+	struct agent_env e = {0};
+	char *user[] = {"FQ_RAY_IP=rc1-head-svc.default.svc.cluster.local", NULL};
+
+	(void)state;
+	in.ray_port = 6379;
+	in.ray_worker = 1;
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "RAY_ADDRESS"), "192.168.9.10:6379");
+	assert_string_equal(agent_env_get(&e, "FQ_RAY_IP"), "192.168.9.10"); /* replaced */
+	assert_string_equal(agent_env_get(&e, "RAY_IP"), "192.168.9.10");
+	agent_env_free(&e);
+	in.ray_worker = 0; /* the head: no FQ_RAY_IP of its own */
+	in.master_addr = "fd00::10";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "RAY_ADDRESS"), "[fd00::10]:6379");
+	assert_null(agent_env_get(&e, "FQ_RAY_IP"));
+	agent_env_free(&e);
+	in.ray_port = 70000;
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
+}
+
 static void test_env_bad_input(void **state)
 {
 	struct agent_env_input in = input();
@@ -544,6 +569,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_env_set_exact),
 	    cmocka_unit_test(test_env_observer_and_rsh),
+	    cmocka_unit_test(test_env_ray),
 	    cmocka_unit_test(test_env_bad_input),
 	    cmocka_unit_test(test_env_user_rules),
 	    cmocka_unit_test(test_env_apply),

@@ -431,6 +431,70 @@ static void test_discover_lws(void **state)
 	agent_peers_free(&p);
 }
 
+/* Issue 12: KubeRay's env (ray-project/kuberay common/pod.go) and elastic --peers. */
+static void test_discover_ray(void **state)
+{
+	struct agent_opts o;
+	struct agent_peers p;
+	char *worker[] = {"RAY_PORT=6379",
+			  "RAY_CLUSTER_NAME=rc1",
+			  "FQ_RAY_IP=rc1-head-svc.default.svc.cluster.local",
+			  "RAY_IP=rc1-head-svc",
+			  "RAY_CLOUD_INSTANCE_ID=rc1-worker-x7k2p",
+			  NULL};
+	char *head[] = {"RAY_PORT=6379", "RAY_CLUSTER_NAME=rc1",
+			"KUBERAY_GEN_RAY_START_CMD=ray start --head --port=6379 --block", NULL};
+	char *noname[] = {"RAY_PORT=6379", "FQ_RAY_IP=rc1-head-svc", NULL};
+	char *badfq[] = {"RAY_PORT=6379", "RAY_CLUSTER_NAME=rc1", "FQ_RAY_IP=a;b", NULL};
+	char *plain[] = {"RAY_PORT=6379", NULL};
+
+	(void)state;
+	opts_init(&o);
+	assert_int_equal(discover(&o, worker, FIX "bare", "rc1-worker-x7k2p", &p), 0);
+	assert_string_equal(p.source, "KubeRay");
+	expect_names(&p, "rc1-head");
+	assert_int_equal(p.ray, AGENT_RAY_WORKER);
+	assert_true(p.elastic);
+	assert_int_equal(p.elastic_max, AGENT_ELASTIC_MAX);
+	assert_true(p.self == AGENT_SELF_NONE);
+	assert_false(p.observer);
+	assert_string_equal(p.coord_fqdn, "rc1-head-svc.default.svc.cluster.local.");
+	agent_peers_free(&p);
+	o.nnodes_min = 1;
+	o.nnodes_max = 16;
+	assert_int_equal(discover(&o, head, FIX "bare", "rc1-head-abcde", &p), 0);
+	assert_int_equal(p.ray, AGENT_RAY_HEAD);
+	assert_int_equal(p.self, 0);
+	assert_int_equal(p.elastic_max, 16);
+	assert_null(p.coord_fqdn);
+	agent_peers_free(&p);
+	opts_init(&o);
+	assert_int_equal(discover(&o, noname, FIX "bare", "w", &p), GX_EUSAGE);
+	assert_non_null(strstr(err, "RAY_CLUSTER_NAME"));
+	assert_int_equal(discover(&o, badfq, FIX "bare", "w", &p), GX_EUSAGE);
+	/* RAY_PORT alone is not KubeRay; --ray says so explicitly */
+	o.nnodes_min = o.nnodes_max = 1;
+	assert_int_equal(discover(&o, plain, FIX "bare", "w-0", &p), 0);
+	assert_non_null(strstr(p.source, "indexed hostname"));
+	assert_int_equal(p.ray, AGENT_RAY_AUTO);
+	agent_peers_free(&p);
+	o.ray = AGENT_RAY_HEAD;
+	o.peers = "w-0";
+	assert_int_equal(discover(&o, plain, FIX "bare", "w-0", &p), 0);
+	assert_int_equal(p.ray, AGENT_RAY_HEAD);
+	agent_peers_free(&p);
+	/* --elastic: a pod not listed joins by name */
+	opts_init(&o);
+	o.peers = "head-0";
+	o.elastic = 1;
+	assert_int_equal(discover(&o, plain, FIX "bare", "late-pod", &p), 0);
+	assert_true(p.self == AGENT_SELF_NONE);
+	assert_true(p.elastic);
+	agent_peers_free(&p);
+	o.elastic = 0;
+	assert_int_equal(discover(&o, plain, FIX "bare", "late-pod", &p), GX_EUSAGE);
+}
+
 static void test_discover_jobset(void **state)
 {
 	struct agent_opts o;
@@ -499,6 +563,7 @@ int main(void)
 	    cmocka_unit_test(test_discover_mpi),
 	    cmocka_unit_test(test_discover_pytorchjob),
 	    cmocka_unit_test(test_discover_lws),
+	    cmocka_unit_test(test_discover_ray),
 	    cmocka_unit_test(test_discover_jobset),
 	    cmocka_unit_test(test_discover_unknown),
 	};

@@ -828,6 +828,77 @@ static void test_rdma_listen(void **state)
 	run_listen(1);
 }
 
+/* Issue 12: an elastic job (Ray): the head commits alone at once and keeps
+ * serving; pods join by name whenever they start, a returning name keeps its
+ * rank, and when every slot was used the one idle longest is handed over. */
+static void start_elastic(struct w *w, uint32_t slot, const char *name)
+{
+	struct rdzv_config cfg;
+
+	member_cfg(w, slot, &cfg);
+	snprintf(cfg.self.name, sizeof(cfg.self.name), "%s", name);
+	cfg.self.index = RDZV_ELASTIC;
+	cfg.elastic = 1;
+	cfg.nnames = 1;
+	cfg.min_peers = 1;
+	start_member_cfg(w, slot, &cfg);
+}
+
+static void test_elastic(void **state)
+{
+	struct rdzv_config cfg;
+	struct w w;
+
+	(void)state;
+	w_init(&w, 3, 10000); /* MAX = 3: the head and two slots */
+	coord_cfg(&w, &cfg);
+	cfg.elastic = 1;
+	cfg.nnames = 1;
+	cfg.min_peers = 1;
+	cfg.keep_serving = 1;
+	w.base.elastic = 1;
+	w.base.nnames = 1;
+	w.base.min_peers = 1;
+	start_coord_cfg(&w, &cfg);
+	pump(&w, 1, 3000);
+	assert_int_equal(w.co_done, 1); /* nobody else needed */
+	assert_int_equal(w.co_rc, 0);
+	assert_int_equal(w.co_res.ntable, 1);
+	w.ndone = 0;
+	start_elastic(&w, 1, "ray-worker-a");
+	start_elastic(&w, 2, "ray-worker-b");
+	pump(&w, 2, 5000);
+	assert_int_equal(w.s[1].rc, 0);
+	assert_int_equal(w.s[2].rc, 0);
+	assert_int_not_equal(w.s[1].res.rank, w.s[2].res.rank);
+	assert_true(w.s[1].res.rank >= 1 && w.s[1].res.rank <= 2);
+	assert_int_equal(w.s[1].res.world, 3);
+	assert_string_equal(w.s[1].res.master_addr, "127.0.0.1");
+	assert_string_equal(w.co_res.table[w.s[1].res.rank].name, "ray-worker-a");
+	/* a returning name keeps its rank */
+	rdzv_member_free(w.s[1].m);
+	w.s[1].m = NULL;
+	w.ndone = 0;
+	{
+		int old = w.s[1].res.rank;
+
+		start_elastic(&w, 1, "ray-worker-a");
+		pump(&w, 1, 5000);
+		assert_int_equal(w.s[1].rc, 0);
+		assert_int_equal(w.s[1].res.rank, old);
+	}
+	/* every slot used: a new name takes the slot idle longest */
+	rdzv_member_free(w.s[2].m);
+	w.s[2].m = NULL;
+	w.ndone = 0;
+	start_elastic(&w, 2, "ray-worker-c");
+	pump(&w, 1, 5000);
+	assert_int_equal(w.s[2].rc, 0);
+	assert_true(w.s[2].res.rank >= 1 && w.s[2].res.rank <= 2);
+	assert_string_equal(w.co_res.table[w.s[2].res.rank].name, "ray-worker-c");
+	w_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -852,6 +923,7 @@ int main(void)
 	    cmocka_unit_test(test_observer),
 	    cmocka_unit_test(test_soft_verify),
 	    cmocka_unit_test(test_rdma_listen),
+	    cmocka_unit_test(test_elastic),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
