@@ -4,6 +4,7 @@
  * global mutable state (parsed options, log level) and the only one that exits.
  */
 #include "agent/agent.h"
+#include "agent/check_int.h"
 #include "agent/cmd_netdetect.h"
 #include "agent/run_int.h"
 #include "rdzv/gx.h"
@@ -61,6 +62,7 @@ static int dispatch(struct agent_opts *o, char *err, size_t errlen)
 	case AGENT_CMD_NETDETECT:
 		return agent_cmd_netdetect(o, err, errlen);
 	case AGENT_CMD_CHECK:
+		return agent_cmd_check(o, err, errlen);
 	case AGENT_CMD_SERVE:
 	case AGENT_CMD_RSH:
 	case AGENT_CMD_HOSTS:

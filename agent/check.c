@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check.c - `gxboot check` (issue 8, DECISIONS 22): the run pipeline's
+ * rendezvous on the check port with soft verification and the full table,
+ * then the check service, this pod's probes, the reports and the result.
+ * Every pod prints its own row and the summary; the coordinator prints the
+ * matrix. Exit 0 when every pair is OK, 1 otherwise. Wire: rdzv/CHECK.md.
+ */
+#include "agent/check_int.h"
+#include "agent/dns_int.h"
+#include "agent/exec_int.h"
+#include "agent/run_int.h"
+#include "rdzv/rdzv_rdma.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROBE_WAVE_MS 7000 /* connect 2 s + 5 echoes of 1 s */
+#define RDMA_PROBE_MS 3000 /* check_rdma.c: one RDMA-CM probe */
+#define INFLIGHT 16
+#define MAX_WARN 8
+
+struct check_cmd {
+	struct agent_run r;
+	struct check_world w;
+	struct check_net net;
+	struct rdzv_rdma_ctx *rdma;
+	struct check_rdma_child child;
+	int rdma_state;
+	const char *warn[MAX_WARN];
+	char warnbuf[MAX_WARN][512];
+	size_t nwarn;
+};
+
+/* Worst time one pod's probes take: the most probes any pod makes. */
+static int64_t probe_budget_ms(const struct check_world *w, int rdma)
+{
+	int64_t waves = ((int64_t)w->n - 1 + INFLIGHT - 1) / INFLIGHT;
+
+	return waves * PROBE_WAVE_MS + 5000 + (rdma ? ((int64_t)w->n - 1) * RDMA_PROBE_MS : 0);
+}
+
+static int derive_key(struct check_cmd *c, char *err, size_t errlen)
+{
+	const struct agent_token *t = &c->r.token;
+	char purpose[160];
+	int rc;
+
+	snprintf(purpose, sizeof(purpose), "check:%s", c->r.job_id);
+	if (t->len) {
+		rc = rdzv_derive_key(t->data, t->len, purpose, c->net.key);
+	} else {
+		/* the same as the rendezvous without a token: anyone knowing the job id */
+		gx_warn("unauthenticated check (no token)");
+		rc = rdzv_derive_key((const unsigned char *)c->r.job_id, strlen(c->r.job_id),
+				     purpose, c->net.key);
+	}
+	if (rc < 0)
+		snprintf(err, errlen, "cannot derive the check key: %s", gx_strerror(rc));
+	return rc;
+}
+
+static void rdma_setup(struct check_cmd *c)
+{
+	const struct nd_result *nd = c->r.nd;
+	int rc;
+
+	c->rdma_state = CHECK_RDMA_NONE;
+	if (!nd || !nd->rdma_usable || c->r.o->rdma == AGENT_RDMA_OFF)
+		return;
+	rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)c->r.o->size, &c->rdma);
+	if (rc < 0) {
+		gx_warn("RDMA: not available (%s): TCP probes only", gx_strerror(rc));
+		c->rdma_state = CHECK_RDMA_UNAVL;
+		c->rdma = NULL;
+		return;
+	}
+	c->rdma_state = CHECK_RDMA_OK;
+}
+
+static void plan(struct check_cmd *c)
+{
+	const struct agent_opts *o = c->r.o;
+
+	printf("gxboot check plan (dry run: no network used)\n");
+	printf("  peers:       %zu from %s\n", c->r.peers.n, c->r.peers.source);
+	printf("  this pod:    %s, %s\n", c->r.peers.names[c->r.peers.self],
+	       c->r.peers.self == 0 ? "coordinator" : "member");
+	printf("  check port:  %ld\n", o->check_port ? o->check_port : o->port + 1);
+	printf("  mode:        %s\n",
+	       o->check_mode == AGENT_CHECK_STAR ||
+		       (o->check_mode == AGENT_CHECK_DEFAULT && c->r.peers.n > CHECK_MATRIX_MAX)
+		   ? "star"
+		   : "all");
+	printf("  token:       %s\n", c->r.token.len ? "yes" : "none (unauthenticated)");
+	printf("  interface:   %s\n", c->r.nd ? c->r.nd->iface : c->r.nd_err);
+}
+
+/* Rendezvous; our own netdetect failure does not stop a check (DECISIONS 22). */
+static int meet(struct check_cmd *c, char *err, size_t errlen)
+{
+	int rc = agent_run_meet(&c->r, err, errlen);
+
+	if (rc < 0 && c->r.rdzv_done && c->r.rdzv_rc == 0) {
+		gx_warn("%s: this pod stays in the check over the primary network", err);
+		err[0] = '\0';
+		rc = 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (c->r.res.ntable != c->r.peers.n || !c->r.res.table || c->r.res.rank < 0 ||
+	    (size_t)c->r.res.rank >= c->r.peers.n) {
+		snprintf(err, errlen, "the rendezvous gave no peer table (%zu of %zu)",
+			 c->r.res.ntable, c->r.peers.n);
+		return GX_ERDZV;
+	}
+	return 0;
+}
+
+/*
+ * The coordinator's primary address at the check port: its IP, else what the
+ * rendezvous resolved (no second DNS query), else resolve again.
+ */
+static int coord_addr(struct check_cmd *c, char *err, size_t errlen)
+{
+	struct agent_run *r = &c->r;
+	struct check_net *n = &c->net;
+	struct agent_dns_answer ans;
+	int rc;
+
+	if (gx_addr_parse(r->coord_lookup, n->port, &n->coord, &n->coordlen) == 0)
+		return 0;
+	if (r->ever_resolved && r->coord_primary.sa.sa_family == AF_INET) {
+		n->coord = r->coord_primary;
+		n->coord.in4.sin_port = htons(n->port);
+		n->coordlen = sizeof(n->coord.in4);
+		return 0;
+	}
+	if (r->ever_resolved && r->coord_primary.sa.sa_family == AF_INET6) {
+		n->coord = r->coord_primary;
+		n->coord.in6.sin6_port = htons(n->port);
+		n->coordlen = sizeof(n->coord.in6);
+		return 0;
+	}
+	rc = agent_dns_lookup(r->coord_lookup, r->o->dns_server, n->port, gx_now_ms() + 5000, &ans);
+	if (rc == 0) {
+		n->coord = ans.addrs[0];
+		n->coordlen = ans.lens[0];
+		return 0;
+	}
+	snprintf(err, errlen, "cannot resolve the coordinator %s: %s", r->coord_lookup,
+		 gx_strerror(rc));
+	return rc;
+}
+
+/* A VFAILED entry's why: its netdetect line, or its failed secondary verification. */
+static void vfailed_why(const struct rdzv_peer *p, char *buf, size_t len)
+{
+	if (!p->iface[0])
+		snprintf(buf, len, "%s", p->nd_why);
+	else
+		snprintf(buf, len, "%.15s cannot reach the coordinator: %.200s", p->iface,
+			 p->nd_why);
+}
+
+static void own_row(struct check_cmd *c)
+{
+	struct check_row *row = &c->w.rows[c->net.self];
+	const struct rdzv_peer *me = &c->r.res.table[c->net.self];
+	uint32_t i;
+
+	row->reported = 1;
+	row->mtu = c->r.nd ? c->r.nd->mtu : 0;
+	row->rdma = c->rdma_state;
+	if (c->r.nd_rc < 0)
+		gx_strlcpy(row->why, c->r.nd_err, sizeof(row->why));
+	else if (me->flags & RDZV_PF_VFAILED)
+		vfailed_why(me, row->why, sizeof(row->why));
+	if (c->r.nd)
+		gx_strlcpy(c->net.ifname, c->r.nd->iface, sizeof(c->net.ifname));
+	/* the coordinator knows why a silent pod failed its verification */
+	for (i = 0; i < c->w.n && c->net.is_coord; i++) {
+		if (i == c->net.self)
+			continue;
+		c->w.rows[i].mtu = c->r.res.table[i].mtu; /* until its report says */
+		if (c->r.res.table[i].flags & RDZV_PF_VFAILED)
+			vfailed_why(&c->r.res.table[i], c->w.rows[i].why, sizeof(c->w.rows[i].why));
+	}
+}
+
+/* Run the loop until *flag or the deadline. */
+static void run_until(struct check_cmd *c, const int *flag, int64_t deadline)
+{
+	while (!*flag && gx_now_ms() < deadline)
+		if (gx_ev_run_until(c->r.ev, deadline) == -ETIMEDOUT)
+			break;
+}
+
+static void add_warning(struct check_cmd *c, const char *line)
+{
+	if (c->nwarn == MAX_WARN)
+		return;
+	gx_strlcpy(c->warnbuf[c->nwarn], line, sizeof(c->warnbuf[0]));
+	c->warn[c->nwarn] = c->warnbuf[c->nwarn];
+	c->nwarn++;
+}
+
+/* Failed pairs (either protocol) that pod i takes part in; *total: all failed pairs. */
+static size_t involved(const struct check_world *w, uint32_t i, size_t *total)
+{
+	size_t cnt = 0, k;
+	uint32_t a;
+
+	*total = 0;
+	for (a = 0; a < w->n; a++) {
+		for (k = 0; k < w->rows[a].nprobes; k++) {
+			const struct check_probe *p = &w->rows[a].probes[k];
+
+			if (p->ok || !check_pair_probed(w, a, p->to))
+				continue;
+			(*total)++;
+			cnt += a == i || p->to == i;
+		}
+	}
+	return cnt;
+}
+
+/*
+ * The exit-1 line: the pods that failed their own checks or take part in
+ * more than half of the failed pairs (the broken one), else every pod in a
+ * failed pair.
+ */
+static int fail_line(const struct check_world *w, const struct check_summary *s, char *err,
+		     size_t errlen)
+{
+	size_t n, total, cnt;
+	uint32_t i, named = 0;
+	int pass;
+
+	n = (size_t)snprintf(err, errlen, "check failed: %s; failing:", s->line);
+	for (pass = 0; pass < 2 && !named; pass++) {
+		for (i = 0; i < w->n && n < errlen; i++) {
+			cnt = involved(w, i, &total);
+			if (!w->rows[i].why[0] && !(pass ? cnt : 2 * cnt > total))
+				continue;
+			named++;
+			n += (size_t)snprintf(err + n, errlen - n, " %s%s%s%s", w->names[i],
+					      w->rows[i].why[0] ? " (" : "", w->rows[i].why,
+					      w->rows[i].why[0] ? ")" : "");
+		}
+	}
+	if (!named && n < errlen)
+		snprintf(err + n, errlen - n, " %u report(s) missing", s->missing);
+	return GX_ECHECK;
+}
+
+static void coord_warnings(struct check_cmd *c)
+{
+	char line[512];
+	uint32_t i;
+
+	for (i = 0; i < c->w.n; i++)
+		if (!c->w.rows[i].reported) {
+			snprintf(line, sizeof(line), "no report from %s", c->w.names[i]);
+			add_warning(c, line);
+		}
+	if (check_mtu_warning(&c->w, line, sizeof(line)))
+		add_warning(c, line);
+}
+
+/* Every reporting member gets the result; wait (at most 5 s) until it is written. */
+static int coord_send(struct check_cmd *c, const struct check_summary *s)
+{
+	int64_t by = gx_now_ms() + 5000, now;
+	json_t *doc;
+	char *text;
+	int rc;
+
+	doc = check_result_json(&c->w, s, c->warn, c->nwarn, c->w.n > CHECK_MATRIX_MAX);
+	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	if (!text)
+		return -ENOMEM;
+	rc = check_serve_reply(&c->net, text, strlen(text));
+	free(text);
+	while (rc == 0 && check_serve_pending(&c->net) && (now = gx_now_ms()) < by)
+		gx_ev_run_until(c->r.ev, now + 200 < by ? now + 200 : by);
+	return rc;
+}
+
+static void coord_print(struct check_cmd *c, const struct check_summary *s)
+{
+	json_t *doc;
+
+	if (c->r.o->json) {
+		doc = check_result_json(&c->w, s, c->warn, c->nwarn, 0);
+		if (doc)
+			json_dumpf(doc, stdout, JSON_INDENT(2));
+		printf("\n");
+		json_decref(doc);
+	} else {
+		check_print_row(stdout, &c->w, c->net.self);
+		check_print_matrix(stdout, &c->w, CHECK_TCP);
+		check_print_matrix(stdout, &c->w, CHECK_RDMA);
+		if (!s->all_ok) {
+			printf("failed:\n");
+			check_print_failures(stdout, &c->w, 0);
+		}
+		printf("%s\n", s->line);
+	}
+	fflush(stdout);
+}
+
+static int coord_finish(struct check_cmd *c, char *err, size_t errlen)
+{
+	struct check_summary s;
+	size_t i;
+	int rc;
+
+	coord_warnings(c);
+	rc = check_world_finish(&c->w);
+	if (rc < 0)
+		return rc;
+	check_summarize(&c->w, &s);
+	rc = coord_send(c, &s);
+	if (rc < 0)
+		gx_warn("check: cannot send the result: %s", gx_strerror(rc));
+	for (i = 0; i < c->nwarn; i++)
+		gx_warn("%s", c->warn[i]);
+	coord_print(c, &s);
+	return s.all_ok ? 0 : fail_line(&c->w, &s, err, errlen);
+}
+
+static void print_warnings(json_t *doc)
+{
+	json_t *a = json_object_get(doc, "warnings"), *x;
+	size_t k;
+
+	json_array_foreach(a, k, x)
+	{
+		if (k < MAX_WARN && json_is_string(x) && gx_safe_text(json_string_value(x), 512))
+			gx_warn("%s", json_string_value(x));
+	}
+}
+
+static int member_finish(struct check_cmd *c, char *err, size_t errlen)
+{
+	struct check_world all;
+	struct check_summary s;
+	json_t *doc = NULL;
+	char why[160];
+	int rc;
+
+	if (!c->net.result_done) {
+		snprintf(err, errlen, "no result from the coordinator %s (%s)", c->w.names[0],
+			 c->net.result_why[0] ? c->net.result_why : "no answer");
+		return GX_ECHECK;
+	}
+	rc = check_world_init(&all, c->w.n, c->w.star, c->w.names);
+	if (rc < 0)
+		return rc;
+	rc =
+	    check_result_decode(&all, c->net.result, c->net.result_len, &doc, &s, why, sizeof(why));
+	if (rc < 0) {
+		snprintf(err, errlen, "bad result from the coordinator: %s", why);
+		goto out;
+	}
+	print_warnings(doc);
+	if (c->r.o->json) {
+		json_dumpf(doc, stdout, JSON_INDENT(2));
+		printf("\n");
+	} else {
+		check_print_row(stdout, &c->w, c->net.self);
+		if (!s.all_ok) {
+			printf("failed (from the coordinator's result):\n");
+			check_print_failures(stdout, &all, 50);
+		}
+		printf("%s\n", s.line);
+	}
+	fflush(stdout);
+	rc = s.all_ok ? 0 : fail_line(&all, &s, err, errlen);
+out:
+	json_decref(doc);
+	check_world_free(&all);
+	return rc;
+}
+
+static int report(struct check_cmd *c, char *err, size_t errlen)
+{
+	unsigned char *frame = NULL;
+	char *text = NULL;
+	size_t len = 0, flen = 0;
+	int rc;
+
+	rc = coord_addr(c, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = check_report_encode(&c->w, c->net.self, &text, &len);
+	if (rc == 0)
+		rc = check_seal(c->net.key, CHECK_REPORT, c->net.round, c->net.self, text, len,
+				&frame, &flen);
+	free(text);
+	if (rc == 0)
+		rc = check_report_start(&c->net, frame, flen);
+	if (rc < 0)
+		snprintf(err, errlen, "cannot send the report: %s", gx_strerror(rc));
+	return rc;
+}
+
+/*
+ * RDMA: fork the probe child first (no verbs state crosses the fork), then
+ * serve RDMA-CM connects in the loop. A pod that cannot serve reports RDMA as
+ * not available; probes to it are then not counted.
+ */
+static void rdma_start(struct check_cmd *c, int64_t deadline, char *err, size_t errlen)
+{
+	struct check_net *n = &c->net;
+	int rc;
+
+	if (!c->rdma)
+		return;
+	rc = check_rdma_spawn(n, c->rdma, (size_t)c->r.o->size, deadline, &c->child);
+	if (rc == 0)
+		rc = rdzv_rdma_serve(c->rdma, c->r.ev, &c->r.res.table[n->self], n->port, err,
+				     errlen);
+	else
+		snprintf(err, errlen, "cannot start the probe process: %s", gx_strerror(rc));
+	if (rc < 0) {
+		gx_warn("RDMA: not available (%s): TCP probes only", err);
+		err[0] = '\0';
+		check_rdma_reap(&c->child);
+		c->rdma_state = CHECK_RDMA_UNAVL;
+		rdzv_rdma_ctx_free(c->rdma);
+		c->rdma = NULL;
+	}
+}
+
+/* After the rendezvous: service, probes, reports, result. */
+static int check_phase(struct check_cmd *c, char *err, size_t errlen)
+{
+	struct check_net *n = &c->net;
+	int64_t budget = probe_budget_ms(&c->w, c->rdma != NULL), deadline;
+	int rc;
+
+	rc = check_serve_start(n, err, errlen);
+	if (rc < 0)
+		return rc;
+	rdma_start(c, n->t0 + budget, err, errlen);
+	own_row(c);
+	gx_info("check: rank %u of %u, %s mode, probing from %s on port %u", n->self, c->w.n,
+		c->w.star ? "star" : "all", n->ifname[0] ? n->ifname : "(no secondary interface)",
+		n->port);
+	rc = check_probes_start(n);
+	if (rc < 0)
+		return rc;
+	run_until(c, &n->probes_done, n->t0 + budget);
+	if (c->rdma) {
+		check_rdma_go(&c->child);
+		run_until(c, &c->child.done, n->t0 + budget);
+		check_rdma_reap(&c->child);
+	}
+	deadline = n->t0 + budget + 10000;
+	if (n->is_coord) {
+		run_until(c, &n->reports_done, deadline);
+		return coord_finish(c, err, errlen);
+	}
+	rc = report(c, err, errlen);
+	if (rc < 0)
+		return rc;
+	run_until(c, &n->result_done, deadline + 5000);
+	return member_finish(c, err, errlen);
+}
+
+static int setup_net(struct check_cmd *c)
+{
+	struct check_net *n = &c->net;
+	const struct agent_opts *o = c->r.o;
+	int star = o->check_mode == AGENT_CHECK_STAR ||
+		   (o->check_mode == AGENT_CHECK_DEFAULT && c->r.peers.n > CHECK_MATRIX_MAX);
+	int rc;
+
+	rc = check_world_init(&c->w, (uint32_t)c->r.peers.n, star, c->r.peers.names);
+	if (rc < 0)
+		return rc;
+	n->ev = c->r.ev;
+	n->w = &c->w;
+	n->self = (uint32_t)c->r.res.rank;
+	n->round = c->r.res.round;
+	n->port = (uint16_t)c->r.port;
+	n->is_coord = c->r.res.rank == 0;
+	n->table = c->r.res.table;
+	n->t0 = gx_now_ms();
+	n->lfd[0] = n->lfd[1] = -1;
+	return 0;
+}
+
+int agent_cmd_check(struct agent_opts *o, char *err, size_t errlen)
+{
+	struct check_cmd *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	agent_signals_wait_mode();
+	rc = agent_run_prepare(&c->r, o, err, errlen);
+	if (rc < 0)
+		goto out;
+	c->r.port = o->check_port ? o->check_port : o->port + 1;
+	c->r.soft_verify = 1;
+	c->r.full_table = 1;
+	if (o->dry_run) {
+		plan(c);
+		goto out;
+	}
+	rc = derive_key(c, err, errlen);
+	if (rc < 0)
+		goto out;
+	rdma_setup(c);
+	rc = meet(c, err, errlen);
+	agent_token_free(&c->r.token);
+	if (rc < 0)
+		goto out;
+	/* the rendezvous is over: its port becomes the check service's */
+	rdzv_coord_free(c->r.coord);
+	c->r.coord = NULL;
+	rdzv_member_free(c->r.member);
+	c->r.member = NULL;
+	rc = setup_net(c);
+	if (rc == 0)
+		rc = check_phase(c, err, errlen);
+out:
+	check_rdma_reap(&c->child);
+	check_probes_stop(&c->net);
+	if (c->net.ev)
+		check_serve_stop(&c->net);
+	rdzv_rdma_ctx_free(c->rdma);
+	check_world_free(&c->w);
+	agent_run_free(&c->r);
+	sodium_memzero(c->net.key, sizeof(c->net.key));
+	free(c);
+	return rc;
+}

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check_int.h - `gxboot check` (issue 8): after a rendezvous with soft
+ * verification (DECISIONS 22) every pod opens the check service on the check
+ * port, probes its targets over TCP (and RDMA-CM where both ends have a
+ * device) from its secondary address, and reports its row to the
+ * coordinator over the primary network; the coordinator answers every
+ * member with the global result. The wire is described in rdzv/CHECK.md.
+ *
+ * check_report.c: the pure part (world of rows, summary, report and result
+ * (de)serialisation, frame MAC); check_render.c: matrix, rows, JSON;
+ * check_serve.c / check_probe.c: the service and the clients in a gx_ev
+ * loop; check_rdma.c: the blocking RDMA-CM probes in a forked child;
+ * check.c: the command.
+ */
+#ifndef AGENT_CHECK_INT_H
+#define AGENT_CHECK_INT_H
+
+#include "agent/agent.h"
+#include "rdzv/gx.h"
+#include "rdzv/rdzv.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CHECK_ECHO_K 5	  /* echo round trips per TCP probe */
+#define CHECK_ECHO_MIN 16 /* echo payload bounds (bytes) */
+#define CHECK_ECHO_MAX 64
+#define CHECK_MAX_REPORT (4u << 20)  /* REPORT body cap */
+#define CHECK_MAX_RESULT (16u << 20) /* RESULT body cap */
+#define CHECK_MATRIX_FULL 16	     /* full cells up to this N, one-char cells up to ... */
+#define CHECK_MATRIX_MAX 64	     /* ... this N; beyond: failures only */
+#define CHECK_MAC_LEN 32
+#define CHECK_KEY_LEN 32
+
+/* ---- the frame (rdzv/CHECK.md): header, then body ---- */
+#define CHECK_MAGIC 0x4758434bu /* "GXCK" */
+#define CHECK_VERSION 1
+#define CHECK_HDR_LEN 12
+enum check_type {
+	CHECK_ECHO = 1,	  /* probe: body echoed back as is (unauthenticated, 16..64 bytes) */
+	CHECK_REPORT = 2, /* member -> coordinator: MAC | rank | report JSON */
+	CHECK_RESULT = 3, /* coordinator -> member: MAC | rank | result JSON */
+};
+
+enum check_proto {
+	CHECK_TCP = 0,
+	CHECK_RDMA = 1,
+};
+
+/* A pod's RDMA state in its report. */
+enum check_rdma_state {
+	CHECK_RDMA_NONE = 0,  /* no usable device on its iface */
+	CHECK_RDMA_OK = 1,    /* device and RDMA-CM probe context */
+	CHECK_RDMA_UNAVL = 2, /* device, but RDMA-CM not available here */
+};
+
+/* One directed probe from a row's pod to `to`. */
+struct check_probe {
+	uint32_t to;
+	int proto; /* enum check_proto */
+	int ok;
+	int gid_index;			   /* RDMA: SGID index used, -1 unknown */
+	int mtu;			   /* RDMA: active path MTU; TCP: 0 */
+	int64_t min_us, median_us, max_us; /* TCP echo RTT; RDMA: send/recv latency */
+	int64_t write_us;		   /* RDMA WRITE of --size bytes, 0 */
+	char why[96];			   /* short reason when !ok ("refused", "timeout") */
+};
+
+/* One pod's report. */
+struct check_row {
+	int reported;  /* its report arrived (the own row counts as reported) */
+	int mtu;       /* its iface MTU, 0 unknown */
+	int rdma;      /* enum check_rdma_state */
+	char why[256]; /* its own netdetect / verification failure, "" */
+	struct check_probe *probes;
+	size_t nprobes, cap;
+};
+
+struct check_world {
+	uint32_t n;
+	int star;		/* --mode star */
+	char *const *names;	/* n names, rank order (borrowed) */
+	struct check_row *rows; /* n rows */
+};
+
+struct check_summary {
+	size_t tcp_ok, tcp_total, rdma_ok, rdma_total;
+	uint32_t no_rdma, rdma_unavl, missing;
+	int all_ok;
+	char line[256];
+};
+
+/* ---- check_report.c: world, summary, (de)serialisation, MAC ---- */
+int check_world_init(struct check_world *w, uint32_t n, int star, char *const *names);
+void check_world_free(struct check_world *w);
+/* 1 when the mode probes from -> to. */
+int check_pair_probed(const struct check_world *w, uint32_t from, uint32_t to);
+/* Append a probe to row `from` (copied). 0 / -ENOMEM / -EINVAL. */
+int check_row_add(struct check_world *w, uint32_t from, const struct check_probe *p);
+const struct check_probe *check_find(const struct check_world *w, uint32_t from, uint32_t to,
+				     int proto);
+/* Fill every expected TCP pair that has no probe: "no report" / "not probed". */
+int check_world_finish(struct check_world *w);
+void check_summarize(const struct check_world *w, struct check_summary *s);
+/* The MTU warning naming the pods that differ from the most common MTU; 0 = none. */
+int check_mtu_warning(const struct check_world *w, char *buf, size_t len);
+
+/* Report payload (JSON text) of row `rank`; *out malloc'd. */
+int check_report_encode(const struct check_world *w, uint32_t rank, char **out, size_t *len);
+/* Parse a member's report payload into row `rank` (replaces it). GX_EPROTO + why. */
+int check_report_decode(struct check_world *w, uint32_t rank, const char *text, size_t len,
+			char *why, size_t whylen);
+/* Parse the coordinator's result document: rows / probes into w, summary into s. */
+int check_result_decode(struct check_world *w, const char *text, size_t len, json_t **doc,
+			struct check_summary *s, char *why, size_t whylen);
+
+/* Frame: header (magic, version, type, length) then body; *out malloc'd. */
+void check_hdr_put(unsigned char h[CHECK_HDR_LEN], int type, uint32_t len);
+/* 0, or GX_EPROTO / GX_EVERSION for a bad header; *type / *len out. */
+int check_hdr_get(const unsigned char h[CHECK_HDR_LEN], int *type, uint32_t *len);
+/* Sealed REPORT / RESULT frame: header | MAC | rank | payload. */
+int check_seal(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round, uint32_t rank,
+	       const char *payload, size_t plen, unsigned char **out, size_t *outlen);
+/* Open a REPORT / RESULT body: MAC check (GX_EMAC), rank < n (GX_EPROTO). */
+int check_open(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round, uint32_t n,
+	       const unsigned char *body, size_t len, uint32_t *rank, const char **payload,
+	       size_t *plen);
+
+/* ---- check_render.c: text and JSON ---- */
+/* The N x N matrix (or the failures only for N > CHECK_MATRIX_MAX), for one protocol. */
+void check_print_matrix(FILE *f, const struct check_world *w, int proto);
+/* Every failed pair, one line each ("✗ a -> b tcp: timeout"), at most `max` (0 = all). */
+void check_print_failures(FILE *f, const struct check_world *w, size_t max);
+/* One pod's row: its probes with latencies. */
+void check_print_row(FILE *f, const struct check_world *w, uint32_t rank);
+/* The result document (every probe; only failed ones when failures_only). */
+json_t *check_result_json(const struct check_world *w, const struct check_summary *s,
+			  const char *const *warnings, size_t nwarnings, int failures_only);
+/* Short cell text for a probe ("✓ 142", "✗ refused"). */
+void check_cell(const struct check_probe *p, char *buf, size_t len);
+
+/* ---- check_serve.c / check_probe.c: the network side, in one gx_ev loop ---- */
+struct check_sconn; /* a service connection */
+struct check_pc;    /* a TCP probe client */
+struct check_rep;   /* a member's report client */
+
+struct check_net {
+	struct gx_ev *ev;
+	struct check_world *w;
+	uint32_t self;
+	uint64_t round;
+	unsigned char key[CHECK_KEY_LEN];
+	uint16_t port;
+	int is_coord;
+	int64_t t0; /* check start (after the rendezvous), gx_now_ms */
+	/* service */
+	int lfd[2];
+	struct check_sconn *conns;
+	size_t nconns, maxconns;
+	uint32_t nreports; /* coordinator: member reports received */
+	int reports_done;
+	uint64_t sweep_id;
+	/* probes: from src (this pod's secondary address, bound to ifname) */
+	const struct rdzv_peer *table; /* n entries, rank order */
+	char ifname[16];
+	struct check_pc *pcs;
+	size_t npcs, next, inflight, ndone;
+	int launching;
+	int probes_done;
+	/* member: the report and the coordinator's answer */
+	union gx_sockaddr coord;
+	socklen_t coordlen;
+	int64_t report_deadline;
+	struct check_rep *rep;
+	char *result; /* RESULT payload (JSON text), NUL-terminated */
+	size_t result_len;
+	int result_done;
+	char result_why[256]; /* the last reason a report attempt failed */
+};
+
+/* Listen on the wildcard address at port (v4, and v6 when available). */
+int check_serve_start(struct check_net *n, char *err, size_t errlen);
+/* Coordinator: send every reporting member its sealed RESULT; 0 when all flushed. */
+int check_serve_reply(struct check_net *n, const char *payload, size_t plen);
+size_t check_serve_pending(const struct check_net *n);
+void check_serve_stop(struct check_net *n);
+
+/* Start the TCP probes of this pod's row (at most 16 in flight). */
+int check_probes_start(struct check_net *n);
+/* Member: send the sealed report (owned by the call) until a RESULT comes or the deadline. */
+int check_report_start(struct check_net *n, unsigned char *frame, size_t len);
+void check_probes_stop(struct check_net *n);
+/* Short reason for a socket error ("refused", "timeout", ...). */
+const char *check_errno_why(int err);
+
+/* ---- check_rdma.c: RDMA-CM probes in a forked child (the client blocks) ---- */
+struct rdzv_rdma_ctx;
+struct check_rdma_child {
+	struct check_net *n;
+	size_t size;	  /* --size: RDMA WRITE bytes */
+	int64_t deadline; /* the child gives up waiting for "go" here */
+	int pid;
+	int go_fd, res_fd;
+	int done; /* the child closed its end: every result is in */
+};
+
+/* Fork the child before this pod's RDMA-CM server opens anything. */
+int check_rdma_spawn(struct check_net *n, struct rdzv_rdma_ctx *ctx, size_t size, int64_t deadline,
+		     struct check_rdma_child *ch);
+/* Start probing (after this pod's TCP probes); results arrive in the loop. */
+void check_rdma_go(struct check_rdma_child *ch);
+/* Close, kill if still running, reap. Safe on a zeroed struct. */
+void check_rdma_reap(struct check_rdma_child *ch);
+
+/* ---- check.c ---- */
+/*
+ * gxboot check: a GX_E* / -errno code with one line in err, or the exit
+ * status: 0 every pair OK, 1 any pair failed.
+ */
+int agent_cmd_check(struct agent_opts *o, char *err, size_t errlen);
+
+#endif

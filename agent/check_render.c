@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check_render.c - what `gxboot check` prints (issue 8): the N x N matrix
+ * (rows = from, columns = to), each pod's own row, the failures, and the
+ * --json result document that the coordinator also sends to every member.
+ * Pure functions over struct check_world (unit tests drive them).
+ */
+#include "agent/check_int.h"
+
+#include <string.h>
+
+#define CELL_W 12 /* at most this many display columns in a full cell */
+
+static const char *proto_name(int proto)
+{
+	return proto == CHECK_RDMA ? "rdma" : "tcp";
+}
+
+void check_cell(const struct check_probe *p, char *buf, size_t len)
+{
+	if (!p)
+		snprintf(buf, len, "·");
+	else if (p->ok)
+		snprintf(buf, len, "✓ %lld", (long long)p->median_us);
+	else
+		snprintf(buf, len, "✗ %.*s", CELL_W - 2, p->why[0] ? p->why : "failed");
+}
+
+/* Display width of UTF-8 text: count the bytes that start a character. */
+static size_t text_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+static void pad(FILE *f, const char *s, size_t width)
+{
+	size_t w = text_width(s);
+
+	fputs(s, f);
+	for (; w < width; w++)
+		fputc(' ', f);
+}
+
+static int has_proto(const struct check_world *w, int proto)
+{
+	uint32_t i;
+	size_t k;
+
+	for (i = 0; i < w->n; i++)
+		for (k = 0; k < w->rows[i].nprobes; k++)
+			if (w->rows[i].probes[k].proto == proto)
+				return 1;
+	return 0;
+}
+
+static void matrix_head(FILE *f, const struct check_world *w, size_t cw)
+{
+	char h[16];
+	uint32_t j;
+
+	fprintf(f, "%-6s", "from\\to");
+	for (j = 0; j < w->n; j++) {
+		snprintf(h, sizeof(h), "%u", j);
+		fputc(' ', f);
+		pad(f, h, cw);
+	}
+	fputc('\n', f);
+}
+
+static void matrix_cell(FILE *f, const struct check_world *w, uint32_t i, uint32_t j, int proto,
+			size_t cw, int full)
+{
+	const struct check_probe *p = check_find(w, i, j, proto);
+	char cell[64];
+
+	fputc(' ', f);
+	if (i == j)
+		snprintf(cell, sizeof(cell), "-");
+	else if (!full && p)
+		snprintf(cell, sizeof(cell), "%s", p->ok ? "✓" : "✗");
+	else
+		check_cell(p, cell, sizeof(cell));
+	pad(f, cell, cw);
+}
+
+static size_t full_width(const struct check_world *w, int proto)
+{
+	size_t cw = 2, k;
+	char cell[64];
+	uint32_t i;
+
+	for (i = 0; i < w->n; i++) {
+		for (k = 0; k < w->rows[i].nprobes; k++) {
+			if (w->rows[i].probes[k].proto != proto)
+				continue;
+			check_cell(&w->rows[i].probes[k], cell, sizeof(cell));
+			if (text_width(cell) > cw)
+				cw = text_width(cell);
+		}
+	}
+	return cw;
+}
+
+void check_print_matrix(FILE *f, const struct check_world *w, int proto)
+{
+	/* compact cells: as wide as the largest column index */
+	int full = w->n <= CHECK_MATRIX_FULL;
+	/* full cells as wide as the widest; compact ones as the largest column index */
+	size_t cw = full ? full_width(w, proto) : (size_t)(w->n > 10) + (w->n > 100) + 1;
+	uint32_t i, j;
+
+	if (!has_proto(w, proto))
+		return;
+	if (w->n > CHECK_MATRIX_MAX) {
+		fprintf(f, "%s: %u pods, matrix omitted (N > %d); failed pairs:\n",
+			proto == CHECK_RDMA ? "RDMA" : "TCP", w->n, CHECK_MATRIX_MAX);
+		return;
+	}
+	fprintf(f, "%s (rows: from, columns: to; %s):\n", proto == CHECK_RDMA ? "RDMA" : "TCP",
+		full ? "✓ median µs, ✗ reason" : "✓ ok, ✗ failed: listed below");
+	matrix_head(f, w, cw);
+	for (i = 0; i < w->n; i++) {
+		fprintf(f, "%-7u", i);
+		for (j = 0; j < w->n; j++)
+			matrix_cell(f, w, i, j, proto, cw, full);
+		fprintf(f, "  %s%s\n", w->names[i], w->rows[i].reported ? "" : " (no report)");
+	}
+}
+
+void check_print_failures(FILE *f, const struct check_world *w, size_t max)
+{
+	size_t shown = 0, total = 0, k;
+	uint32_t i;
+
+	for (i = 0; i < w->n; i++) {
+		const struct check_row *r = &w->rows[i];
+
+		if (r->why[0] && (!max || shown < max)) {
+			fprintf(f, "  %s: %s\n", w->names[i], r->why);
+			shown++;
+		}
+		for (k = 0; k < r->nprobes; k++) {
+			const struct check_probe *p = &r->probes[k];
+
+			if (p->ok || !check_pair_probed(w, i, p->to))
+				continue;
+			total++;
+			if (max && shown >= max)
+				continue;
+			shown++;
+			fprintf(f, "  ✗ %s -> %s %s: %s\n", w->names[i], w->names[p->to],
+				proto_name(p->proto), p->why[0] ? p->why : "failed");
+		}
+	}
+	if (max && shown >= max && total > shown)
+		fprintf(f, "  ... and more failed pairs (see --json)\n");
+}
+
+static void row_probe(FILE *f, const struct check_world *w, const struct check_probe *p)
+{
+	fprintf(f, "  -> %-24s %-4s ", w->names[p->to], proto_name(p->proto));
+	if (!p->ok) {
+		fprintf(f, "✗ %s\n", p->why[0] ? p->why : "failed");
+		return;
+	}
+	fprintf(f, "✓ median %lld µs (min %lld, max %lld)", (long long)p->median_us,
+		(long long)p->min_us, (long long)p->max_us);
+	if (p->proto == CHECK_RDMA)
+		fprintf(f, " write %lld µs, GID index %d, MTU %d", (long long)p->write_us,
+			p->gid_index, p->mtu);
+	fputc('\n', f);
+}
+
+void check_print_row(FILE *f, const struct check_world *w, uint32_t rank)
+{
+	const struct check_row *r = &w->rows[rank];
+	const struct check_probe *p;
+	uint32_t j;
+	int proto;
+
+	fprintf(f, "%s (rank %u", w->names[rank], rank);
+	if (r->mtu)
+		fprintf(f, ", MTU %d", r->mtu);
+	fprintf(f, "):%s%s\n", r->why[0] ? " " : "", r->why);
+	for (j = 0; j < w->n; j++) {
+		for (proto = CHECK_TCP; proto <= CHECK_RDMA; proto++) {
+			p = check_find(w, rank, j, proto);
+			if (p)
+				row_probe(f, w, p);
+		}
+	}
+}
+
+/* ---- JSON ---- */
+
+static json_t *probe_doc(const struct check_world *w, uint32_t from, const struct check_probe *p)
+{
+	int mtu = p->proto == CHECK_RDMA ? p->mtu : w->rows[from].mtu;
+
+	return json_pack("{s:I, s:I, s:s, s:s, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:i, s:i}",
+			 "from", (json_int_t)from, "to", (json_int_t)p->to, "from_name",
+			 w->names[from], "to_name", w->names[p->to], "proto", proto_name(p->proto),
+			 "ok", p->ok, "why", p->why, "min_us", (json_int_t)p->min_us, "median_us",
+			 (json_int_t)p->median_us, "max_us", (json_int_t)p->max_us, "write_us",
+			 (json_int_t)p->write_us, "mtu", p->proto == CHECK_RDMA ? p->mtu : mtu,
+			 "gid_index", p->gid_index);
+}
+
+static json_t *peers_doc(const struct check_world *w)
+{
+	json_t *a = json_array();
+	uint32_t i;
+
+	for (i = 0; a && i < w->n; i++) {
+		const struct check_row *r = &w->rows[i];
+
+		if (json_array_append_new(a, json_pack("{s:I, s:s, s:i, s:i, s:s, s:b}", "rank",
+						       (json_int_t)i, "name", w->names[i], "mtu",
+						       r->mtu, "rdma", r->rdma, "why", r->why,
+						       "reported", r->reported)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *probes_doc(const struct check_world *w, int failures_only)
+{
+	json_t *a = json_array();
+	uint32_t i;
+	size_t k;
+
+	for (i = 0; a && i < w->n; i++) {
+		for (k = 0; k < w->rows[i].nprobes; k++) {
+			const struct check_probe *p = &w->rows[i].probes[k];
+
+			if (failures_only && p->ok)
+				continue;
+			if (json_array_append_new(a, probe_doc(w, i, p)) < 0) {
+				json_decref(a);
+				return NULL;
+			}
+		}
+	}
+	return a;
+}
+
+static json_t *summary_doc(const struct check_summary *s)
+{
+	return json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", s->all_ok, "line",
+			 s->line, "tcp_ok", (json_int_t)s->tcp_ok, "tcp_total",
+			 (json_int_t)s->tcp_total, "rdma_ok", (json_int_t)s->rdma_ok, "rdma_total",
+			 (json_int_t)s->rdma_total, "no_rdma", (json_int_t)s->no_rdma,
+			 "rdma_unavailable", (json_int_t)s->rdma_unavl, "missing",
+			 (json_int_t)s->missing);
+}
+
+json_t *check_result_json(const struct check_world *w, const struct check_summary *s,
+			  const char *const *warnings, size_t nwarnings, int failures_only)
+{
+	json_t *warn = json_array();
+	size_t k;
+
+	for (k = 0; warn && k < nwarnings; k++)
+		if (json_array_append_new(warn, json_string(warnings[k])) < 0)
+			break;
+	return json_pack("{s:I, s:s, s:b, s:o, s:o, s:o, s:o?}", "world", (json_int_t)w->n, "mode",
+			 w->star ? "star" : "all", "complete", !failures_only, "summary",
+			 summary_doc(s), "peers", peers_doc(w), "probes",
+			 probes_doc(w, failures_only), "warnings", warn);
+}

@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check_report.c - the pure part of `gxboot check` (issue 8): the world of
+ * rows, the summary and MTU warning, the REPORT / RESULT payloads (jansson)
+ * and the sealed frames (HMAC-SHA-256). Everything from the wire is bounded
+ * and validated here; see rdzv/CHECK.md.
+ */
+#include "agent/check_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char report_label[] = "gxboot-check-report";
+static const char result_label[] = "gxboot-check-result";
+
+#define US_MAX 3600000000LL /* an hour in µs: anything larger is hostile */
+
+int check_world_init(struct check_world *w, uint32_t n, int star, char *const *names)
+{
+	memset(w, 0, sizeof(*w));
+	if (n == 0)
+		return -EINVAL;
+	w->rows = calloc(n, sizeof(*w->rows));
+	if (!w->rows)
+		return -ENOMEM;
+	w->n = n;
+	w->star = star;
+	w->names = names;
+	return 0;
+}
+
+static void row_clear(struct check_row *r)
+{
+	free(r->probes);
+	memset(r, 0, sizeof(*r));
+}
+
+void check_world_free(struct check_world *w)
+{
+	uint32_t i;
+
+	for (i = 0; w->rows && i < w->n; i++)
+		row_clear(&w->rows[i]);
+	free(w->rows);
+	memset(w, 0, sizeof(*w));
+}
+
+int check_pair_probed(const struct check_world *w, uint32_t from, uint32_t to)
+{
+	if (from >= w->n || to >= w->n || from == to)
+		return 0;
+	return !w->star || from == 0 || to == 0;
+}
+
+int check_row_add(struct check_world *w, uint32_t from, const struct check_probe *p)
+{
+	struct check_row *r;
+	struct check_probe *np;
+	size_t cap;
+
+	if (from >= w->n || p->to >= w->n || (p->proto != CHECK_TCP && p->proto != CHECK_RDMA))
+		return -EINVAL;
+	r = &w->rows[from];
+	if (r->nprobes == r->cap) {
+		cap = r->cap ? r->cap * 2 : 8;
+		np = realloc(r->probes, cap * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		r->probes = np;
+		r->cap = cap;
+	}
+	r->probes[r->nprobes++] = *p;
+	return 0;
+}
+
+const struct check_probe *check_find(const struct check_world *w, uint32_t from, uint32_t to,
+				     int proto)
+{
+	const struct check_row *r;
+	size_t k;
+
+	if (from >= w->n)
+		return NULL;
+	r = &w->rows[from];
+	for (k = 0; k < r->nprobes; k++)
+		if (r->probes[k].to == to && r->probes[k].proto == proto)
+			return &r->probes[k];
+	return NULL;
+}
+
+/* RDMA probes count only between pods that both run RDMA-CM (the summary names the rest). */
+static void drop_rdma_unavailable(struct check_world *w, struct check_row *r)
+{
+	size_t k, keep = 0;
+
+	for (k = 0; k < r->nprobes; k++) {
+		const struct check_probe *p = &r->probes[k];
+		const struct check_row *t = &w->rows[p->to];
+
+		if (p->proto == CHECK_RDMA && t->reported && t->rdma != CHECK_RDMA_OK)
+			continue;
+		r->probes[keep++] = *p;
+	}
+	r->nprobes = keep;
+}
+
+int check_world_finish(struct check_world *w)
+{
+	struct check_probe p;
+	uint32_t i, j;
+	int rc;
+
+	for (i = 0; i < w->n; i++)
+		drop_rdma_unavailable(w, &w->rows[i]);
+
+	for (i = 0; i < w->n; i++) {
+		for (j = 0; j < w->n; j++) {
+			if (!check_pair_probed(w, i, j) || check_find(w, i, j, CHECK_TCP))
+				continue;
+			memset(&p, 0, sizeof(p));
+			p.to = j;
+			p.gid_index = -1;
+			gx_strlcpy(p.why, w->rows[i].reported ? "not probed" : "no report",
+				   sizeof(p.why));
+			rc = check_row_add(w, i, &p);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static void summary_line(const struct check_world *w, struct check_summary *s)
+{
+	size_t n = 0, cap = sizeof(s->line);
+	uint32_t with = w->n - s->no_rdma;
+
+	n += (size_t)snprintf(s->line, cap, "%zu/%zu pairs OK over TCP", s->tcp_ok, s->tcp_total);
+	if (n < cap && s->rdma_total)
+		n += (size_t)snprintf(s->line + n, cap - n, ", %zu/%zu over RDMA", s->rdma_ok,
+				      s->rdma_total);
+	if (n < cap && s->no_rdma)
+		n += (size_t)snprintf(s->line + n, cap - n, "%sno device on %u pod%s",
+				      s->rdma_total ? ", " : ", RDMA: ", s->no_rdma,
+				      s->no_rdma == 1 ? "" : "s");
+	if (n < cap && s->rdma_unavl)
+		n += (size_t)snprintf(s->line + n, cap - n, "%snot available on %u of %u pod%s",
+				      s->rdma_total || s->no_rdma ? ", RDMA-CM " : ", RDMA: ",
+				      s->rdma_unavl, with, with == 1 ? "" : "s");
+	if (n < cap && s->missing)
+		snprintf(s->line + n, cap - n, " (%u report%s missing)", s->missing,
+			 s->missing == 1 ? "" : "s");
+}
+
+void check_summarize(const struct check_world *w, struct check_summary *s)
+{
+	const struct check_row *r;
+	uint32_t i;
+	size_t k;
+
+	memset(s, 0, sizeof(*s));
+	for (i = 0; i < w->n; i++) {
+		r = &w->rows[i];
+		s->missing += !r->reported;
+		s->no_rdma += r->rdma == CHECK_RDMA_NONE;
+		s->rdma_unavl += r->rdma == CHECK_RDMA_UNAVL;
+		for (k = 0; k < r->nprobes; k++) {
+			const struct check_probe *p = &r->probes[k];
+
+			if (!check_pair_probed(w, i, p->to))
+				continue;
+			if (p->proto == CHECK_TCP) {
+				s->tcp_total++;
+				s->tcp_ok += p->ok != 0;
+			} else {
+				s->rdma_total++;
+				s->rdma_ok += p->ok != 0;
+			}
+		}
+	}
+	s->all_ok = s->tcp_ok == s->tcp_total && s->rdma_ok == s->rdma_total && !s->missing;
+	summary_line(w, s);
+}
+
+int check_mtu_warning(const struct check_world *w, char *buf, size_t len)
+{
+	uint32_t i, j, best = 0, bestc = 0, c;
+	size_t n;
+
+	for (i = 0; i < w->n; i++) {
+		if (!w->rows[i].mtu)
+			continue;
+		for (c = 0, j = 0; j < w->n; j++)
+			c += w->rows[j].mtu == w->rows[i].mtu;
+		if (c > bestc) {
+			bestc = c;
+			best = i;
+		}
+	}
+	if (!bestc)
+		return 0;
+	n = (size_t)snprintf(
+	    buf, len, "MTU differs on the secondary network (most pods: %d):", w->rows[best].mtu);
+	for (c = 0, i = 0; i < w->n; i++) {
+		if (!w->rows[i].mtu || w->rows[i].mtu == w->rows[best].mtu)
+			continue;
+		c++;
+		if (n < len)
+			n += (size_t)snprintf(buf + n, len - n, " %s %d", w->names[i],
+					      w->rows[i].mtu);
+	}
+	return c ? 1 : 0;
+}
+
+/* ---- report payload ---- */
+
+static json_t *probe_json(const struct check_probe *p)
+{
+	return json_pack("{s:I, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:i, s:i}", "to",
+			 (json_int_t)p->to, "proto", p->proto == CHECK_RDMA ? "rdma" : "tcp", "ok",
+			 p->ok, "why", p->why, "min_us", (json_int_t)p->min_us, "median_us",
+			 (json_int_t)p->median_us, "max_us", (json_int_t)p->max_us, "write_us",
+			 (json_int_t)p->write_us, "gid_index", p->gid_index, "mtu", p->mtu);
+}
+
+int check_report_encode(const struct check_world *w, uint32_t rank, char **out, size_t *len)
+{
+	const struct check_row *r;
+	json_t *j = NULL, *arr = NULL;
+	size_t k;
+	int rc = -ENOMEM;
+
+	if (rank >= w->n)
+		return -EINVAL;
+	r = &w->rows[rank];
+	arr = json_array();
+	for (k = 0; arr && k < r->nprobes; k++)
+		if (json_array_append_new(arr, probe_json(&r->probes[k])) < 0)
+			goto out;
+	j = json_pack("{s:I, s:i, s:i, s:s, s:O}", "rank", (json_int_t)rank, "mtu", r->mtu, "rdma",
+		      r->rdma, "why", r->why, "probes", arr);
+	if (!j)
+		goto out;
+	*out = json_dumps(j, JSON_COMPACT);
+	if (!*out)
+		goto out;
+	*len = strlen(*out);
+	rc = 0;
+out:
+	json_decref(arr);
+	json_decref(j);
+	return rc;
+}
+
+static int get_int(json_t *o, const char *k, json_int_t lo, json_int_t hi, json_int_t *v)
+{
+	json_t *x = json_object_get(o, k);
+
+	if (!json_is_integer(x))
+		return -1;
+	*v = json_integer_value(x);
+	return *v < lo || *v > hi ? -1 : 0;
+}
+
+/* A bounded, printable copy of a string member ("" when absent). */
+static int get_text(json_t *o, const char *k, char *buf, size_t len)
+{
+	json_t *x = json_object_get(o, k);
+	const char *s;
+	size_t i;
+
+	buf[0] = '\0';
+	if (!x)
+		return 0;
+	if (!json_is_string(x) || json_string_length(x) >= len)
+		return -1;
+	s = json_string_value(x);
+	for (i = 0; s[i]; i++)
+		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	buf[i] = '\0';
+	return 0;
+}
+
+static int probe_parse(json_t *o, uint32_t n, uint32_t from, struct check_probe *p)
+{
+	json_int_t to, v[4], gid, mtu;
+	const char *proto;
+	json_t *ok;
+
+	memset(p, 0, sizeof(*p));
+	if (!json_is_object(o) || get_int(o, "to", 0, (json_int_t)n - 1, &to) < 0 ||
+	    (uint32_t)to == from)
+		return -1;
+	proto = json_string_value(json_object_get(o, "proto"));
+	ok = json_object_get(o, "ok");
+	if (!proto || (strcmp(proto, "tcp") != 0 && strcmp(proto, "rdma") != 0) ||
+	    !json_is_boolean(ok))
+		return -1;
+	if (get_int(o, "min_us", 0, US_MAX, &v[0]) < 0 ||
+	    get_int(o, "median_us", 0, US_MAX, &v[1]) < 0 ||
+	    get_int(o, "max_us", 0, US_MAX, &v[2]) < 0 ||
+	    get_int(o, "write_us", 0, US_MAX, &v[3]) < 0 ||
+	    get_int(o, "gid_index", -1, 65535, &gid) < 0 || get_int(o, "mtu", 0, 65536, &mtu) < 0 ||
+	    get_text(o, "why", p->why, sizeof(p->why)) < 0)
+		return -1;
+	p->to = (uint32_t)to;
+	p->proto = strcmp(proto, "rdma") == 0 ? CHECK_RDMA : CHECK_TCP;
+	p->ok = json_is_true(ok);
+	p->min_us = v[0];
+	p->median_us = v[1];
+	p->max_us = v[2];
+	p->write_us = v[3];
+	p->gid_index = (int)gid;
+	p->mtu = (int)mtu;
+	return 0;
+}
+
+static int fail(char *why, size_t whylen, const char *what)
+{
+	snprintf(why, whylen, "%s", what);
+	return GX_EPROTO;
+}
+
+/* The probes array of one row; at most 2 per target (TCP, RDMA), no duplicates. */
+static int probes_parse(struct check_world *w, uint32_t from, json_t *arr, struct check_row *row)
+{
+	struct check_probe p;
+	size_t k;
+	json_t *x;
+
+	if (!json_is_array(arr) || json_array_size(arr) > 2 * (size_t)w->n)
+		return -1;
+	json_array_foreach(arr, k, x)
+	{
+		if (probe_parse(x, w->n, from, &p) < 0 || check_find(w, from, p.to, p.proto))
+			return -1;
+		if (check_row_add(w, from, &p) < 0)
+			return -1;
+	}
+	(void)row;
+	return 0;
+}
+
+static int row_parse(struct check_world *w, uint32_t rank, json_t *j)
+{
+	struct check_row *r = &w->rows[rank];
+	json_int_t mtu, rdma;
+
+	row_clear(r);
+	if (get_int(j, "mtu", 0, 65536, &mtu) < 0 || get_int(j, "rdma", 0, 2, &rdma) < 0 ||
+	    get_text(j, "why", r->why, sizeof(r->why)) < 0)
+		return -1;
+	r->mtu = (int)mtu;
+	r->rdma = (int)rdma;
+	if (probes_parse(w, rank, json_object_get(j, "probes"), r) < 0) {
+		row_clear(r);
+		return -1;
+	}
+	r->reported = 1;
+	return 0;
+}
+
+int check_report_decode(struct check_world *w, uint32_t rank, const char *text, size_t len,
+			char *why, size_t whylen)
+{
+	json_error_t je;
+	json_int_t jr;
+	json_t *j;
+	int rc = 0;
+
+	if (rank >= w->n || len > CHECK_MAX_REPORT)
+		return fail(why, whylen, "report too large or rank out of range");
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(j))
+		rc = fail(why, whylen, "report is not a JSON object");
+	else if (get_int(j, "rank", 0, (json_int_t)w->n - 1, &jr) < 0 || (uint32_t)jr != rank)
+		rc = fail(why, whylen, "report names another rank");
+	else if (row_parse(w, rank, j) < 0)
+		rc = fail(why, whylen, "report of the wrong shape");
+	json_decref(j);
+	return rc;
+}
+
+static int summary_parse(json_t *o, struct check_summary *s)
+{
+	json_int_t v[7];
+
+	memset(s, 0, sizeof(*s));
+	if (!json_is_object(o) || get_int(o, "tcp_ok", 0, INT64_MAX, &v[0]) < 0 ||
+	    get_int(o, "tcp_total", 0, INT64_MAX, &v[1]) < 0 ||
+	    get_int(o, "rdma_ok", 0, INT64_MAX, &v[2]) < 0 ||
+	    get_int(o, "rdma_total", 0, INT64_MAX, &v[3]) < 0 ||
+	    get_int(o, "no_rdma", 0, UINT32_MAX, &v[4]) < 0 ||
+	    get_int(o, "rdma_unavailable", 0, UINT32_MAX, &v[5]) < 0 ||
+	    get_int(o, "missing", 0, UINT32_MAX, &v[6]) < 0 ||
+	    !json_is_boolean(json_object_get(o, "ok")) ||
+	    get_text(o, "line", s->line, sizeof(s->line)) < 0)
+		return -1;
+	s->tcp_ok = (size_t)v[0];
+	s->tcp_total = (size_t)v[1];
+	s->rdma_ok = (size_t)v[2];
+	s->rdma_total = (size_t)v[3];
+	s->no_rdma = (uint32_t)v[4];
+	s->rdma_unavl = (uint32_t)v[5];
+	s->missing = (uint32_t)v[6];
+	s->all_ok = json_is_true(json_object_get(o, "ok"));
+	return 0;
+}
+
+/* The result's probes (each with "from") into the rows; peers carry mtu / rdma / why. */
+static int result_rows(struct check_world *w, json_t *doc)
+{
+	json_t *peers = json_object_get(doc, "peers"), *probes = json_object_get(doc, "probes"), *x;
+	struct check_probe p;
+	json_int_t from, mtu, rdma;
+	size_t k;
+
+	if (!json_is_array(peers) || json_array_size(peers) != w->n || !json_is_array(probes) ||
+	    json_array_size(probes) > 2 * (size_t)w->n * w->n)
+		return -1;
+	json_array_foreach(peers, k, x)
+	{
+		struct check_row *r = &w->rows[k];
+
+		if (!json_is_object(x) || get_int(x, "mtu", 0, 65536, &mtu) < 0 ||
+		    get_int(x, "rdma", 0, 2, &rdma) < 0 ||
+		    get_text(x, "why", r->why, sizeof(r->why)) < 0 ||
+		    !json_is_boolean(json_object_get(x, "reported")))
+			return -1;
+		r->mtu = (int)mtu;
+		r->rdma = (int)rdma;
+		r->reported = json_is_true(json_object_get(x, "reported"));
+	}
+	json_array_foreach(probes, k, x)
+	{
+		if (get_int(x, "from", 0, (json_int_t)w->n - 1, &from) < 0 ||
+		    probe_parse(x, w->n, (uint32_t)from, &p) < 0 ||
+		    check_find(w, (uint32_t)from, p.to, p.proto) ||
+		    check_row_add(w, (uint32_t)from, &p) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int check_result_decode(struct check_world *w, const char *text, size_t len, json_t **doc,
+			struct check_summary *s, char *why, size_t whylen)
+{
+	json_error_t je;
+	json_int_t n;
+	json_t *j;
+	int rc = 0;
+
+	if (len > CHECK_MAX_RESULT)
+		return fail(why, whylen, "result too large");
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(j))
+		rc = fail(why, whylen, "result is not a JSON object");
+	else if (get_int(j, "world", 1, UINT32_MAX, &n) < 0 || (uint32_t)n != w->n)
+		rc = fail(why, whylen, "result for another world size");
+	else if (summary_parse(json_object_get(j, "summary"), s) < 0 || result_rows(w, j) < 0)
+		rc = fail(why, whylen, "result of the wrong shape");
+	if (rc == 0 && doc) {
+		*doc = j;
+		j = NULL;
+	}
+	json_decref(j);
+	return rc;
+}
+
+/* ---- frames ---- */
+
+void check_hdr_put(unsigned char h[CHECK_HDR_LEN], int type, uint32_t len)
+{
+	uint32_t magic = htonl(CHECK_MAGIC), l = htonl(len);
+
+	memcpy(h, &magic, 4);
+	h[4] = CHECK_VERSION;
+	h[5] = (unsigned char)type;
+	h[6] = h[7] = 0;
+	memcpy(h + 8, &l, 4);
+}
+
+int check_hdr_get(const unsigned char h[CHECK_HDR_LEN], int *type, uint32_t *len)
+{
+	uint32_t magic, l;
+
+	memcpy(&magic, h, 4);
+	memcpy(&l, h + 8, 4);
+	if (ntohl(magic) != CHECK_MAGIC)
+		return GX_EPROTO;
+	if (h[4] != CHECK_VERSION)
+		return GX_EVERSION;
+	*type = h[5];
+	*len = ntohl(l);
+	switch (*type) {
+	case CHECK_ECHO:
+		return *len >= CHECK_ECHO_MIN && *len <= CHECK_ECHO_MAX ? 0 : GX_EPROTO;
+	case CHECK_REPORT:
+		return *len >= CHECK_MAC_LEN + 4 && *len <= CHECK_MAX_REPORT ? 0 : GX_EPROTO;
+	case CHECK_RESULT:
+		return *len >= CHECK_MAC_LEN + 4 && *len <= CHECK_MAX_RESULT ? 0 : GX_EPROTO;
+	default:
+		return GX_EPROTO;
+	}
+}
+
+static void mac(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round, uint32_t rank,
+		const unsigned char *payload, size_t plen, unsigned char out[CHECK_MAC_LEN])
+{
+	const char *label = type == CHECK_REPORT ? report_label : result_label;
+	crypto_auth_hmacsha256_state st;
+	unsigned char b[12];
+	uint32_t hi = htonl((uint32_t)(round >> 32)), lo = htonl((uint32_t)round), r = htonl(rank);
+
+	memcpy(b, &hi, 4);
+	memcpy(b + 4, &lo, 4);
+	memcpy(b + 8, &r, 4);
+	crypto_auth_hmacsha256_init(&st, key, CHECK_KEY_LEN);
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)label, strlen(label) + 1);
+	crypto_auth_hmacsha256_update(&st, b, sizeof(b));
+	crypto_auth_hmacsha256_update(&st, payload, plen);
+	crypto_auth_hmacsha256_final(&st, out);
+	sodium_memzero(&st, sizeof(st));
+}
+
+int check_seal(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round, uint32_t rank,
+	       const char *payload, size_t plen, unsigned char **out, size_t *outlen)
+{
+	size_t body = CHECK_MAC_LEN + 4 + plen;
+	unsigned char *f;
+	uint32_t r = htonl(rank);
+
+	if ((type != CHECK_REPORT && type != CHECK_RESULT) ||
+	    plen > (type == CHECK_REPORT ? CHECK_MAX_REPORT : CHECK_MAX_RESULT) - CHECK_MAC_LEN - 4)
+		return -EMSGSIZE;
+	f = malloc(CHECK_HDR_LEN + body);
+	if (!f)
+		return -ENOMEM;
+	check_hdr_put(f, type, (uint32_t)body);
+	mac(key, type, round, rank, (const unsigned char *)payload, plen, f + CHECK_HDR_LEN);
+	memcpy(f + CHECK_HDR_LEN + CHECK_MAC_LEN, &r, 4);
+	memcpy(f + CHECK_HDR_LEN + CHECK_MAC_LEN + 4, payload, plen);
+	*out = f;
+	*outlen = CHECK_HDR_LEN + body;
+	return 0;
+}
+
+int check_open(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round, uint32_t n,
+	       const unsigned char *body, size_t len, uint32_t *rank, const char **payload,
+	       size_t *plen)
+{
+	unsigned char want[CHECK_MAC_LEN];
+	uint32_t r;
+	int rc;
+
+	if (len < CHECK_MAC_LEN + 4)
+		return GX_EPROTO;
+	memcpy(&r, body + CHECK_MAC_LEN, 4);
+	r = ntohl(r);
+	mac(key, type, round, r, body + CHECK_MAC_LEN + 4, len - CHECK_MAC_LEN - 4, want);
+	rc = sodium_memcmp(want, body, CHECK_MAC_LEN) == 0 ? 0 : GX_EMAC;
+	sodium_memzero(want, sizeof(want));
+	if (rc == 0 && r >= n)
+		rc = GX_EPROTO;
+	if (rc < 0)
+		return rc;
+	*rank = r;
+	*payload = (const char *)body + CHECK_MAC_LEN + 4;
+	*plen = len - CHECK_MAC_LEN - 4;
+	return 0;
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue 8: a dead peer shows as ✗ and never hangs the check. job-worker-3 is stopped
+# (SIGSTOP) right after its rendezvous: the other pods' probes to it fail (no echo), and if
+# its report had not gone out yet the coordinator marks it "no report" at its deadline.
+# Either way job-worker-0..2 exit 1 naming job-worker-3, well within the case's time.
+set -uo pipefail
+. "$(dirname "$0")/cluster.sh"
+cluster_need_root
+gx_need_gxboot
+gx_skip_unless check
+cluster_create 4 || fail "cluster_create"
+T=$(cluster_token)
+for i in 0 1 2 3; do
+  pod_bg "$i" "$GX_DIR/pod$i.log" "$GXBOOT" check --peers 'job-worker-{0..3}' --token-file "$T" --timeout 10
+  GX_PIDS[i]=$GX_PID
+done
+for k in $(seq 1 200); do
+  grep -q 'check: rank 3 of 4' "$GX_DIR/pod3.log" && break
+  sleep 0.05
+done
+grep -q 'check: rank 3 of 4' "$GX_DIR/pod3.log" || fail "job-worker-3 never finished its rendezvous" "$GX_DIR/pod3.log"
+kill -STOP "${GX_PIDS[3]}"
+gx_wait_all 45 0 1 2
+kill -CONT "${GX_PIDS[3]}" 2>/dev/null
+gx_expect_rc 1 0 1 2
+for i in 0 1 2; do gx_expect_in "$i" 'gxboot: check failed: .*failing: job-worker-3'; done
+gx_expect_in 0 '✗ job-worker-3 -> job-worker-[0-2] tcp: no report|✗ job-worker-[0-2] -> job-worker-3 tcp: (no echo|echo lost|timeout)'
+grep -v ' gxboot\[' "$GX_DIR/pod0.log"

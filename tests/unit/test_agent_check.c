@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_agent_check.c - `gxboot check`'s pure part over fixtures in
+ * tests/fixtures/check/: reports go through the real wire path (seal,
+ * header, open, decode) into the world; then the summary line, the failed
+ * pairs, the MTU warning, matrix cells, and the result document's round trip
+ * are checked against each fixture's "expect". Hostile reports and frames
+ * (oversized, bad MAC, wrong round, rank out of range, wrong shape) are
+ * rejected.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/check_int.h"
+#include "rdzv/gx.h"
+
+#define FIX "tests/fixtures/check/"
+#define ROUND 0x1122334455667788ull
+
+static const unsigned char key[CHECK_KEY_LEN] = "0123456789abcdef0123456789abcdef";
+
+struct fx {
+	json_t *doc;
+	char *names[8];
+	struct check_world w;
+};
+
+static void fx_load(struct fx *f, const char *file)
+{
+	json_error_t je;
+	json_t *names, *x;
+	size_t k;
+
+	memset(f, 0, sizeof(*f));
+	f->doc = json_load_file(file, 0, &je);
+	assert_non_null(f->doc);
+	names = json_object_get(f->doc, "names");
+	assert_true(json_array_size(names) <= 8);
+	json_array_foreach(names, k, x) f->names[k] = (char *)json_string_value(x);
+	assert_int_equal(
+	    check_world_init(
+		&f->w, (uint32_t)json_array_size(names),
+		json_object_get(f->doc, "mode") &&
+		    strcmp(json_string_value(json_object_get(f->doc, "mode")), "star") == 0,
+		f->names),
+	    0);
+}
+
+static void fx_free(struct fx *f)
+{
+	check_world_free(&f->w);
+	json_decref(f->doc);
+}
+
+/* A report payload through seal -> header -> open -> decode, as the service does. */
+static int deliver(struct check_world *w, uint32_t rank, uint64_t round, const char *text,
+		   size_t len)
+{
+	unsigned char *frame = NULL;
+	const char *payload;
+	size_t flen, plen;
+	uint32_t blen, got;
+	char why[160];
+	int type, rc;
+
+	rc = check_seal(key, CHECK_REPORT, ROUND, rank, text, len, &frame, &flen);
+	if (rc < 0)
+		return rc;
+	rc = check_hdr_get(frame, &type, &blen);
+	if (rc == 0 && (type != CHECK_REPORT || blen != flen - CHECK_HDR_LEN))
+		rc = -EPROTO;
+	if (rc == 0)
+		rc = check_open(key, CHECK_REPORT, round, w->n, frame + CHECK_HDR_LEN, blen, &got,
+				&payload, &plen);
+	if (rc == 0)
+		rc = check_report_decode(w, got, payload, plen, why, sizeof(why));
+	free(frame);
+	return rc;
+}
+
+static void fx_deliver_all(struct fx *f)
+{
+	json_t *reports = json_object_get(f->doc, "reports"), *x;
+	char *text;
+	size_t k;
+
+	json_array_foreach(reports, k, x)
+	{
+		uint32_t rank = (uint32_t)json_integer_value(json_object_get(x, "rank"));
+
+		text = json_dumps(x, JSON_COMPACT);
+		assert_non_null(text);
+		assert_int_equal(deliver(&f->w, rank, ROUND, text, strlen(text)), 0);
+		free(text);
+	}
+	assert_int_equal(check_world_finish(&f->w), 0);
+}
+
+static char *matrix_text(const struct check_world *w, int proto)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	assert_non_null(m);
+	check_print_matrix(m, w, proto);
+	check_print_failures(m, w, 0);
+	fclose(m);
+	return buf;
+}
+
+static void expect_failed(const struct check_world *w, json_t *failed)
+{
+	size_t k, nfail = 0;
+	uint32_t i;
+	json_t *x;
+
+	for (i = 0; i < w->n; i++)
+		for (k = 0; k < w->rows[i].nprobes; k++)
+			nfail += !w->rows[i].probes[k].ok;
+	assert_int_equal(nfail, json_array_size(failed));
+	json_array_foreach(failed, k, x)
+	{
+		const struct check_probe *p;
+		int proto = strcmp(json_string_value(json_array_get(x, 2)), "rdma") == 0;
+
+		p = check_find(w, (uint32_t)json_integer_value(json_array_get(x, 0)),
+			       (uint32_t)json_integer_value(json_array_get(x, 1)), proto);
+		assert_non_null(p);
+		assert_false(p->ok);
+		assert_string_equal(p->why, json_string_value(json_array_get(x, 3)));
+	}
+}
+
+static void expect_cells(const struct check_world *w, json_t *cells)
+{
+	char cell[64];
+	size_t k;
+	json_t *x;
+
+	json_array_foreach(cells, k, x)
+	{
+		check_cell(check_find(w, (uint32_t)json_integer_value(json_array_get(x, 0)),
+				      (uint32_t)json_integer_value(json_array_get(x, 1)),
+				      CHECK_TCP),
+			   cell, sizeof(cell));
+		assert_string_equal(cell, json_string_value(json_array_get(x, 2)));
+	}
+}
+
+/* The coordinator's result document decodes on a member to the same summary and probes. */
+static void expect_result_round_trip(const struct check_world *w, const struct check_summary *s)
+{
+	struct check_world m;
+	struct check_summary ms;
+	json_t *doc, *back = NULL;
+	char *text, why[160];
+	uint32_t i;
+
+	doc = check_result_json(w, s, NULL, 0, 0);
+	assert_non_null(doc);
+	text = json_dumps(doc, JSON_COMPACT);
+	assert_non_null(text);
+	assert_int_equal(check_world_init(&m, w->n, w->star, w->names), 0);
+	assert_int_equal(check_result_decode(&m, text, strlen(text), &back, &ms, why, sizeof(why)),
+			 0);
+	assert_string_equal(ms.line, s->line);
+	assert_int_equal(ms.all_ok, s->all_ok);
+	assert_int_equal(ms.tcp_ok, s->tcp_ok);
+	for (i = 0; i < w->n; i++) {
+		assert_int_equal(m.rows[i].nprobes, w->rows[i].nprobes);
+		assert_int_equal(m.rows[i].reported, w->rows[i].reported);
+		assert_string_equal(m.rows[i].why, w->rows[i].why);
+	}
+	json_decref(back);
+	json_decref(doc);
+	free(text);
+	check_world_free(&m);
+}
+
+static void run_fixture(const char *file)
+{
+	struct check_summary s;
+	struct fx f;
+	json_t *expect;
+	char warn[512] = "", *mx, *body;
+	const char *want_warn;
+
+	fx_load(&f, file);
+	fx_deliver_all(&f);
+	expect = json_object_get(f.doc, "expect");
+	check_summarize(&f.w, &s);
+	assert_string_equal(s.line, json_string_value(json_object_get(expect, "line")));
+	assert_int_equal(s.all_ok, json_is_true(json_object_get(expect, "ok")));
+	expect_failed(&f.w, json_object_get(expect, "failed"));
+	want_warn = json_string_value(json_object_get(expect, "mtu_warning"));
+	assert_int_equal(check_mtu_warning(&f.w, warn, sizeof(warn)), want_warn[0] != '\0');
+	if (want_warn[0])
+		assert_string_equal(warn, want_warn);
+	expect_cells(&f.w, json_object_get(expect, "cells"));
+	mx = matrix_text(&f.w, CHECK_TCP);
+	body = strstr(mx, "from\\to"); /* after the legend: cells and the failures */
+	assert_non_null(body);
+	assert_int_equal(strstr(body, "✗") != NULL, !s.all_ok);
+	free(mx);
+	expect_result_round_trip(&f.w, &s);
+	fx_free(&f);
+}
+
+static void test_all_ok(void **state)
+{
+	(void)state;
+	run_fixture(FIX "all_ok_4.json");
+}
+
+static void test_net1_down(void **state)
+{
+	struct fx f;
+	char *mx;
+
+	(void)state;
+	run_fixture(FIX "net1_down_4.json");
+	/* the matrix names the broken pod's own reason */
+	fx_load(&f, FIX "net1_down_4.json");
+	fx_deliver_all(&f);
+	mx = matrix_text(&f.w, CHECK_TCP);
+	assert_non_null(strstr(mx, "job-worker-2: net1 is down (administratively)"));
+	assert_non_null(strstr(mx, "✗ job-worker-0 -> job-worker-2 tcp: no address"));
+	free(mx);
+	fx_free(&f);
+}
+
+static void test_mtu_low(void **state)
+{
+	(void)state;
+	run_fixture(FIX "mtu_low_4.json");
+}
+
+static void test_star_missing(void **state)
+{
+	(void)state;
+	run_fixture(FIX "star_missing_4.json");
+}
+
+static void test_rdma_mixed(void **state)
+{
+	struct fx f;
+	char *mx;
+
+	(void)state;
+	run_fixture(FIX "rdma_mixed_4.json");
+	fx_load(&f, FIX "rdma_mixed_4.json");
+	fx_deliver_all(&f);
+	mx = matrix_text(&f.w, CHECK_RDMA);
+	assert_non_null(strstr(mx, "RDMA (rows: from"));
+	assert_non_null(strstr(mx, "✗ connect: r"));
+	assert_non_null(strstr(mx, "✗ job-worker-1 -> job-worker-2 rdma: connect: rejected"));
+	free(mx);
+	fx_free(&f);
+}
+
+/* A pod whose RDMA-CM is not available: probes to it are not counted, the summary names it. */
+static void test_rdma_unavailable(void **state)
+{
+	(void)state;
+	run_fixture(FIX "rdma_unavailable_4.json");
+}
+
+static void test_hostile_reports(void **state)
+{
+	json_t *reports, *x;
+	struct fx f;
+	char *text;
+	size_t k;
+
+	(void)state;
+	fx_load(&f, FIX "hostile_reports.json");
+	reports = json_object_get(f.doc, "reports");
+	assert_true(json_array_size(reports) > 10);
+	json_array_foreach(reports, k, x)
+	{
+		text = json_dumps(json_object_get(x, "payload"), JSON_COMPACT);
+		assert_non_null(text);
+		if (deliver(&f.w, 1, ROUND, text, strlen(text)) != GX_EPROTO)
+			fail_msg("accepted: %s", json_string_value(json_object_get(x, "what")));
+		assert_false(f.w.rows[1].reported);
+		assert_int_equal(f.w.rows[1].nprobes, 0);
+		free(text);
+	}
+	/* the good shape of the same report is accepted (the fixtures are near misses) */
+	text = "{\"rank\":1,\"mtu\":1500,\"rdma\":0,\"why\":\"\",\"probes\":[]}";
+	assert_int_equal(deliver(&f.w, 1, ROUND, text, strlen(text)), 0);
+	assert_true(f.w.rows[1].reported);
+	fx_free(&f);
+}
+
+static void test_frames(void **state)
+{
+	const char *text = "{\"rank\":1,\"mtu\":1500,\"rdma\":0,\"why\":\"\",\"probes\":[]}";
+	unsigned char *frame = NULL, h[CHECK_HDR_LEN];
+	struct check_world w;
+	char *names[4] = {"a", "b", "c", "d"}, *big;
+	const char *payload;
+	size_t flen, plen;
+	uint32_t rank, blen;
+	int type;
+
+	(void)state;
+	assert_int_equal(check_world_init(&w, 4, 0, names), 0);
+	/* wrong round: another rendezvous' report */
+	assert_int_equal(deliver(&w, 1, ROUND + 1, text, strlen(text)), GX_EMAC);
+	/* bad MAC: one payload byte flipped */
+	assert_int_equal(check_seal(key, CHECK_REPORT, ROUND, 1, text, strlen(text), &frame, &flen),
+			 0);
+	frame[flen - 2] ^= 1;
+	assert_int_equal(check_open(key, CHECK_REPORT, ROUND, 4, frame + CHECK_HDR_LEN,
+				    flen - CHECK_HDR_LEN, &rank, &payload, &plen),
+			 GX_EMAC);
+	/* a REPORT's MAC does not open as a RESULT */
+	frame[flen - 2] ^= 1;
+	assert_int_equal(check_open(key, CHECK_RESULT, ROUND, 4, frame + CHECK_HDR_LEN,
+				    flen - CHECK_HDR_LEN, &rank, &payload, &plen),
+			 GX_EMAC);
+	free(frame);
+	/* rank out of range, correctly MAC'd */
+	assert_int_equal(check_seal(key, CHECK_REPORT, ROUND, 9, text, strlen(text), &frame, &flen),
+			 0);
+	assert_int_equal(check_open(key, CHECK_REPORT, ROUND, 4, frame + CHECK_HDR_LEN,
+				    flen - CHECK_HDR_LEN, &rank, &payload, &plen),
+			 GX_EPROTO);
+	free(frame);
+	/* headers: oversized, wrong magic, other version, echo bounds, unknown type */
+	check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT + 1);
+	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
+	check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT);
+	assert_int_equal(check_hdr_get(h, &type, &blen), 0);
+	check_hdr_put(h, CHECK_ECHO, CHECK_ECHO_MAX + 1);
+	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
+	check_hdr_put(h, CHECK_ECHO, CHECK_ECHO_MIN - 1);
+	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
+	check_hdr_put(h, 9, 20);
+	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
+	check_hdr_put(h, CHECK_ECHO, 32);
+	h[4] = 2;
+	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EVERSION);
+	h[4] = CHECK_VERSION;
+	h[0] ^= 0xff;
+	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
+	/* oversized payloads are refused when sealing and when decoding */
+	big = calloc(1, CHECK_MAX_REPORT + 16);
+	assert_non_null(big);
+	memset(big, ' ', CHECK_MAX_REPORT + 15);
+	assert_int_equal(
+	    check_seal(key, CHECK_REPORT, ROUND, 1, big, CHECK_MAX_REPORT, &frame, &flen),
+	    -EMSGSIZE);
+	assert_int_equal(check_report_decode(&w, 1, big, CHECK_MAX_REPORT + 1, big, 64), GX_EPROTO);
+	free(big);
+	check_world_free(&w);
+}
+
+static void test_result_hostile(void **state)
+{
+	static const char *const bad[] = {
+	    "[]",
+	    "{\"world\":5}",
+	    "{\"world\":4,\"summary\":{}}",
+	    "{\"world\":4,\"summary\":{\"ok\":true,\"line\":\"x\",\"tcp_ok\":1,\"tcp_total\":1,"
+	    "\"rdma_ok\":0,\"rdma_total\":0,\"no_rdma\":0,\"rdma_unavailable\":0,\"missing\":0},"
+	    "\"peers\":[],\"probes\":[]}",
+	};
+	struct check_world w;
+	struct check_summary s;
+	char *names[4] = {"a", "b", "c", "d"}, why[160];
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		assert_int_equal(check_world_init(&w, 4, 0, names), 0);
+		assert_int_equal(
+		    check_result_decode(&w, bad[k], strlen(bad[k]), NULL, &s, why, sizeof(why)),
+		    GX_EPROTO);
+		check_world_free(&w);
+	}
+}
+
+static void test_expected_pairs(void **state)
+{
+	struct check_world w;
+	char *names[5] = {"a", "b", "c", "d", "e"};
+	uint32_t i, j, n = 0;
+
+	(void)state;
+	assert_int_equal(check_world_init(&w, 5, 1, names), 0);
+	for (i = 0; i < 5; i++)
+		for (j = 0; j < 5; j++)
+			n += (uint32_t)check_pair_probed(&w, i, j);
+	assert_int_equal(n, 8); /* star: 2 (N - 1) */
+	w.star = 0;
+	for (n = 0, i = 0; i < 5; i++)
+		for (j = 0; j < 5; j++)
+			n += (uint32_t)check_pair_probed(&w, i, j);
+	assert_int_equal(n, 20); /* all: N (N - 1) */
+	assert_false(check_pair_probed(&w, 2, 2));
+	assert_false(check_pair_probed(&w, 5, 0));
+	check_world_free(&w);
+}
+
+/* A world of n pods where every pair is OK except from -> to (timeout). */
+static void big_world(struct check_world *w, uint32_t n, char **names, uint32_t from, uint32_t to)
+{
+	struct check_probe p;
+	uint32_t i, j;
+
+	for (i = 0; i < n; i++) {
+		names[i] = malloc(32);
+		assert_non_null(names[i]);
+		snprintf(names[i], 32, "job-worker-%u", i);
+	}
+	assert_int_equal(check_world_init(w, n, 0, names), 0);
+	for (i = 0; i < n; i++) {
+		w->rows[i].reported = 1;
+		w->rows[i].mtu = 9000;
+		for (j = 0; j < n; j++) {
+			if (i == j)
+				continue;
+			memset(&p, 0, sizeof(p));
+			p.to = j;
+			p.ok = !(i == from && j == to);
+			p.min_us = p.median_us = p.max_us = 100 + i;
+			if (!p.ok)
+				snprintf(p.why, sizeof(p.why), "timeout");
+			assert_int_equal(check_row_add(w, i, &p), 0);
+		}
+	}
+}
+
+static void free_names(char **names, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* 20 pods: one-character cells; 70 pods: no matrix, failures only, result of failures only. */
+static void test_matrix_sizes(void **state)
+{
+	char *names[70], *mx, *text, why[160];
+	struct check_world w, m;
+	struct check_summary s, ms;
+	json_t *doc;
+
+	(void)state;
+	big_world(&w, 20, names, 3, 17);
+	mx = matrix_text(&w, CHECK_TCP);
+	if (getenv("GX_TEST_SHOW"))
+		fputs(mx, stderr);
+	/* legend + header + 20 rows + 1 failure */
+	assert_int_equal(count_lines(mx), 23);
+	assert_non_null(strstr(mx, "\n3       ✓  ✓  ✓  -  ✓ "));
+	assert_non_null(strstr(mx, " ✓  ✗  ✓  ✓   job-worker-3\n"));
+	assert_non_null(strstr(mx, "from\\to 0  1  2 "));
+	assert_non_null(strstr(mx, " 18 19\n"));
+	assert_non_null(strstr(mx, "✗ job-worker-3 -> job-worker-17 tcp: timeout"));
+	free(mx);
+	check_summarize(&w, &s);
+	assert_string_equal(s.line, "379/380 pairs OK over TCP, RDMA: no device on 20 pods");
+	check_world_free(&w);
+	free_names(names, 20);
+
+	big_world(&w, 70, names, 69, 0);
+	mx = matrix_text(&w, CHECK_TCP);
+	assert_null(strstr(mx, "from\\to"));
+	assert_non_null(strstr(mx, "matrix omitted"));
+	assert_int_equal(count_lines(mx), 2);
+	free(mx);
+	check_summarize(&w, &s);
+	doc = check_result_json(&w, &s, NULL, 0, 1);
+	text = json_dumps(doc, JSON_COMPACT);
+	assert_int_equal(json_array_size(json_object_get(doc, "probes")), 1);
+	assert_int_equal(check_world_init(&m, 70, 0, names), 0);
+	assert_int_equal(check_result_decode(&m, text, strlen(text), NULL, &ms, why, sizeof(why)),
+			 0);
+	assert_false(ms.all_ok);
+	assert_string_equal(ms.line, s.line);
+	assert_int_equal(m.rows[69].nprobes, 1);
+	assert_int_equal(m.rows[69].probes[0].to, 0);
+	free(text);
+	json_decref(doc);
+	check_world_free(&m);
+	check_world_free(&w);
+	free_names(names, 70);
+}
+
+/* A row prints in rank order of its targets, whatever order the probes finished in. */
+static void test_row_order(void **state)
+{
+	char *names[3] = {"a", "b", "c"}, *buf = NULL;
+	struct check_probe p;
+	struct check_world w;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(check_world_init(&w, 3, 0, names), 0);
+	memset(&p, 0, sizeof(p));
+	p.to = 2;
+	p.ok = 1;
+	p.median_us = 7;
+	assert_int_equal(check_row_add(&w, 0, &p), 0);
+	p.to = 1;
+	p.ok = 0;
+	snprintf(p.why, sizeof(p.why), "refused");
+	assert_int_equal(check_row_add(&w, 0, &p), 0);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	check_print_row(f, &w, 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "-> b"));
+	assert_true(strstr(buf, "-> b") < strstr(buf, "-> c"));
+	assert_non_null(strstr(buf, "✗ refused"));
+	assert_non_null(strstr(buf, "✓ median 7 µs"));
+	if (getenv("GX_TEST_SHOW"))
+		fputs(buf, stderr);
+	free(buf);
+	check_world_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_all_ok),	    cmocka_unit_test(test_net1_down),
+	    cmocka_unit_test(test_mtu_low),	    cmocka_unit_test(test_star_missing),
+	    cmocka_unit_test(test_rdma_mixed),	    cmocka_unit_test(test_rdma_unavailable),
+	    cmocka_unit_test(test_hostile_reports), cmocka_unit_test(test_frames),
+	    cmocka_unit_test(test_result_hostile),  cmocka_unit_test(test_expected_pairs),
+	    cmocka_unit_test(test_matrix_sizes),    cmocka_unit_test(test_row_order),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
