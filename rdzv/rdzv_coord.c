@@ -559,9 +559,14 @@ int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_
 		rc = co_arm(co);
 	if (rc < 0)
 		goto out;
-	if (self.nd_err)
+	if (self.nd_err && cfg->soft_verify) {
+		/* check (DECISIONS 22): no secondary here; members report that and stay in */
+		co->tab[0].flags |= RDZV_PF_VFAILED;
+		co->res.coord.flags |= RDZV_PF_VFAILED;
+	} else if (self.nd_err) {
 		co_abort(co, GX_ERDZV, 1, "%s (the coordinator): %s", self.name,
 			 self.nd_why[0] ? self.nd_why : gx_strerror(self.nd_err));
+	}
 	*ret = co;
 	co = NULL;
 out:

@@ -198,8 +198,12 @@ void mb_p2_connect(struct rdzv_member *m)
 	else if (s->addr6[0] && co->addr6[0])
 		rc = gx_addr_parse(co->addr6, m->cfg.port, &dst, &dlen) ||
 		     gx_addr_parse(s->addr6, 0, &src, &slen);
+	if (rc != 0 && !co->addr4[0] && !co->addr6[0]) {
+		mb_fail2(m, "the coordinator has no secondary address");
+		return;
+	}
 	if (rc != 0) {
-		mb_fail2(m, "no secondary address of ours in the coordinator's address family");
+		mb_fail2(m, "no secondary address of ours in the address family of the coordinator");
 		return;
 	}
 	rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen);

@@ -111,6 +111,12 @@ static int check_coord(struct rdzv_member *m, struct rdzv_msg *msg)
 	struct rdzv_peer *co = &msg->peer;
 	char why[160], master[46];
 
+	if (msg->has_peer && (co->flags & RDZV_PF_VFAILED) && m->cfg.soft_verify &&
+	    !msg->master[0] && !co->addr4[0] && !co->addr6[0] &&
+	    rdzv_peer_check(co, why, sizeof(why)) == 0 && strcmp(co->name, m->cfg.names[0]) == 0 &&
+	    msg->world == m->cfg.world &&
+	    (m->self.index == RDZV_ELASTIC || msg->rank == m->self.index))
+		return 0; /* check: the coordinator has no secondary (DECISIONS 22) */
 	if (!msg->has_peer || rdzv_peer_check(co, why, sizeof(why)) < 0 ||
 	    strcmp(co->name, m->cfg.names[0]) != 0 ||
 	    (m->self.index == RDZV_ELASTIC ? msg->rank < 1 || msg->rank >= m->cfg.world
