@@ -110,17 +110,12 @@ void agent_env_free(struct agent_env *e)
 /* ---- gxboot's set -------------------------------------------------------------- */
 
 static const char *const selections[] = {
-    "NCCL_SOCKET_IFNAME",
-    "NCCL_IB_HCA",
-    "GLOO_SOCKET_IFNAME",
-    "UCX_NET_DEVICES",
-    "NCCL_IB_GID_INDEX",
-    "OMPI_MCA_btl_tcp_if_include",
-    "OMPI_MCA_oob_tcp_if_include",
-    "HOROVOD_GLOO_IFACE",
-    "OMPI_MCA_plm_rsh_agent",
-    "PRTE_MCA_plm_ssh_agent",
-    NULL,
+    "NCCL_SOCKET_IFNAME",	   "NCCL_IB_HCA",
+    "GLOO_SOCKET_IFNAME",	   "UCX_NET_DEVICES",
+    "NCCL_IB_GID_INDEX",	   "OMPI_MCA_btl_tcp_if_include",
+    "OMPI_MCA_oob_tcp_if_include", "HOROVOD_GLOO_IFACE",
+    "NCCL_SOCKET_FAMILY",	   "OMPI_MCA_plm_rsh_agent",
+    "PRTE_MCA_plm_ssh_agent",	   NULL,
 };
 
 int agent_env_is_selection(const char *name)
@@ -247,6 +242,10 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *
 	if (in->addr)
 		rc = rc ?: agent_env_set(e, "OMPI_MCA_oob_tcp_if_include", in->iface);
 	rc = rc ?: agent_env_set(e, "HOROVOD_GLOO_IFACE", in->iface);
+	if (in->addr && strchr(in->addr, ':')) /* an IPv6-only secondary (issue 15) */
+		rc = rc ?: agent_env_set(e, "NCCL_SOCKET_FAMILY", "AF_INET6");
+	if (in->addr && strchr(in->addr, ':')) /* an IPv6-only secondary (issue 15) */
+		rc = rc ?: agent_env_set(e, "NCCL_SOCKET_FAMILY", "AF_INET6");
 	rc = rc ?: set_rails(in, e);
 	if (rc == 0 && in->ray_port > 0) {
 		char ra[80];

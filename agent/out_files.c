@@ -138,6 +138,8 @@ int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_pee
 		}
 		if (fmt == AGENT_HF_OPENMPI)
 			l = snprintf(line, sizeof(line), "%s slots=%ld\n", addr, peers[i].slots);
+		else if (strchr(addr, ':')) /* "host:slots" formats: an IPv6 host in brackets */
+			l = snprintf(line, sizeof(line), "[%s]:%ld\n", addr, peers[i].slots);
 		else
 			l = snprintf(line, sizeof(line), "%s:%ld\n", addr, peers[i].slots);
 		memcpy(buf + off, line, (size_t)l + 1);

@@ -523,9 +523,9 @@ static void detect(struct agent_run *r, int quiet)
 	}
 	for (i = 0; i < r->nd->nwarnings; i++)
 		gx_warn("%s", r->nd->warnings[i]);
-	gx_info("interface %s (%s%s%s): %s", r->nd->iface, r->nd->addr4,
-		r->nd->rdma_usable ? ", RDMA " : "", r->nd->rdma_usable ? r->nd->rdma_dev : "",
-		r->nd->reason);
+	gx_info("interface %s (%s%s%s): %s", r->nd->iface,
+		r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6, r->nd->rdma_usable ? ", RDMA " : "",
+		r->nd->rdma_usable ? r->nd->rdma_dev : "", r->nd->reason);
 }
 
 /*

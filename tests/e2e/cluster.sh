@@ -28,6 +28,7 @@
 #   (lines "net1-IP eth0-IP ns hostname", for the netns rsh agent).
 # Set before cluster_create: GX_UNPUBLISHED="2 3" (pods without DNS record at start),
 #   GX_IPV6=1 keeps IPv6 on in the pods (link-local only; default off),
+#   GX_NET1_V6=1 gives net1 only a global IPv6 address (fd00:<x>::<10+i>/64, nodad),
 #   GX_KEEP=1 keeps GX_DIR after teardown, GX_STATE_ROOT (run.sh: where leftovers are swept).
 
 GX_SVC=job.default.svc.cluster.local
@@ -62,6 +63,7 @@ pod_name() { echo "job-worker-$1"; }
 pod_fqdn() { echo "job-worker-$1.$GX_SVC"; }
 pod_eth0() { echo "$GX_NET_A.$((10 + $1))"; }
 pod_net1() {
+  if [ "${GX_NET1_V6:-0}" = 1 ]; then echo "$GX_NET_V6$((10 + $1))"; return; fi
   if [ -e "$GX_DIR/other.$1" ]; then echo "$GX_NET_C.$((10 + $1))"; else echo "$GX_NET_B.$((10 + $1))"; fi
 }
 
@@ -83,6 +85,7 @@ gx_pick_names() {
   GX_NET_B="192.168.$((x + 1))"
   GX_NET_C="192.168.$((x + 2))"
   GX_DNS="$GX_NET_A.254"
+  GX_NET_V6="fd00:$x::"
 }
 
 gx_state() { # record what teardown needs, so run.sh can sweep after a SIGKILL
@@ -123,7 +126,15 @@ gx_pod_create() { # gx_pod_create i
   ip link add "${GX_P}-n$i" type veth peer name net1 netns "$ns"
   ip link set "${GX_P}-n$i" master "${GX_P}-b1" up
   net=$(pod_net1 "$i")
-  ip -n "$ns" addr add "$net/24" dev net1
+  if [ "${GX_NET1_V6:-0}" = 1 ]; then # IPv6-only secondary (issue 15); DECISIONS 29: nodad
+    # no link-local address: gloo takes an interface's first address, and a
+    # scope-less fe80:: would be unusable to its peers
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.net1.addr_gen_mode=1
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.net1.disable_ipv6=0
+    ip -n "$ns" addr add "$net/64" dev net1 nodad
+  else
+    ip -n "$ns" addr add "$net/24" dev net1
+  fi
   ip -n "$ns" link set net1 up
   # what the kubelet writes into a pod
   mkdir -p "/etc/netns/$ns"

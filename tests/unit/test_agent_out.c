@@ -140,13 +140,16 @@ static void test_env_ray(void **state)
 	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
 	assert_string_equal(agent_env_get(&e, "RAY_ADDRESS"), "192.168.9.10:6379");
 	assert_string_equal(agent_env_get(&e, "FQ_RAY_IP"), "192.168.9.10"); /* replaced */
+	assert_null(agent_env_get(&e, "NCCL_SOCKET_FAMILY"));
 	assert_string_equal(agent_env_get(&e, "RAY_IP"), "192.168.9.10");
 	agent_env_free(&e);
 	in.ray_worker = 0; /* the head: no FQ_RAY_IP of its own */
 	in.master_addr = "fd00::10";
+	in.addr = "fd00::12";
 	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), 0);
 	assert_string_equal(agent_env_get(&e, "RAY_ADDRESS"), "[fd00::10]:6379");
 	assert_null(agent_env_get(&e, "FQ_RAY_IP"));
+	assert_string_equal(agent_env_get(&e, "NCCL_SOCKET_FAMILY"), "AF_INET6"); /* v6 only */
 	agent_env_free(&e);
 	in.ray_port = 70000;
 	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
@@ -451,8 +454,8 @@ static void test_hostfile(void **state)
 	assert_int_equal(len, strlen(out));
 	free(out);
 	assert_int_equal(
-	    agent_hostfile_render(AGENT_HF_MPICH, peers, 2, &out, &len, err, sizeof(err)), 0);
-	assert_string_equal(out, "192.168.2.226:8\n192.168.2.227:8\n");
+	    agent_hostfile_render(AGENT_HF_MPICH, peers, 3, &out, &len, err, sizeof(err)), 0);
+	assert_string_equal(out, "192.168.2.226:8\n192.168.2.227:8\n[fd00::5]:1\n");
 	free(out);
 	assert_int_equal(
 	    agent_hostfile_render(AGENT_HF_HOROVOD, peers, 1, &out, &len, err, sizeof(err)), 0);
