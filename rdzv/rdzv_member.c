@@ -203,7 +203,8 @@ void mb_p2_connect(struct rdzv_member *m)
 		return;
 	}
 	if (rc != 0) {
-		mb_fail2(m, "no secondary address of ours in the address family of the coordinator");
+		mb_fail2(m,
+			 "no secondary address of ours in the address family of the coordinator");
 		return;
 	}
 	rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen);
