@@ -193,7 +193,11 @@ int rdzv_conn_flush(struct rdzv_conn *c)
 			return 1;
 		return n < 0 ? -errno : -EIO;
 	}
-	c->ooff = c->olen = 0;
+	/* idle connections hold no buffer: 8192 open phase-1 sessions cost
+	 * ~1 KiB each otherwise (issue 5: coordinator RSS) */
+	c->ooff = c->olen = c->ocap = 0;
+	free(c->out);
+	c->out = NULL;
 	return 0;
 }
 

@@ -438,8 +438,11 @@ int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self)
 	    !gx_valid_jobid(cfg->job_id) || cfg->deadline_ms <= 0 || nn < 1 || nn > cfg->world ||
 	    (cfg->elastic && (cfg->min_peers < 1 || cfg->min_peers > cfg->world)))
 		return GX_EUSAGE;
+	/* the coordinator checks every name once; a member needs the coordinator's and
+	 * its own (and compares table entries, which are checked, with the rest) */
 	for (i = 0; i < nn; i++)
-		if (!gx_valid_hostname(cfg->names[i]))
+		if ((cfg->is_coordinator || i == 0 || i == cfg->self.index) &&
+		    !gx_valid_hostname(cfg->names[i]))
 			return GX_EINVAL_NAME;
 	*self = cfg->self;
 	if (rdzv_peer_check(self, why, sizeof(why)) < 0)
