@@ -275,8 +275,17 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 	}
 	rc = start_rdzv(r);
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot start the rendezvous on port %ld: %s",
-			 r->port ? r->port : r->o->port, gx_strerror(rc));
+		long port = r->port ? r->port : r->o->port;
+
+		if (rc == -EADDRINUSE) { /* issue 18: hostNetwork pods of two jobs on one node */
+			snprintf(err, errlen,
+				 "port %ld is already in use on this node (another job with "
+				 "hostNetwork?): give each job its own --port",
+				 port);
+			return GX_EUSAGE;
+		}
+		snprintf(err, errlen, "cannot start the rendezvous on port %ld: %s", port,
+			 gx_strerror(rc));
 		return rc;
 	}
 	while (!r->rdzv_done && rc >= 0)

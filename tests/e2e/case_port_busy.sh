@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Issue 18, hostNetwork: two jobs on one node collide on the rendezvous port. In one pod a
+# listener already holds 29410 (the other job's coordinator); this job's coordinator starts.
+# Asserts: exit 2 at once with one line naming the port and --port; no files written.
+set -uo pipefail
+. "$(dirname "$0")/cluster.sh"
+cluster_need_root
+gx_skip_unless init
+gx_need_gxboot
+cluster_create 1 || fail "cluster_create"
+pod_bg 0 "$GX_DIR/holder.log" /usr/bin/python3 -c '
+import socket, time
+s = socket.socket(); s.bind(("0.0.0.0", 29410)); s.listen(); print("held", flush=True); time.sleep(30)'
+holder=$GX_PID
+for k in $(seq 1 50); do grep -q held "$GX_DIR/holder.log" && break; sleep 0.1; done
+gx_start 0 init --peers 'job-worker-0' --timeout 10
+gx_wait_all 15 0
+kill "$holder" 2>/dev/null
+gx_expect_rc 2 0
+gx_expect_in 0 'port 29410 is already in use on this node .*--port'
+gx_expect_no_files 0
+echo "port collision: $(tail -n 1 "$GX_DIR/pod0.log")"
