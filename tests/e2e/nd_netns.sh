@@ -8,6 +8,10 @@
 #   4 only eth0                      -> exit 4 "no secondary interface: only eth0 ..."
 #   5 only eth0, --allow-primary     -> eth0 with a warning
 #   6 100 extra links, --json        -> completes; prints the time it took
+#   7 hostNetwork shape (issue 18): ens2f0 (default route) + ens1f0np0, no net1
+#                                    -> ens1f0np0, the physical link without the default route
+#   8 an IPv6-only secondary, and a link-local-only one -> the global one; the
+#                                    link-local-only link is passed over with a reason
 # Exit: 0 all passed, 1 a case failed, 77 skipped (not root / no netns).
 set -uo pipefail
 
@@ -135,5 +139,40 @@ else
   result links100 ok
   echo "INFO nd_netns/links100: netdetect --json with $(pod ip -o link | wc -l) links: $(((t1 - t0) / 1000000)) ms (whole process, target <= 20 ms)"
 fi
+
+# 7: hostNetwork: physical names, the default route on one of them
+ip netns del "$POD"
+ip netns add "$POD"
+pod ip link set lo up
+veth ens2f0 10.78.1.2/24
+peer ip addr add 10.78.1.1/24 dev ens2f0-p
+pod ip route add default via 10.78.1.1 dev ens2f0
+veth ens1f0np0 172.30.4.2/24
+nd host_network
+if [ $rc -ne 0 ] || ! grep -q '^choice: *ens1f0np0 172.30.4.2/24' "$TMP/host_network.out"; then
+  result host_network "exit $rc or not ens1f0np0"
+elif ! grep -q 'passed over: ens2f0 holds the default route' "$TMP/host_network.out"; then
+  result host_network "ens2f0 not passed over"
+else result host_network ok; fi
+
+# 8: IPv6: a global-only secondary is chosen; a link-local-only one is passed over
+pod ip link del ens1f0np0
+pod sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.default.disable_ipv6=0
+ip link add net1 netns "$POD" type veth peer name net1-p netns "$PEER"
+pod ip addr add fd00:77::2/64 dev net1 nodad
+pod ip link set net1 up
+peer ip link set net1-p up
+ip link add net2 netns "$POD" type veth peer name net2-p netns "$PEER"
+pod ip link set net2 up
+peer ip link set net2-p up
+for k in $(seq 1 30); do pod ip -6 addr show dev net2 | grep -q 'scope link' && break; sleep 0.1; done
+nd ipv6 --json
+if [ $rc -ne 0 ] || [ "$(json_choice "$TMP/ipv6.out")" != net1 ]; then result ipv6 "exit $rc or not net1"
+elif ! python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["choice"]; sys.exit(0 if "fd00:77::2" in json.dumps(c) else 1)' "$TMP/ipv6.out"; then
+  result ipv6 "the choice does not carry fd00:77::2"
+else result ipv6 ok; fi
+nd ipv6_text
+if ! grep -q 'passed over: net2' "$TMP/ipv6_text.out"; then result ipv6_linklocal "net2 (link-local only) not passed over with a reason"
+else result ipv6_linklocal ok; fi
 
 exit $fail
