@@ -242,6 +242,43 @@ static int start_rdzv(struct agent_run *r)
 }
 
 /* The one line and code for a failed rendezvous; our own netdetect failure wins (exit 4). */
+/*
+ * Issue 18: an Istio sidecar redirects the pod's traffic through its proxy,
+ * which is not running yet while init containers run: their connections are
+ * refused or reset although DNS works. Seen in the downward-API annotations
+ * file (sidecar.istio.io/status) or the injected env (ISTIO_META_*).
+ */
+static int istio_present(const struct agent_run *r)
+{
+	char **e;
+	char *txt = NULL;
+	int found = 0;
+
+	for (e = environ; *e && !found; e++)
+		found = strncmp(*e, "ISTIO_META_", 11) == 0;
+	if (!found && r->o->network_status &&
+	    agent_detect_read("", r->o->network_status, &txt) == 0) {
+		found = strstr(txt, "sidecar.istio.io/status") != NULL;
+		free(txt);
+	}
+	return found;
+}
+
+static void istio_hint(const struct agent_run *r, int rc, char *err, size_t errlen)
+{
+	long port = r->port ? r->port : r->o->port;
+
+	if ((rc != GX_EPEERS && rc != GX_ERDZV) || !r->ever_resolved ||
+	    (!strstr(err, "refused") && !strstr(err, "reset") && !strstr(err, "closed")) ||
+	    !istio_present(r))
+		return;
+	snprintf(err + strlen(err), errlen - strlen(err),
+		 "; an Istio sidecar intercepts this pod's traffic (init containers run before "
+		 "its proxy): annotate the pods traffic.sidecar.istio.io/excludeOutboundPorts "
+		 "and excludeInboundPorts: \"%ld,%ld,%ld\"",
+		 port, port + 1, port + 2);
+}
+
 static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
 {
 	if (r->nd_rc < 0 && !r->peers.observer) {
@@ -257,6 +294,7 @@ static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
 	else if (rc == GX_EPEERS && r->peers.self != 0 && !r->ever_resolved)
 		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved)",
 			 r->coord_lookup);
+	istio_hint(r, rc, err, errlen);
 	return rc;
 }
 
