@@ -8,6 +8,15 @@
 
 CC ?= cc
 CLANG ?= clang-14
+PKG_CONFIG ?= pkg-config
+# ARCH=arm64 cross-builds with Debian's aarch64-linux-gnu toolchain and the :arm64 -dev
+# packages (`make arm64`; tests/cross_arm64.sh installs them and checks the result).
+ifeq ($(ARCH),arm64)
+CC := aarch64-linux-gnu-gcc
+AR := aarch64-linux-gnu-ar
+PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
+endif
+AR ?= ar
 Q := $(if $(V),,@)
 MODE ?= release
 # BUILD and MODULES let parallel work build a subset out of the way of others.
@@ -29,21 +38,21 @@ WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wformat=
 	-Wno-format-nonliteral -Wshadow -Wvla
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -I. $(WARN) -fno-common \
 	-DGX_VERSION='"$(VERSION)"' -DGX_GIT_REV='"$(GIT_REV)"' \
-	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 
 ifeq ($(MODE),release)
 MODE_CFLAGS := -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 MODE_LDFLAGS := -static -Wl,-z,relro,-z,now
-LIBS := $(shell pkg-config --static --libs $(PKGS) 2>/dev/null)
+LIBS := $(shell $(PKG_CONFIG) --static --libs $(PKGS) 2>/dev/null)
 else ifeq ($(MODE),asan)
 MODE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
 MODE_LDFLAGS := -fsanitize=address,undefined
-LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 else
 MODE_CFLAGS := -O0 -g -D_FORTIFY_SOURCE=0
 MODE_LDFLAGS :=
-LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 endif
 
 CFLAGS_ALL = $(BASE_CFLAGS) $(MODE_CFLAGS) $(CFLAGS)
@@ -56,7 +65,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 SUPPORT_OBJ := $(B)/tests/unit/test_support.o
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all release debug asan check unit deps demo fmt fmt-check lint clean valgrind fuzz \
+.PHONY: all release debug asan check unit deps demo fmt fmt-check lint clean valgrind fuzz arm64 \
 	bench tools
 .DEFAULT_GOAL := all
 
@@ -74,7 +83,7 @@ $(B)/gxboot: $(MAIN_OBJ) $(B)/libgx.a
 
 $(B)/libgx.a: $(LIB_OBJS)
 	@echo "  AR      $@"
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 ifeq ($(MODE),release)
 $(STATIC_PROVIDER_SRCS:%.c=$(B)/%.o): MODE_CFLAGS += -DRDMA_STATIC_PROVIDERS=$(RDMA_PROVIDERS)
@@ -95,6 +104,12 @@ $(B)/bench/bench_%: $(B)/tests/bench/bench_%.o $(SUPPORT_OBJ) $(B)/libgx.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) 2> $@.ldlog || { cat $@.ldlog; exit 1; }
+
+# The static binary for arm64 (issue 18): build-arm64/gxboot, stripped.
+arm64:
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 BUILD=build-arm64 MODE=release \
+		build-arm64/release/gxboot
+	$(Q)aarch64-linux-gnu-strip -o build-arm64/gxboot build-arm64/release/gxboot
 
 debug:
 	$(Q)$(MAKE) --no-print-directory MODE=debug $(BUILD)/debug/gxboot unit-bins

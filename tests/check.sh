@@ -37,6 +37,7 @@ lint() {
 
 step "lint" lint
 step "release build" build_release
+[ -x tests/cross_arm64.sh ] && step "arm64 cross build" tests/cross_arm64.sh
 step "debug build" $MAKE -j"$JOBS" MODE=debug build/debug/gxboot unit-bins tools
 step "unit tests" tests/run-unit.sh build/debug
 step "asan build" $MAKE -j"$JOBS" MODE=asan build/asan/gxboot unit-bins
