@@ -8,6 +8,9 @@
 #include "agent/exec_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <poll.h>
 #include <stdio.h>
 #include <signal.h>
 #include <string.h>
@@ -68,10 +71,13 @@ int agent_exec_failed(const char *cmd, int err, char *line, size_t len)
 }
 
 struct sup {
-	pid_t child;
+	pid_t child; /* -1: no CMD */
 	int status;
 	int done;
 	int sfd;
+	const struct agent_sup_hooks *h;
+	uint64_t tick;
+	int signo; /* no CMD: the stop signal received */
 };
 
 static int status_code(int st)
@@ -90,10 +96,18 @@ static void reap(struct gx_ev *ev, struct sup *s)
 
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
 		if (p != s->child) {
-			gx_debug("reaped zombie %d", (int)p);
+			if (s->h && s->h->reaped)
+				s->h->reaped(s->h->arg, p, st);
+			else
+				gx_debug("reaped zombie %d", (int)p);
 			continue;
 		}
 		s->status = status_code(st);
+		s->done = 1;
+	}
+	if (!s->done && s->child < 0 && s->h && s->h->stop &&
+	    s->h->stop(s->h->arg, s->signo, &st)) {
+		s->status = st;
 		s->done = 1;
 	}
 	if (s->done)
@@ -109,6 +123,15 @@ static void sup_signal(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD)
 			continue;
+		if (s->child < 0) { /* nothing to forward to: a stop signal ends us */
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT ||
+			    si.ssi_signo == SIGHUP) {
+				s->signo = (int)si.ssi_signo;
+				s->status = 128 + s->signo;
+				s->done = !(s->h && s->h->stop); /* else the hook drains first */
+			}
+			continue;
+		}
 		gx_debug("forwarding signal %u to process group %d", si.ssi_signo, (int)s->child);
 		if (kill(-s->child, (int)si.ssi_signo) < 0)
 			kill(s->child, (int)si.ssi_signo);
@@ -128,10 +151,94 @@ static void child_exec(char **argv, char **envp, const sigset_t *old)
 	_exit(gx_exit_code(code));
 }
 
-int agent_supervise(struct gx_ev *ev, char **argv, char **envp)
+/* Signal our children (orphans re-parented to us included) that hooks do not own. */
+static int signal_children(struct sup *s, int sig)
+{
+	char path[64], buf[4096];
+	int fd, n = 0;
+	ssize_t len;
+	long pid;
+	char *p, *e;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[len > 0 ? len : 0] = '\0';
+	for (p = buf; *p; p = e) {
+		pid = strtol(p, &e, 10);
+		if (e == p)
+			break;
+		if (pid <= 1 || (s->h && s->h->owns && s->h->owns(s->h->arg, (pid_t)pid)))
+			continue;
+		if (kill((pid_t)pid, sig) == 0)
+			n++;
+	}
+	return n;
+}
+
+static void reap_all(struct sup *s)
+{
+	pid_t p;
+	int st;
+
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (s->h && s->h->reaped)
+			s->h->reaped(s->h->arg, p, st);
+	}
+}
+
+/*
+ * CMD exited (or, with no CMD, serving ended): what is left (CMD's process
+ * group; mpirun's local ranks, which OpenMPI puts in groups of their own and
+ * which were re-parented to us; an orted's ranks on a server) would outlive
+ * the job. SIGTERM, SIGKILL after 2 s; as their reaper we
+ * collect them.
+ */
+static void kill_leftovers(struct sup *s)
+{
+	int64_t end = gx_now_ms() + 2000;
+	int left;
+
+	if (s->child > 0) {
+		kill(-s->child, SIGTERM);
+		kill(-s->child, SIGCONT);
+	}
+	left = signal_children(s, SIGTERM);
+	if (left)
+		gx_debug("%d processes outlived CMD: terminating", left);
+	while (gx_now_ms() < end) {
+		reap_all(s);
+		if ((s->child <= 0 || kill(-s->child, 0) < 0) && signal_children(s, 0) == 0)
+			return;
+		poll(NULL, 0, 20);
+	}
+	if (s->child > 0)
+		kill(-s->child, SIGKILL);
+	if (signal_children(s, SIGKILL))
+		gx_warn("processes left by CMD ignored SIGTERM: killed");
+	poll(NULL, 0, 20);
+	reap_all(s);
+}
+
+/* Wake the loop now and then so hooks->stop() is asked even when idle. */
+static void stop_tick(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct sup *s = arg;
+
+	(void)id;
+	s->tick = 0;
+	reap(ev, s);
+	if (!s->done)
+		s->tick = gx_ev_timer(ev, 200, stop_tick, s);
+}
+
+int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct agent_sup_hooks *h)
 {
 	static const int fwd[] = AGENT_FWD_SIGNALS;
-	struct sup s = {.child = -1, .sfd = -1};
+	struct sup s = {.child = -1, .sfd = -1, .h = h};
 	sigset_t set, old;
 	size_t i;
 	int rc = 0;
@@ -149,14 +256,18 @@ int agent_supervise(struct gx_ev *ev, char **argv, char **envp)
 	/* not PID 1: become the reaper of CMD's orphans, as tini -s does */
 	if (getpid() != 1)
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-	s.child = fork();
-	if (s.child < 0) {
-		rc = -errno;
-		goto out;
+	if (argv) {
+		s.child = fork();
+		if (s.child < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (s.child == 0)
+			child_exec(argv, envp, &old);
+		setpgid(s.child, s.child); /* also here: no race with an early kill(-pgid) */
+	} else {
+		s.tick = gx_ev_timer(ev, 200, stop_tick, &s);
 	}
-	if (s.child == 0)
-		child_exec(argv, envp, &old);
-	setpgid(s.child, s.child); /* also here: no race with an early kill(-pgid) */
 	rc = gx_ev_add(ev, s.sfd, EPOLLIN, sup_signal, &s);
 	if (rc < 0)
 		goto out;
@@ -164,7 +275,9 @@ int agent_supervise(struct gx_ev *ev, char **argv, char **envp)
 	while (!s.done && rc >= 0)
 		rc = gx_ev_run(ev);
 	rc = s.done ? s.status : rc;
+	kill_leftovers(&s);
 out:
+	gx_ev_timer_cancel(ev, s.tick);
 	if (s.sfd >= 0) {
 		gx_ev_del(ev, s.sfd);
 		close(s.sfd);

@@ -5,6 +5,8 @@
 
 #include "rdzv/gx.h"
 
+#include <sys/types.h>
+
 /* Signals that stop gxboot while it waits, and that it forwards while supervising. */
 #define AGENT_FWD_SIGNALS                                                                          \
 	{                                                                                          \
@@ -28,13 +30,29 @@ int agent_exec(char **argv, char **envp);
  */
 int agent_exec_failed(const char *cmd, int err, char *line, size_t len);
 
+/* What a supervisor that carries other work needs (serve, issue 17). */
+struct agent_sup_hooks {
+	/* a child that is not CMD was reaped (status as from waitpid) */
+	void (*reaped)(void *arg, pid_t pid, int status);
+	/* a child the hooks' owner manages (spared when CMD's leftovers are killed) */
+	int (*owns)(void *arg, pid_t pid);
+	/*
+	 * No CMD only, asked after every signal and every 200 ms: 1 stops
+	 * supervising with *code. signo: SIGTERM / SIGINT / SIGHUP received
+	 * (0 none): the hook winds its work down, then says stop.
+	 */
+	int (*stop)(void *arg, int signo, int *code);
+	void *arg;
+};
+
 /*
  * Fork CMD into its own process group and supervise it on ev (which may carry
  * other work, e.g. a coordinator that keeps serving): forward signals to the
  * child's process group, reap every zombie, and return the child's exit code
  * (128+n when it died of signal n) once it exits. Returns -errno when CMD could
- * not be started; exec failure in the child gives 126/127.
+ * not be started; exec failure in the child gives 126/127. argv NULL: no CMD;
+ * run until hooks->stop() says so or SIGTERM / SIGINT / SIGHUP (128+n).
  */
-int agent_supervise(struct gx_ev *ev, char **argv, char **envp);
+int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct agent_sup_hooks *h);
 
 #endif

@@ -6,6 +6,7 @@
 #include "agent/agent.h"
 #include "agent/check_int.h"
 #include "agent/cmd_netdetect.h"
+#include "agent/rsh_int.h"
 #include "agent/run_int.h"
 #include "rdzv/gx.h"
 
@@ -64,11 +65,11 @@ static int dispatch(struct agent_opts *o, char *err, size_t errlen)
 	case AGENT_CMD_CHECK:
 		return agent_cmd_check(o, err, errlen);
 	case AGENT_CMD_SERVE:
+		return agent_cmd_run(o, err, errlen);
 	case AGENT_CMD_RSH:
+		return agent_cmd_rsh(o, err, errlen);
 	case AGENT_CMD_HOSTS:
-		snprintf(err, errlen, "'%s' is not available yet in this build",
-			 agent_cmd_name(o->cmd));
-		return GX_EUSAGE;
+		return agent_cmd_hosts(o, err, errlen);
 	case AGENT_CMD_NONE:
 	case AGENT_CMD_HELP:
 		break;

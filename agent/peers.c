@@ -414,7 +414,7 @@ static int ip_match(const char *name, const char *self, int (*is_local_ip)(const
 	if (gx_addr_normalize(name, a, sizeof(a)) < 0)
 		return -1; /* not an IP */
 	if (self && gx_addr_normalize(self, b, sizeof(b)) == 0 && strcmp(a, b) == 0)
-		return 2;
+		return 3; /* the --self address itself beats any other local one */
 	return is_local_ip && is_local_ip(a) == 1 ? 2 : 0;
 }
 
@@ -428,6 +428,10 @@ int agent_self_index(char *const *names, size_t n, const char *self,
 		m = ip_match(names[i], self, is_local_ip);
 		if (m < 0)
 			m = self && *self ? name_match(names[i], self) : 0;
+		if (m == 3) {
+			*idx = i;
+			return 0;
+		}
 		if (m == 2 && exact == SIZE_MAX)
 			exact = i;
 		if (m == 1 && nshort++ == 0)

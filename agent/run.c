@@ -233,6 +233,9 @@ static int start_rdzv(struct agent_run *r)
 	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1 || r->peers.elastic);
 	cfg.progress = progress;
 	cfg.progress_arg = r;
+	cfg.stay = !is_coord && (r->serving || r->peers.observer); /* the job-end notice */
+	cfg.ended = agent_run_ended;
+	cfg.ended_arg = r;
 	r->coord_lookup = r->peers.coord_fqdn ? r->peers.coord_fqdn : r->peers.names[0];
 	if (is_coord)
 		rc = rdzv_coord_start(r->ev, &cfg, rdzv_done, r, &r->coord);
@@ -474,6 +477,8 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	}
 	in.hostfile = r->res.ntable ? hfpath : NULL;
 	in.override_env = r->o->override_env;
+	in.rsh_agent = r->rsh_agent[0] ? r->rsh_agent : NULL;
+	in.rsh_key_file = r->rsh_key_file[0] ? r->rsh_key_file : NULL;
 	return agent_env_build(&in, environ, env, err, errlen);
 }
 
@@ -498,6 +503,8 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 	}
 	if (rc == 0)
 		rc = write_json(r, "rendezvous.json", rendezvous_json(r, err, errlen), err, errlen);
+	if (rc == 0)
+		rc = agent_run_serve_write_key(r, err, errlen);
 	return rc;
 }
 
@@ -700,7 +707,7 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 	rc = agent_env_apply(&env, &envp);
 	if (rc < 0)
 		goto out;
-	if (!r->o->no_rewrite) {
+	if (!r->o->no_rewrite && r->o->argc > 0) {
 		const char *names[4] = {r->peers.names[0], r->peers.coord_fqdn, NULL, NULL};
 		char primary[64] = "";
 		struct agent_rewrite_ctx c = {
@@ -720,8 +727,11 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 		if (rc < 0)
 			goto out;
 	}
-	if (r->o->supervise || getpid() == 1 || (r->peers.elastic && r->peers.self == 0)) {
-		rc = agent_supervise(r->ev, argv ? argv : r->o->argv, envp);
+	if (agent_run_needs_supervisor(r)) {
+		rc = agent_run_serve_supervise(r, r->o->argc ? (argv ? argv : r->o->argv) : NULL,
+					       envp, err, errlen);
+	} else if (r->o->supervise || getpid() == 1 || (r->peers.elastic && r->peers.self == 0)) {
+		rc = agent_supervise(r->ev, argv ? argv : r->o->argv, envp, NULL);
 	} else {
 		rc = agent_exec_failed(r->o->argv[0], agent_exec(argv ? argv : r->o->argv, envp),
 				       err, errlen);
@@ -764,7 +774,11 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 		rc = r.nd_rc;
 		goto out;
 	}
-	rc = agent_run_meet(&r, err, errlen);
+	rc = agent_run_serve_before_meet(&r, err, errlen);
+	if (rc == 0)
+		rc = agent_run_meet(&r, err, errlen);
+	if (rc == 0)
+		agent_run_serve_after_meet(&r);
 	/* the keys are derived: the token is no longer needed */
 	agent_token_free(&r.token);
 	if (rc == 0)

@@ -52,6 +52,14 @@ struct agent_run {
 	const struct rdzv_rdma_ops *rdma;
 	struct rdzv_rdma_ctx *rdma_ctx; /* RDMA-CM verification (issue 5), owned */
 	uint32_t self_flags;		/* RDZV_PF_* added to our JOIN (serve: RDZV_PF_SERVES) */
+	/* remote exec (issue 17, run_serve.c) */
+	int serving;		   /* serve / --serve */
+	unsigned char rsh_key[32]; /* derived from the token for "rsh:<job id>" */
+	int have_rsh_key;
+	char rsh_agent[4200];	 /* "<this binary> rsh" when the peers serve, else "" */
+	char rsh_key_file[4200]; /* --out/rsh.key when written */
+	int ended, end_status;	 /* the job-end notice (END; -1: session dropped) */
+	char end_why[300];
 };
 
 int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size_t errlen);
@@ -65,6 +73,23 @@ void agent_run_free(struct agent_run *r);
  * Returns a GX_E* / -errno code with the one line in err, or an exit status >= 0.
  */
 int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen);
+
+/*
+ * Remote exec glue (run_serve.c). before_meet: a serving pod needs a token
+ * (GX_EUSAGE) and flags its JOIN. after_meet: derive the rsh key, decide
+ * whether the peers serve (then CMD's env gets the rsh agent and rsh.key is
+ * written). needs_supervisor: serving, or the coordinator / an observer of
+ * serving peers (it must stay to send the job-end notice). supervise: run
+ * CMD (argv NULL: serve only) with the server, send / await END, drain.
+ */
+int agent_run_serve_before_meet(struct agent_run *r, char *err, size_t errlen);
+void agent_run_serve_after_meet(struct agent_run *r);
+int agent_run_serve_write_key(struct agent_run *r, char *err, size_t errlen);
+int agent_run_needs_supervisor(const struct agent_run *r);
+int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, char *err,
+			      size_t errlen);
+/* rdzv_config.ended for the member / coordinator of this run. */
+void agent_run_ended(void *arg, int status, const char *why);
 /* exec: load --out/env, apply the variable rules against our environment, exec CMD. */
 int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen);
 

@@ -130,6 +130,16 @@ struct rdzv_config {
 	/* coordinator: listen only here (port taken from it); 0 len = wildcard v4 + v6 */
 	union gx_sockaddr listen_addr;
 	socklen_t listen_addrlen;
+	/*
+	 * Issue 17 / DECISIONS 20: the job-end notice. A member with stay keeps
+	 * its phase-1 session open after the COMMIT (done() is still called
+	 * then); ended() follows once, with the status the coordinator sent in
+	 * END, or -1 and a why when the session dropped. A coordinator calls
+	 * ended() when an observer sends END (its job's status).
+	 */
+	int stay;
+	void (*ended)(void *arg, int status, const char *why);
+	void *ended_arg;
 };
 
 struct rdzv_result {
@@ -161,6 +171,17 @@ void rdzv_coord_free(struct rdzv_coord *c);
 int rdzv_member_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_fn *done,
 		      void *arg, struct rdzv_member **ret);
 void rdzv_member_free(struct rdzv_member *m);
+
+/*
+ * The job ended with status (0..255): the coordinator tells every member and
+ * observer still connected (END), an observer tells the coordinator. The
+ * frames are queued; run the loop until rdzv_*_flushed() (or ~1 s). 0 or
+ * -ENOTCONN when there is no session to tell.
+ */
+int rdzv_coord_end(struct rdzv_coord *c, int status);
+int rdzv_member_end(struct rdzv_member *m, int status);
+int rdzv_coord_flushed(const struct rdzv_coord *c);
+int rdzv_member_flushed(const struct rdzv_member *m);
 
 /* Convenience: own loop until done; res is filled (table owned by res). */
 int rdzv_run(const struct rdzv_config *cfg, struct rdzv_result *res);

@@ -166,6 +166,34 @@ void co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
 	finish(co, code);
 }
 
+/* ---- the job-end notice (issue 17) ---- */
+int rdzv_coord_end(struct rdzv_coord *co, int status)
+{
+	struct cconn *cc, *next;
+	struct rdzv_buf b = {0};
+	int n = 0;
+
+	if (!co)
+		return -ENOTCONN;
+	rdzv_put_u32(&b, T_CODE, (uint32_t)(status & 0xff));
+	for (cc = co->conns; cc; cc = next) {
+		next = cc->next;
+		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_OBSERVER) &&
+		    cc->rc.state == RC_SESSION) {
+			co_send(co, cc, RDZV_END, &b);
+			co_close_later(co, cc);
+			n++;
+		}
+	}
+	rdzv_buf_free(&b);
+	return n ? 0 : -ENOTCONN;
+}
+
+int rdzv_coord_flushed(const struct rdzv_coord *co)
+{
+	return !co || co->nout == 0;
+}
+
 /* ---- COMMIT ---- */
 static void put_common(struct rdzv_coord *co, struct rdzv_buf *b, uint32_t rank)
 {

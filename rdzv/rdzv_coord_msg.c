@@ -361,6 +361,10 @@ int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsi
 		rc = co_verify(co, cc, m);
 	} else if (type == RDZV_PONG) {
 		co_pong(co, cc);
+	} else if (type == RDZV_END && cc->role == ROLE_OBSERVER && co->committed) {
+		gx_debug("rdzv: observer %s: the job ended with %u", cc->rc.peer_str, m->code);
+		if (co->cfg.ended)
+			co->cfg.ended(co->cfg.ended_arg, (int)(m->code & 0xff), NULL);
 	} else if (type == RDZV_VFAIL && cc->role == ROLE_MEMBER) {
 		char text[300];
 

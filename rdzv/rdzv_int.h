@@ -47,6 +47,7 @@ enum rdzv_type {
 	RDZV_WAITING = 17,
 	RDZV_PING = 18,
 	RDZV_PONG = 19,
+	RDZV_END = 20, /* after COMMIT: the job ended (T_CODE status), both ways (issue 17) */
 };
 
 /* ---- TLV types ---------------------------------------------------------- */

@@ -132,6 +132,11 @@ void mb_fail(struct rdzv_member *m, struct mconn *c, const char *why)
 	char buf[1400];
 
 	snprintf(buf, sizeof(buf), "%s: %s", c->dst, why);
+	if (m->st == M_STAYING) {
+		if (c == &m->c1)
+			mb_ended(m, -1, buf);
+		return;
+	}
 	if (c->phase == 1)
 		mb_fail1(m, buf);
 	else

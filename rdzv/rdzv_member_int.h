@@ -13,6 +13,7 @@ enum m_state {
 	M_CONNECT = 0, /* phase 1 not yet assigned */
 	M_ASSIGNED,    /* phase 2 under way */
 	M_VERIFIED,    /* waiting for COMMIT */
+	M_STAYING,     /* committed, phase-1 session kept for END (cfg.stay) */
 	M_DONE,
 };
 
@@ -54,6 +55,8 @@ void mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
 void mb_fail1(struct rdzv_member *m, const char *why);
 void mb_fail2(struct rdzv_member *m, const char *why);
 void mb_fail(struct rdzv_member *m, struct mconn *c, const char *why);
+/* M_STAYING: the session ended (END status, or -1 and why); ended() once. */
+void mb_ended(struct rdzv_member *m, int status, const char *why);
 void mb_p2_connect(struct rdzv_member *m);
 int mb_send_hello(struct rdzv_member *m, struct mconn *c);
 /* A frame on c: 0 go on, 1 the member is done or c was closed, < 0 protocol error. */

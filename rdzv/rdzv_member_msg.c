@@ -7,9 +7,12 @@
 #include "rdzv/rdzv_member_int.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* ---- handshake, member side ---- */
 int mb_send_hello(struct rdzv_member *m, struct mconn *c)
@@ -180,6 +183,51 @@ static int take_table(struct rdzv_member *m, const struct rdzv_msg *msg)
 	return i == msg->ntable ? 0 : GX_EPROTO;
 }
 
+/*
+ * cfg.stay: keep the phase-1 session for the job-end notice. Its silence is
+ * no longer watched by our tick (the coordinator stops pushing WAITING):
+ * TCP keepalive finds a coordinator whose node went away.
+ */
+static void stay(struct rdzv_member *m)
+{
+	int on = 1, idle = 30, intvl = 10, cnt = 3, fd = m->c1.rc.fd;
+
+	mb_cancel_timers(m);
+	mb_close(m, &m->c2);
+	m->st = M_STAYING;
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0)
+		gx_debug("rdzv: keepalive on the coordinator's session: %s", strerror(errno));
+	m->done(m->arg, 0, &m->res);
+}
+
+void mb_ended(struct rdzv_member *m, int status, const char *why)
+{
+	if (m->st != M_STAYING)
+		return;
+	m->st = M_DONE;
+	mb_close(m, &m->c1);
+	if (m->cfg.ended)
+		m->cfg.ended(m->cfg.ended_arg, status, why);
+}
+
+int rdzv_member_end(struct rdzv_member *m, int status)
+{
+	struct rdzv_buf b = {0};
+
+	if (!m || m->st != M_STAYING || m->c1.rc.state != RC_SESSION)
+		return -ENOTCONN;
+	rdzv_put_u32(&b, T_CODE, (uint32_t)(status & 0xff));
+	return mb_send(m, &m->c1, RDZV_END, &b);
+}
+
+int rdzv_member_flushed(const struct rdzv_member *m)
+{
+	return !m || m->c1.rc.fd < 0 || !rdzv_conn_pending(&m->c1.rc);
+}
+
 static int on_commit(struct rdzv_member *m, struct rdzv_msg *msg)
 {
 	int rc;
@@ -197,6 +245,10 @@ static int on_commit(struct rdzv_member *m, struct rdzv_msg *msg)
 	m->res.t_commit_ms = gx_now_ms();
 	if (!m->res.t_verified_ms)
 		m->res.t_verified_ms = m->res.t_commit_ms;
+	if (m->cfg.stay) {
+		stay(m);
+		return 1;
+	}
 	mb_finish(m, 0, NULL);
 	return 1;
 }
@@ -235,6 +287,11 @@ static int on_session1(struct rdzv_member *m, struct mconn *c, struct rdzv_msg *
 		return 0;
 	case RDZV_PING:
 		return mb_send(m, c, RDZV_PONG, &b);
+	case RDZV_END:
+		if (m->st != M_STAYING)
+			return 0;
+		mb_ended(m, (int)(msg->code & 0xff), NULL);
+		return 1;
 	default:
 		return 0; /* unknown: skipped */
 	}

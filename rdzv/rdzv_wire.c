@@ -35,6 +35,7 @@ size_t rdzv_max_body(uint16_t type)
 	case RDZV_PROOF:
 	case RDZV_PING:
 	case RDZV_PONG:
+	case RDZV_END:
 		return 256;
 	case RDZV_COMMIT:
 		return RDZV_MAX_TABLE_BODY;

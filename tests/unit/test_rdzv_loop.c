@@ -719,6 +719,107 @@ static void test_observer(void **state)
 	w_free(&w);
 }
 
+/* Issue 17: members / observers with stay keep their session for the job-end notice. */
+struct endrec {
+	struct w *w;
+	int n, status;
+	char why[200];
+};
+
+static void on_end(void *arg, int status, const char *why)
+{
+	struct endrec *e = arg;
+
+	e->n++;
+	e->status = status;
+	snprintf(e->why, sizeof(e->why), "%s", why ? why : "");
+	count_done(e->w);
+}
+
+static void test_job_end(void **state)
+{
+	struct endrec ce = {0}, me[4];
+	struct rdzv_config cfg;
+	uint32_t i;
+	struct w w;
+
+	(void)state;
+	w_init(&w, 4, 10000);
+	w.base.world = 3; /* slot 3 is the observer */
+	memset(me, 0, sizeof(me));
+	coord_cfg(&w, &cfg);
+	cfg.keep_serving = 1;
+	ce.w = &w;
+	cfg.ended = on_end;
+	cfg.ended_arg = &ce;
+	start_coord_cfg(&w, &cfg);
+	for (i = 1; i < 4; i++) {
+		me[i].w = &w;
+		member_cfg(&w, i, &cfg);
+		if (i == 3) {
+			snprintf(cfg.self.name, sizeof(cfg.self.name), "mpi-launcher");
+			cfg.self.index = RDZV_OBSERVER;
+			cfg.self.addr4[0] = '\0';
+			cfg.self.iface[0] = '\0';
+		}
+		cfg.stay = 1;
+		cfg.ended = on_end;
+		cfg.ended_arg = &me[i];
+		start_member_cfg(&w, i, &cfg);
+	}
+	pump(&w, 4, 9000);
+	assert_int_equal(w.co_rc, 0);
+	for (i = 1; i < 4; i++)
+		assert_int_equal(w.s[i].rc, 0);
+	/* the observer's CMD ended with 7: the coordinator hears it ... */
+	w.ndone = 0;
+	assert_int_equal(rdzv_member_end(w.s[3].m, 7), 0);
+	pump(&w, 1, 3000);
+	assert_int_equal(ce.n, 1);
+	assert_int_equal(ce.status, 7);
+	/* ... and tells every member that stayed (and the observer) */
+	w.ndone = 0;
+	assert_int_equal(rdzv_coord_end(w.co, 7), 0);
+	pump(&w, 3, 3000);
+	for (i = 1; i < 4; i++) {
+		assert_int_equal(me[i].n, 1);
+		assert_int_equal(me[i].status, 7);
+	}
+	assert_true(rdzv_coord_flushed(w.co));
+	assert_int_equal(rdzv_member_end(w.s[1].m, 1), -ENOTCONN); /* over */
+	w_free(&w);
+}
+
+/* A member that stays sees the coordinator go away: ended(-1, why). */
+static void test_job_end_dropped(void **state)
+{
+	struct endrec me = {0};
+	struct rdzv_config cfg;
+	struct w w;
+
+	(void)state;
+	w_init(&w, 2, 10000);
+	start_coord(&w);
+	me.w = &w;
+	member_cfg(&w, 1, &cfg);
+	cfg.stay = 1;
+	cfg.ended = on_end;
+	cfg.ended_arg = &me;
+	start_member_cfg(&w, 1, &cfg);
+	pump(&w, 2, 9000);
+	assert_int_equal(w.s[1].rc, 0);
+	assert_int_equal(me.n, 0);
+	rdzv_coord_free(w.co);
+	w.co = NULL;
+	w.ndone = 0;
+	pump(&w, 1, 3000);
+	assert_int_equal(me.n, 1);
+	assert_int_equal(me.status, -1);
+	assert_non_null(strstr(me.why, "127.0.0.1"));
+	assert_int_equal(rdzv_coord_end(NULL, 0), -ENOTCONN);
+	w_free(&w);
+}
+
 /* DECISIONS 22 (check): a pod whose netdetect failed stays in, flagged. */
 static void test_soft_verify(void **state)
 {
@@ -922,6 +1023,8 @@ int main(void)
 	    cmocka_unit_test(test_rdma_ops),
 	    cmocka_unit_test(test_observer),
 	    cmocka_unit_test(test_soft_verify),
+	    cmocka_unit_test(test_job_end),
+	    cmocka_unit_test(test_job_end_dropped),
 	    cmocka_unit_test(test_rdma_listen),
 	    cmocka_unit_test(test_elastic),
 	};
