@@ -187,6 +187,13 @@ int agent_src_ray(const struct agent_detect *c, struct agent_peers *p, char *why
 		snprintf(why, whylen, "no RAY_PORT with FQ_RAY_IP or a --head start command");
 		return 0;
 	}
+	/* --ray outside KubeRay (LeaderWorkerSet + Ray): the role stays, the peers come
+	 * from the next source (agent_peers_discover applies o->ray) */
+	if (c->o->ray != AGENT_RAY_AUTO && (!cl || !*cl) &&
+	    !agent_detect_env(c->envp, "RAY_PORT")) {
+		snprintf(why, whylen, "--ray given but no KubeRay RAY_CLUSTER_NAME / RAY_PORT");
+		return 0;
+	}
 	if (!cl || !*cl) {
 		snprintf(err, errlen, "a Ray %s without RAY_CLUSTER_NAME: set --peers",
 			 role == AGENT_RAY_HEAD ? "head" : "worker");

@@ -4,7 +4,7 @@
 check_manifests.py - lint container/: the Dockerfile, every manifest in container/k8s and
 the TorchX component. Prints PASS/FAIL/SKIP lines; exit 1 on any FAIL.
 
-  check_manifests.py [--root DIR] [--gxboot PATH]
+  check_manifests.py [--root DIR] [--gxboot PATH] [--only FILE] [--self-test]
 
 Each pod template (found anywhere in a document: Pod, StatefulSet, Job, JobSet, PyTorchJob,
 MPIJob, Volcano Job, AppWrapper ...) must carry: the Multus annotation; an RDMA resource
@@ -12,7 +12,10 @@ MPIJob, Volcano Job, AppWrapper ...) must carry: the Multus annotation; an RDMA 
 downward-API network-status volume that --network-status names; an emptyDir at
 /run/gxboot; the token from a Secret with --token-file and --require-token; the headless
 Service / not-ready publishing its mode needs. Every gxboot command line that meets peers
-is run through `gxboot --dry-run` with the environment the system would give the pod.
+(also inside `sh -c` scripts) is run through `gxboot --dry-run` with the environment and,
+as root, the /etc the system would give the pod (UPSTREAM.md lists the sources); the plan
+must show the workload's pod count, and a job's pods must agree on the job id.
+NetworkPolicies must admit the rendezvous ports; MPI pods need no RBAC.
 """
 import argparse
 import os
@@ -161,7 +164,8 @@ def pod_templates(node, path="", ctx=None):
 
 
 def workloads(doc):
-    """Yield (workload doc, pod path, template). AppWrapper items are unwrapped."""
+    """Yield (workload doc, pod path, template). AppWrapper items are unwrapped; a
+    TrainJob's pod is assembled from its trainer and runtimePatches."""
     if doc.get("kind") == "AppWrapper":
         items = (doc.get("spec", {}).get("resources", {}).get("GenericItems") or
                  doc.get("spec", {}).get("components") or [])
@@ -170,29 +174,117 @@ def workloads(doc):
             if isinstance(inner, dict):
                 yield from workloads(inner)
         return
+    if doc.get("kind") == "TrainJob":
+        yield from trainjob_pods(doc)
+        return
     for path, tpl, _ in pod_templates(doc):
         yield doc, path, tpl
+
+
+def trainjob_pods(doc):
+    """The "node" pod of a TrainJob (trainer.kubeflow.org/v1alpha1) as Trainer builds it from
+    the runtime: container "node" gets trainer.command/args/env/resourcesPerNode, then each
+    runtimePatches entry for replicatedJob "node" adds pod metadata, volumes and the
+    container's env / volumeMounts / securityContext (ContainerPatch allows nothing else)."""
+    s = doc.get("spec") or {}
+    tr = s.get("trainer") or {}
+    node = {"name": "node", "command": list(tr.get("command") or []),
+            "args": list(tr.get("args") or []), "env": list(tr.get("env") or []),
+            "resources": dict(tr.get("resourcesPerNode") or {}), "volumeMounts": []}
+    tpl = {"metadata": {"annotations": {}, "labels": {}},
+           "spec": {"containers": [node], "volumes": []}}
+    for i, rp in enumerate(s.get("runtimePatches") or []):
+        rjobs = ((((rp.get("trainingRuntimeSpec") or {}).get("template") or {})
+                  .get("spec") or {}).get("replicatedJobs") or [])
+        for rj in rjobs:
+            if rj.get("name") != "node":
+                continue
+            pt = (((rj.get("template") or {}).get("spec") or {}).get("template") or {})
+            md = pt.get("metadata") or {}
+            tpl["metadata"]["annotations"].update(md.get("annotations") or {})
+            tpl["metadata"]["labels"].update(md.get("labels") or {})
+            ps = pt.get("spec") or {}
+            tpl["spec"]["volumes"] += ps.get("volumes") or []
+            for k in ("securityContext", "nodeSelector", "tolerations", "affinity"):
+                if k in ps:
+                    tpl["spec"][k] = ps[k]
+            for cp in ps.get("containers") or []:
+                if cp.get("name") != "node":
+                    continue
+                node["env"] += cp.get("env") or []
+                node["volumeMounts"] += cp.get("volumeMounts") or []
+                if "securityContext" in cp:
+                    node["securityContext"] = cp["securityContext"]
+    yield doc, "trainer+runtimePatches(node)", tpl
 
 
 def words(c):
     return [str(w) for w in (c.get("command") or []) + (c.get("args") or [])]
 
 
-def gxboot_call(c):
-    """(argv from the gxboot word on, subcommand) or None."""
+SHELLS = ("sh", "bash", "dash", "ash")
+SHELL_WORDS = {"then", "else", "elif", "fi", "do", "done", "if", "while", "until", "exec",
+               "!", "{", "}", "(", ")"}
+
+
+def _subcmd(argv):
+    for x in argv[1:]:
+        if x == "--":
+            break
+        if x in SUBCMDS:
+            return x
+    return "run"
+
+
+def script_calls(script):
+    """gxboot command lines inside a shell script (`sh -c SCRIPT`): each simple command whose
+    program is .../gxboot, up to the next ; & | newline or shell keyword."""
+    out = []
+    text = script.replace("\\\n", " ")
+    for line in text.splitlines():
+        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
+        lex.whitespace_split = True
+        lex.commenters = "#"
+        try:
+            toks = list(lex)
+        except ValueError:
+            continue
+        cur = None
+        for t in toks + [";"]:
+            if cur is None:
+                if os.path.basename(t) == "gxboot":
+                    cur = [t]
+                continue
+            if set(t) <= set(";&|()<>") or t in ("then", "else", "elif", "fi", "do", "done"):
+                out.append(cur)
+                cur = None
+            else:
+                cur.append(t)
+    return out
+
+
+def gxboot_calls(c):
+    """[(argv from the gxboot word on, subcommand)] of a container: its command/args, or the
+    gxboot lines of a `sh -c SCRIPT` command (one entry per line that runs gxboot)."""
     w = words(c)
     for i, a in enumerate(w):
         if os.path.basename(a) == "gxboot":
-            argv = w[i:]
-            sub = "run"
-            for x in argv[1:]:
-                if x == "--":
-                    break
-                if x in SUBCMDS:
-                    sub = x
-                    break
-            return argv, sub
-    return None
+            return [(w[i:], _subcmd(w[i:]))]
+    if len(w) >= 3 and os.path.basename(w[0]) in SHELLS and w[1] == "-c":
+        return [(argv, _subcmd(argv)) for argv in script_calls(w[2])]
+    return []
+
+
+def gxboot_call(c):
+    """(argv, subcommand) of the container's first gxboot command line, or None."""
+    calls = gxboot_calls(c)
+    return calls[0] if calls else None
+
+
+def runs_program(c, prog):
+    """Whether the container runs prog: as its first word or inside its sh -c script."""
+    w = words(c)
+    return bool(w) and (w[0] == prog or any(a[0] == prog for a, _ in gxboot_calls(c)))
 
 
 def opt(argv, name):
@@ -237,8 +329,7 @@ def check_pod(fname, doc, path, tpl, all_docs):
         errs.append(f"no {NET_ANN} annotation")
     vols = {v.get("name"): v for v in spec.get("volumes") or []}
     inits, mains = spec.get("initContainers") or [], spec.get("containers") or []
-    calls = [(c, gxboot_call(c), c in inits) for c in inits + mains]
-    calls = [(c, g, is_init) for c, g, is_init in calls if g]
+    calls = [(c, g, c in inits) for c in inits + mains for g in gxboot_calls(c)]
     if not calls:
         return [f"no gxboot command line"], []
     subs = {g[1] for _, g, _ in calls}
@@ -338,7 +429,7 @@ def check_install(c, argv, vols, mains):
     vol = [m["name"] for m in c.get("volumeMounts") or [] if m.get("mountPath") == d]
     if not vol or "emptyDir" not in vols.get(vol[0], {}):
         return [f"{c['name']}: install DIR {d} is not a mounted emptyDir"]
-    users = [m for m in mains for w in words(m)[:1] if w == f"{d}/gxboot"]
+    users = [m for m in mains if runs_program(m, f"{d}/gxboot")]
     if not users:
         return [f"{c['name']}: no container runs {d}/gxboot"]
     return [f"{m['name']}: runs {d}/gxboot without mounting {d}"
@@ -384,20 +475,97 @@ def check_headless(doc, spec, all_docs):
     return []
 
 
+# ---------------------------------------------------------------- policies
+POLICY_KINDS = ("NetworkPolicy", "MultiNetworkPolicy")
+RBAC_KINDS = ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "ServiceAccount")
+RDZV_PORTS = (29410, 29411)  # --port P (rendezvous) and P+1 (check) on the primary network
+
+
+def check_policy(doc):
+    """A NetworkPolicy must admit TCP P and P+1 from the job's own pods to them; a
+    MultiNetworkPolicy must name its networks (k8s.v1.cni.cncf.io/policy-for)."""
+    errs, s = [], doc.get("spec") or {}
+    sel = ((s.get("podSelector") or {}).get("matchLabels")) or {}
+    if not sel:
+        errs.append("podSelector selects no job (matchLabels empty)")
+    if doc["kind"] == "MultiNetworkPolicy":
+        if not doc["apiVersion"].startswith("k8s.cni.cncf.io/"):
+            errs.append(f"MultiNetworkPolicy apiVersion {doc['apiVersion']}")
+        if not ((doc["metadata"].get("annotations") or {}).get(
+                "k8s.v1.cni.cncf.io/policy-for")):
+            errs.append("no k8s.v1.cni.cncf.io/policy-for annotation")
+        return errs
+    if doc["apiVersion"] != "networking.k8s.io/v1":
+        errs.append(f"NetworkPolicy apiVersion {doc['apiVersion']}")
+    admitted = set()
+    for rule in s.get("ingress") or []:
+        peers = [((f.get("podSelector") or {}).get("matchLabels") or {})
+                 for f in rule.get("from") or []]
+        if not any(p and all(sel.get(k) == v for k, v in p.items()) for p in peers):
+            continue
+        ports = rule.get("ports")
+        if not ports:
+            admitted |= set(RDZV_PORTS)
+        for pt in ports or []:
+            if pt.get("protocol", "TCP") == "TCP":
+                lo = pt.get("port")
+                hi = pt.get("endPort", lo)
+                admitted |= {p for p in RDZV_PORTS if isinstance(lo, int) and lo <= p <= hi}
+    if "Ingress" in (s.get("policyTypes") or ["Ingress"]):
+        missing = [p for p in RDZV_PORTS if p not in admitted]
+        if missing:
+            errs.append(f"does not admit TCP {missing} from the job's own pods "
+                        "(gxboot --port P and P+1 on the primary network)")
+    return errs
+
+
+def wants_no_rbac(tpl, meet):
+    """Pods of an MPI job run through `gxboot rsh` (a `serve` line, or a run line whose
+    command is mpirun) need no Kubernetes API access."""
+    for _, (argv, sub) in meet:
+        rest = argv[argv.index("--") + 1:] if "--" in argv else []
+        if sub == "serve" or (rest and os.path.basename(rest[0]) == "mpirun"):
+            return True
+    return False
+
+
 # ---------------------------------------------------------------- dry-run
+POD_IP = "10.244.1.5"
+NAMESPACE = "default"
+
+
+def pod_etc(host, sub):
+    """The /etc files kubelet gives a pod: /etc/hosts (with "<host>.<sub>.<ns>.svc.<domain>"
+    when the pod has a subdomain) and the cluster DNS resolv.conf."""
+    full = f"{host}.{sub}.{NAMESPACE}.svc.cluster.local\t" if sub else ""
+    return {"hosts": f"127.0.0.1\tlocalhost\n{POD_IP}\t{full}{host}\n",
+            "resolv.conf": f"search {NAMESPACE}.svc.cluster.local svc.cluster.local "
+                           "cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"}
+
+
+def replica(host, env, sub=None, files=None):
+    """One pod as the system makes it: host name, env it injects, its /etc files."""
+    etc = pod_etc(host, sub)
+    etc.update(files or {})
+    return {"host": host, "env": env, "etc": etc, "system_files": sorted(files or {})}
+
+
 def replicas_of(doc, path):
-    """[(hostname, system env)] for the first and second replica of this template."""
+    """The first and second replica of this template (see replica())."""
     kind, name, s = doc.get("kind"), doc["metadata"]["name"], doc.get("spec") or {}
     out = []
     if kind == "StatefulSet":
-        out = [(f"{name}-{i}", {}) for i in range(min(2, s.get("replicas", 1)))]
+        out = [replica(f"{name}-{i}", {}, s.get("serviceName"))
+               for i in range(min(2, s.get("replicas", 1)))]
     elif kind == "Job" and doc.get("apiVersion") == "batch/v1":
-        out = [(f"{name}-{i}", {"JOB_COMPLETION_INDEX": str(i)})
+        sub = ((s.get("template") or {}).get("spec") or {}).get("subdomain")
+        out = [replica(f"{name}-{i}", {"JOB_COMPLETION_INDEX": str(i)}, sub)
                for i in range(min(2, s.get("completions", 1)))]
     elif kind == "JobSet":
         rj = s["replicatedJobs"][int(re.search(r"replicatedJobs\[(\d+)\]", path).group(1))]
         n = rj["template"]["spec"].get("parallelism", 1)
-        out = [(f"{name}-{rj['name']}-0-{i}", {"JOB_COMPLETION_INDEX": str(i)})
+        sub = (s.get("network") or {}).get("subdomain") or name
+        out = [replica(f"{name}-{rj['name']}-0-{i}", {"JOB_COMPLETION_INDEX": str(i)}, sub)
                for i in range(min(2, n))]
     elif kind == "PyTorchJob":
         specs = s["pytorchReplicaSpecs"]
@@ -408,20 +576,9 @@ def replicas_of(doc, path):
         n = specs[rtype].get("replicas", 1)
         for i in range(min(2, n)):
             rank = i + (1 if rtype == "Worker" else 0)
-            out.append((f"{name}-{rtype.lower()}-{i}", dict(base, RANK=str(rank))))
+            out.append(replica(f"{name}-{rtype.lower()}-{i}", dict(base, RANK=str(rank))))
     elif kind == "MPIJob":
-        rtype = re.search(r"mpiReplicaSpecs\.(\w+)", path).group(1)
-        if rtype == "Launcher":
-            out = [(f"{name}-launcher", {
-                "K_MPI_JOB_ROLE": "launcher", "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-                "OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile",
-                "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
-                "OMPI_MCA_orte_set_default_slots": str(s.get("slotsPerWorker", 1)),
-                "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""})]
-        else:
-            n = s["mpiReplicaSpecs"]["Worker"].get("replicas", 1)
-            out = [(f"{name}-worker-{i}", {"K_MPI_JOB_ROLE": "worker"})
-                   for i in range(min(2, n))]
+        out = mpijob_replicas(doc, path)
     elif kind == "Job" and doc.get("apiVersion", "").startswith("batch.volcano.sh"):
         tasks = s["tasks"]
         hosts = {}
@@ -431,11 +588,134 @@ def replicas_of(doc, path):
             hosts[f"VC_{key}_HOSTS"], hosts[f"VC_{key}_NUM"] = ",".join(hs), str(len(hs))
         t = tasks[int(re.search(r"tasks\[(\d+)\]", path).group(1))]
         for i in range(min(2, t.get("replicas", 1))):
-            out.append((f"{name}-{t['name']}-{i}",
-                        dict(hosts, VC_TASK_INDEX=str(i), VK_TASK_INDEX=str(i))))
+            out.append(replica(f"{name}-{t['name']}-{i}",
+                               dict(hosts, VC_TASK_INDEX=str(i), VK_TASK_INDEX=str(i)), name))
+    elif kind == "LeaderWorkerSet":
+        out = lws_replicas(doc, path)
+    elif kind == "TrainJob":
+        out = trainjob_replicas(doc)
+    elif kind == "RayCluster":
+        out = raycluster_replicas(doc, path)
     else:
-        out = [(name, {})]
+        out = [replica(name, {})]
     return out
+
+
+def mpijob_replicas(doc, path):
+    """kubeflow/mpi-operator v2 (pkg/controller/mpi_job_controller.go): pods <job>-launcher and
+    <job>-worker-<i> under subdomain <job>; the launcher alone gets the ConfigMap at /etc/mpi
+    (hostfile "<job>-worker-<i>.<job>.<ns>.svc slots=N") and the OMPI_MCA_* variables."""
+    name, s = doc["metadata"]["name"], doc.get("spec") or {}
+    rtype = re.search(r"mpiReplicaSpecs\.(\w+)", path).group(1)
+    n = s["mpiReplicaSpecs"]["Worker"].get("replicas", 1)
+    slots = s.get("slotsPerWorker", 1)
+    if rtype == "Launcher":
+        hf = "".join(f"{name}-worker-{i}.{name}.{NAMESPACE}.svc slots={slots}\n"
+                     for i in range(n))
+        if s.get("runLauncherAsWorker"):
+            hf = f"{name}-launcher.{name}.{NAMESPACE}.svc slots={slots}\n" + hf
+        return [replica(f"{name}-launcher", {
+            "K_MPI_JOB_ROLE": "launcher", "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+            "OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile",
+            "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+            "OMPI_MCA_orte_set_default_slots": str(slots),
+            "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""},
+            name, {"mpi/hostfile": hf})]
+    return [replica(f"{name}-worker-{i}", {"K_MPI_JOB_ROLE": "worker"}, name)
+            for i in range(min(2, n))]
+
+
+def lws_replicas(doc, path):
+    """kubernetes-sigs/lws (pkg/utils/pod/pod_utils.go): leader <lws>-<g>, workers
+    <lws>-<g>-<i>, subdomain <lws> (SubdomainShared), env LWS_LEADER_ADDRESS=
+    <lws>-<g>.<lws>.<ns>, LWS_GROUP_SIZE, LWS_WORKER_INDEX."""
+    name, s = doc["metadata"]["name"], doc.get("spec") or {}
+    size = (s.get("leaderWorkerTemplate") or {}).get("size", 1)
+    groups = s.get("replicas", 1)
+    pods = []
+    if "leaderTemplate" in path:
+        pods = [(g, 0) for g in range(min(2, groups))]
+    else:
+        pods = [(g, i) for g in range(groups) for i in range(1, size)][:2]
+    return [replica(f"{name}-{g}" if i == 0 else f"{name}-{g}-{i}",
+                    {"LWS_LEADER_ADDRESS": f"{name}-{g}.{name}.{NAMESPACE}",
+                     "LWS_GROUP_SIZE": str(size), "LWS_WORKER_INDEX": str(i)}, name)
+            for g, i in pods]
+
+
+def trainjob_replicas(doc):
+    """kubeflow/trainer torch plugin (pkg/runtime/framework/plugins/torch/torch.go) on the
+    JobSet of ClusterTrainingRuntime torch-distributed: pods <tj>-node-0-<i>, subdomain <tj>,
+    PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (completion index), PET_MASTER_ADDR=
+    <tj>-node-0-0.<tj>, PET_MASTER_PORT=29500; JOB_COMPLETION_INDEX from the Indexed Job."""
+    name, tr = doc["metadata"]["name"], (doc.get("spec") or {}).get("trainer") or {}
+    n = tr.get("numNodes", 1)
+    base = {"PET_NNODES": str(n), "PET_NPROC_PER_NODE": str(tr.get("numProcPerNode", "auto")),
+            "PET_MASTER_ADDR": f"{name}-node-0-0.{name}", "PET_MASTER_PORT": "29500"}
+    return [replica(f"{name}-node-0-{i}", dict(base, PET_NODE_RANK=str(i),
+                                               JOB_COMPLETION_INDEX=str(i)), name)
+            for i in range(min(2, n))]
+
+
+def raycluster_replicas(doc, path):
+    """ray-project/kuberay (ray-operator/controllers/ray/common/pod.go setContainerEnvVars):
+    RAY_PORT, RAY_CLUSTER_NAME, RAY_CLUSTER_NAMESPACE, RAY_CLOUD_INSTANCE_ID (pod name),
+    RAY_NODE_TYPE_NAME (group label; "headgroup" on the head), KUBERAY_GEN_RAY_START_CMD, and on
+    workers FQ_RAY_IP/RAY_IP = the head Service <cluster>-head-svc. Pod names are random."""
+    name, s = doc["metadata"]["name"], doc.get("spec") or {}
+    head = s.get("headGroupSpec") or {}
+    port = str((head.get("rayStartParams") or {}).get("port", 6379))
+    base = {"RAY_PORT": port, "RAY_CLUSTER_NAME": name, "RAY_CLUSTER_NAMESPACE": NAMESPACE}
+    fq = f"{name}-head-svc.{NAMESPACE}.svc.cluster.local"
+    if "headGroupSpec" in path:
+        host = f"{name}-head-x7k2p"
+        return [replica(host, dict(base, RAY_CLOUD_INSTANCE_ID=host,
+                                   RAY_NODE_TYPE_NAME="headgroup",
+                                   KUBERAY_GEN_RAY_START_CMD="ray start --head --block "
+                                   "--dashboard-host=0.0.0.0 --metrics-export-port=8080"))]
+    g = s["workerGroupSpecs"][int(re.search(r"workerGroupSpecs\[(\d+)\]", path).group(1))]
+    out = []
+    for i, suffix in enumerate(("q4t8z", "m2w9c")[:min(2, g.get("replicas", 1))]):
+        host = f"{name}-{g['groupName']}-worker-{suffix}"
+        out.append(replica(host, dict(base, RAY_CLOUD_INSTANCE_ID=host,
+                                      RAY_NODE_TYPE_NAME=g["groupName"], FQ_RAY_IP=fq,
+                                      RAY_IP=f"{name}-head-svc",
+                                      KUBERAY_GEN_RAY_START_CMD=f"ray start --address={fq}:"
+                                      f"{port} --block --metrics-export-port=8080")))
+    return out
+
+
+def expected_plan(doc, path):
+    """What every dry-run plan of this pod must show: the number of peers the workload
+    makes (its pods that meet), elastic for Ray, observer for an MPI launcher."""
+    kind, s = doc.get("kind"), doc.get("spec") or {}
+    if kind == "StatefulSet":
+        return {"world": s.get("replicas", 1), "observer": False}
+    if kind == "Job" and doc.get("apiVersion") == "batch/v1":
+        return {"world": s.get("completions", 1), "observer": False}
+    if kind == "JobSet":
+        return {"world": sum(rj.get("replicas", 1) *
+                             rj["template"]["spec"].get("parallelism", 1)
+                             for rj in s["replicatedJobs"]), "observer": False}
+    if kind == "PyTorchJob":
+        return {"world": sum(r.get("replicas", 1) for r in s["pytorchReplicaSpecs"].values()),
+                "observer": False}
+    if kind == "MPIJob":
+        n = s["mpiReplicaSpecs"]["Worker"].get("replicas", 1)
+        launcher = "Launcher" in path
+        if s.get("runLauncherAsWorker"):
+            return {"world": n + 1, "observer": False}
+        return {"world": n, "observer": launcher}
+    if kind == "Job" and doc.get("apiVersion", "").startswith("batch.volcano.sh"):
+        return {"world": sum(t.get("replicas", 1) for t in s["tasks"]), "observer": False}
+    if kind == "LeaderWorkerSet":
+        return {"world": (s.get("leaderWorkerTemplate") or {}).get("size", 1),
+                "observer": False}
+    if kind == "TrainJob":
+        return {"world": (s.get("trainer") or {}).get("numNodes", 1), "observer": False}
+    if kind == "RayCluster":
+        return {"elastic": True}
+    return {}
 
 
 def fill_volumes(tmp, spec, c):
@@ -505,41 +785,115 @@ def dry_run_probe(gxboot):
     return None
 
 
-def dry_run(gxboot, label, argv, env, skip):
+# Subcommands this gxboot does not have yet: while gxboot answers "not available yet" for
+# one of them, its command lines are SKIP with this reason; delete the entry (one line) to
+# make them count. Any other "not available yet" answer is a FAIL.
+PENDING_SUBCMDS = {}
+
+ETC_RUNNER = ["unshare", "-m", "/bin/sh", "-c",
+              'mount --make-rprivate / && mount --bind "$0" /etc && exec "$@"']
+_etc_ok = []
+
+
+def etc_runner_works():
+    """Whether this user can give a command a private /etc (root: unshare -m + bind mount)."""
+    if not _etc_ok:
+        ok = False
+        if os.geteuid() == 0:
+            with tempfile.TemporaryDirectory(prefix="gxck-etc.") as d:
+                open(os.path.join(d, "gxck-probe"), "w").close()
+                try:
+                    p = subprocess.run(ETC_RUNNER + [d, "/bin/sh", "-c",
+                                                     "test -e /etc/gxck-probe"],
+                                       capture_output=True, timeout=20)
+                    ok = p.returncode == 0
+                except (OSError, subprocess.TimeoutExpired):
+                    ok = False
+        _etc_ok.append(ok)
+    return _etc_ok[0]
+
+
+def dry_run(gxboot, label, argv, env, skip, sub="run", etc=None, expect=None):
+    """Run `gxboot --dry-run ARGS`; with etc (a directory), inside a mount namespace where
+    that directory is /etc (the pod's /etc/hosts, resolv.conf, /etc/mpi/hostfile ...)."""
     shown = " ".join(shlex.quote(a) for a in argv)
     if skip:
         return report("SKIP", f"dry-run {label}", skip)
-    full = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+    full = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp"}
     full.update(env)
+    cmd = [gxboot, "--dry-run"] + argv[1:]
+    if etc:
+        cmd = ETC_RUNNER + [etc] + cmd
     try:
-        p = subprocess.run([gxboot, "--dry-run"] + argv[1:], capture_output=True, text=True,
-                           env=full, timeout=20)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=full, timeout=20)
     except subprocess.TimeoutExpired:
         return report("FAIL", f"dry-run {label}", f"timed out: {shown}")
-    if p.returncode == 2 and "not available yet" in p.stderr:
-        return report("SKIP", f"dry-run {label}", p.stderr.strip().splitlines()[-1])
-    for key, why in PENDING.items():
-        if key in label and p.returncode != 0:
-            return report("SKIP", f"dry-run {label}", why)
+    if p.returncode == 2 and "not available yet" in p.stderr and sub in PENDING_SUBCMDS:
+        return report("SKIP", f"dry-run {label}", PENDING_SUBCMDS[sub])
     if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
         return report("FAIL", f"dry-run {label}", f"exit {p.returncode}: {last} [{shown}]")
-    report("PASS", f"dry-run {label}")
+    plan = parse_plan(p.stdout)
+    bad = plan_mismatch(plan, expect or {})
+    if bad:
+        return report("FAIL", f"dry-run {label}", f"{bad} [{shown}]")
+    report("PASS", f"dry-run {label}" + (f" ({plan['peers']} peers from {plan['source']}"
+                                          f"{', observer' if plan['observer'] else ''})"
+                                          if plan.get("peers") else ""))
+    return plan.get("job")
 
 
-# Command lines that need a part of gxboot that is not built yet: reported as SKIP
-# (with the reason) while they fail, and checked for real as soon as they pass.
-PENDING = {
-    "mpi-launcher/": "the MPI launcher joins as an observer (issue 17), not built yet",
-}
+def parse_plan(out):
+    """The fields of `gxboot --dry-run`'s plan the checker compares."""
+    def field(name):
+        m = re.search(rf"^  {name}:\s*(.*)$", out, re.M)
+        return m.group(1).strip() if m else None
+    plan = {"job": (field("job id") or "").split(" ")[0] or None, "peers": None,
+            "source": None, "observer": "observer (not in the peer list)" in out,
+            "elastic": field("elastic") is not None}
+    m = re.match(r"(\d+) from (.*)", field("peers") or "")
+    if m:
+        plan["peers"], plan["source"] = int(m.group(1)), m.group(2)
+    return plan
 
 
-def dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip):
-    for host, sysenv in replicas_of(doc, path):
+def plan_mismatch(plan, expect):
+    """Why the plan is not what the system's pod needs ("" when it is)."""
+    if expect.get("world") and plan["peers"] != expect["world"] and not plan["elastic"]:
+        return f"plan has {plan['peers']} peers, the workload has {expect['world']} pods"
+    if expect.get("elastic") and not plan["elastic"]:
+        return "the plan is not elastic (workers join whenever they start)"
+    if "observer" in expect and plan["observer"] != expect["observer"]:
+        return ("the launcher does not join as an observer" if expect["observer"] else
+                "this pod joins as an observer, not as a peer")
+    return ""
+
+
+def job_group(doc, rep):
+    """Pods that must meet as one job: the workload, per LWS group."""
+    return (doc["metadata"]["name"], rep["env"].get("LWS_LEADER_ADDRESS", ""))
+
+
+def dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip, job_ids):
+    """Dry-run every gxboot line of the first two replicas; job_ids[group][label] = job id."""
+    for rep in replicas_of(doc, path):
+        host = rep["host"]
         for c, (argv, sub) in meet:
+            label = f"{fname} {host}/{c['name']} ({sub})"
             with tempfile.TemporaryDirectory(prefix="gxck.") as tmp:
+                etc = None
+                if etc_runner_works():
+                    etc = os.path.join(tmp, "etc")
+                    for rel, text in rep["etc"].items():
+                        os.makedirs(os.path.dirname(os.path.join(etc, rel)), exist_ok=True)
+                        with open(os.path.join(etc, rel), "w", encoding="utf-8") as f:
+                            f.write(text)
+                elif rep["system_files"] and not skip:
+                    report("SKIP", f"dry-run {label}", "needs root (unshare -m) to give the "
+                           f"pod its /etc/{', /etc/'.join(rep['system_files'])}")
+                    continue
                 mapping = fill_volumes(tmp, tpl["spec"], c)
-                env = dict(sysenv)
+                env = dict(rep["env"])
                 env.update(container_env(c, host))
                 words_ = [remap(k8s_expand(a, env), mapping) for a in argv]
                 env = {k: remap(v, mapping) for k, v in env.items()}
@@ -548,7 +902,10 @@ def dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip):
                 if opt(words_, "--out") is None and "GXBOOT_OUT" not in env:
                     env["GXBOOT_OUT"] = os.path.join(tmp, "out")
                     os.makedirs(env["GXBOOT_OUT"])
-                dry_run(gxboot, f"{fname} {host}/{c['name']} ({sub})", words_, env, skip)
+                jid = dry_run(gxboot, label, words_, env, skip, sub, etc,
+                              expected_plan(doc, path))
+                if jid:
+                    job_ids.setdefault(job_group(doc, rep), {})[label] = jid
 
 
 # ---------------------------------------------------------------- TorchX
@@ -649,6 +1006,30 @@ MUTATIONS = [
     ("indexed-job-tcp.yaml", "      subdomain: ij\n", "      subdomain: nope\n", "headless"),
     ("appwrapper-pytorchjob.yaml", '"install", "/opt/gxboot"]', '"install", "/opt/elsewhere"]',
      "install DIR"),
+    ("trainjob.yaml", "                      k8s.v1.cni.cncf.io/networks: rdma-shared-net\n",
+     "                      example.com/other: x\n", "k8s.v1.cni.cncf.io/networks"),
+    ("trainjob.yaml", '                          add: ["IPC_LOCK"]\n',
+     "                          add: []\n", "IPC_LOCK"),
+    ("lws.yaml", "          - /etc/podinfo/network-status\n", "          - /etc/podinfo/other\n",
+     "network-status"),
+    ("lws-ray.yaml", "          - name: gxboot-run\n            mountPath: /run/gxboot\n",
+     "          - name: gxboot-run\n            mountPath: /run/other\n", "/run/gxboot"),
+    ("statefulset-mpi.yaml", "      automountServiceAccountToken: false\n", "",
+     "automountServiceAccountToken"),
+    ("statefulset-mpi.yaml", "apiVersion: v1\nkind: Service\n",
+     "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: exec\n"
+     "rules: []\n---\napiVersion: v1\nkind: Service\n", "RBAC"),
+    ("statefulset-mpi.yaml", "--token-file /etc/gxboot/token --require-token \\\n",
+     "--token-file /etc/gxboot/token \\\n", "--require-token"),
+    ("mpijob-serve.yaml", "          automountServiceAccountToken: false\n", "",
+     "automountServiceAccountToken"),
+    ("networkpolicy.yaml", "    - protocol: TCP\n      port: 29411\n", "", "29411"),
+    ("networkpolicy.yaml", "    k8s.v1.cni.cncf.io/policy-for: rdma-shared-net\n",
+     "    example.com/other: x\n", "policy-for"),
+    ("appwrapper-v1beta2.yaml", "\n                      rdma/rdma_shared_device_a: 1\n", "\n",
+     "RDMA resource"),
+    ("raycluster-appwrapper.yaml", "                  mountPath: /run/gxboot\n",
+     "                  mountPath: /run/other\n", "/run/gxboot"),
     ("../Dockerfile", "FROM scratch", "FROM debian:bookworm-slim", "scratch"),
     ("../Dockerfile", " libjansson-dev", "", "deps.sh"),
     ("../Dockerfile", "USER 65532:65532\n", "", "USER 65532"),
@@ -657,10 +1038,33 @@ MUTATIONS = [
 ]
 
 
-def self_test(root):
+# Mutations of the dry-run (they need a gxboot binary; SKIP without one): the checker must
+# see that the plan gxboot prints is not what the workload needs.
+DRY_MUTATIONS = [
+    ("statefulset-mpi.yaml", "--peers 'smpi-{0..2}.smpi' --slots 8 \\\n",
+     "--peers 'smpi-{0..3}.smpi' --slots 8 \\\n", "4 peers, the workload has 3"),
+    ("mpijob-serve.yaml", "            - /opt/gxboot/gxboot\n            - --token-file\n",
+     "            - /opt/gxboot/gxboot\n            - --peers\n            - mpi2-worker-{0..1}.mpi2\n"
+     "            - --token-file\n", "not in --peers"),
+    ("raycluster-appwrapper.yaml", "                - --ray\n                - head\n",
+     "                - --ray\n                - worker\n", "dry-run"),
+    ("trainjob.yaml", "    numNodes: 4\n", "    numNodes: 4\n    env:\n    - name: GXBOOT_NNODES\n"
+     "      value: \"2\"\n", "dry-run"),
+]
+
+
+def self_test(root, gxboot):
     import shutil
-    for fname, old, new, want in MUTATIONS:
+    have = os.path.exists(gxboot)
+    for (fname, old, new, want), dry in [(m, False) for m in MUTATIONS] + \
+            [(m, True) for m in DRY_MUTATIONS]:
         name = f"self-test {fname}: {old.strip()[:40]!r}"
+        if dry and not have:
+            report("SKIP", name, f"{gxboot} not built")
+            continue
+        if dry and fname.startswith("mpijob") and not etc_runner_works():
+            report("SKIP", name, "needs root (unshare -m) for the launcher's /etc/mpi/hostfile")
+            continue
         with tempfile.TemporaryDirectory(prefix="gxck-self.") as tmp:
             shutil.copytree(os.path.join(root, "container"), os.path.join(tmp, "container"))
             os.makedirs(os.path.join(tmp, "tests"))
@@ -672,8 +1076,10 @@ def self_test(root):
                 continue
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text.replace(old, new, 1))
-            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--root", tmp,
-                                "--gxboot", os.path.join(tmp, "no-gxboot")],
+            args = ["--root", tmp, "--gxboot", gxboot if dry else os.path.join(tmp, "no-gxboot")]
+            if not fname.startswith("../"):
+                args += ["--only", fname]
+            p = subprocess.run([sys.executable, os.path.abspath(__file__)] + args,
                                capture_output=True, text=True)
             fails = [l for l in p.stdout.splitlines() if l.startswith("FAIL")]
             if p.returncode == 1 and fails and (want is None or any(want in l for l in fails)):
@@ -688,19 +1094,21 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(here)))
     ap.add_argument("--gxboot", default=None)
+    ap.add_argument("--only", default=None, help="check only this file of container/k8s")
     ap.add_argument("--self-test", action="store_true",
                     help="break each rule in a copy of the tree and expect a FAIL")
     a = ap.parse_args()
+    gxboot = os.path.abspath(a.gxboot or os.path.join(a.root, "build/gxboot"))
     if a.self_test:
-        self_test(a.root)
+        self_test(a.root, gxboot)
         print(f"check_manifests self-test: {results['PASS']} passed, {results['FAIL']} failed")
         return 1 if results["FAIL"] else 0
-    gxboot = os.path.abspath(a.gxboot or os.path.join(a.root, "build/gxboot"))
     check_dockerfile(a.root)
     check_static(gxboot)
     skip = dry_run_probe(gxboot)
     kdir = os.path.join(a.root, "container/k8s")
-    files = sorted(f for f in os.listdir(kdir) if f.endswith((".yaml", ".yml")))
+    files = sorted(f for f in os.listdir(kdir) if f.endswith((".yaml", ".yml")) and
+                   (a.only is None or f == a.only))
     if not files:
         report("FAIL", "manifests", "container/k8s has no YAML")
     for fname in files:
@@ -716,18 +1124,39 @@ def main():
             report("FAIL", f"yaml {fname}", f"documents {bad} lack apiVersion/kind")
             continue
         report("PASS", f"yaml {fname} ({len(docs)} documents)")
+        for doc in docs:
+            if doc["kind"] in POLICY_KINDS:
+                errs = check_policy(doc)
+                label = f"policy {fname} {doc['kind']}/{doc['metadata']['name']}"
+                report("FAIL" if errs else "PASS", label, "; ".join(errs))
         pods = [(d, p, t) for doc in docs for d, p, t in workloads(doc)]
-        if not pods:
+        if not pods and not any(d["kind"] in POLICY_KINDS for d in docs):
             report("FAIL", f"manifest {fname}", "no pod template")
+        rbac = [f"{d['kind']}/{d['metadata']['name']}" for d in docs if d["kind"] in RBAC_KINDS]
+        job_ids = {}
         for doc, path, tpl in pods:
             label = f"{fname} {doc['kind']}/{doc['metadata']['name']} {path}"
             errs, meet = check_pod(fname, doc, path, tpl, docs)
+            if wants_no_rbac(tpl, meet):
+                if tpl["spec"].get("automountServiceAccountToken") is not False:
+                    errs.append("MPI over gxboot rsh: set automountServiceAccountToken: false "
+                                "(no API access needed)")
+                if rbac:
+                    errs.append(f"MPI over gxboot rsh needs no RBAC, found {', '.join(rbac)}")
             if errs:
                 report("FAIL", f"manifest {label}", "; ".join(errs))
             else:
                 report("PASS", f"manifest {label}")
-            dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip)
-    check_torchx(a.root, gxboot, skip)
+            dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip, job_ids)
+        for (job, group), ids in sorted(job_ids.items()):
+            name = f"job id {fname} {job}{' ' + group if group else ''}"
+            if len(set(ids.values())) > 1:
+                report("FAIL", name, "pods disagree: " + ", ".join(
+                    f"{k.split(' ', 1)[1]}={v[:12]}" for k, v in sorted(ids.items())))
+            elif len(ids) > 1:
+                report("PASS", f"{name} ({len(ids)} command lines agree)")
+    if a.only is None:
+        check_torchx(a.root, gxboot, skip)
     print(f"check_manifests: {results['PASS']} passed, {results['FAIL']} failed, "
           f"{results['SKIP']} skipped")
     return 1 if results["FAIL"] else 0

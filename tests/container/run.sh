@@ -2,6 +2,7 @@
 # run.sh - lint container/ (Dockerfile, k8s manifests, TorchX component) and dry-run every
 # gxboot command line in them; then the checker's self-test (each rule broken once in a
 # copy of the tree must FAIL). PASS/FAIL/SKIP lines; exit 1 on failure, 77 = skipped.
+# Arguments go to both runs, e.g. tests/container/run.sh --gxboot build-k8s/release/gxboot
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if ! /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
@@ -10,5 +11,5 @@ if ! /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
 fi
 rc=0
 /usr/bin/python3 tests/container/check_manifests.py "$@" || rc=1
-/usr/bin/python3 tests/container/check_manifests.py --self-test || rc=1
+/usr/bin/python3 tests/container/check_manifests.py --self-test "$@" || rc=1
 exit $rc
