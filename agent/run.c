@@ -775,8 +775,12 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 		goto out;
 	}
 	rc = agent_run_serve_before_meet(&r, err, errlen);
-	if (rc == 0)
+	if (rc == 0) {
+		rc = agent_run_serve_after_init(&r, err, errlen);
+		if (rc != 1)
+			goto out;
 		rc = agent_run_meet(&r, err, errlen);
+	}
 	if (rc == 0)
 		agent_run_serve_after_meet(&r);
 	/* the keys are derived: the token is no longer needed */

@@ -88,6 +88,8 @@ int agent_run_serve_write_key(struct agent_run *r, char *err, size_t errlen);
 int agent_run_needs_supervisor(const struct agent_run *r);
 int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, char *err,
 			      size_t errlen);
+/* serve after init: 1 = not that case (meet as usual), else the command's result. */
+int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen);
 /* rdzv_config.ended for the member / coordinator of this run. */
 void agent_run_ended(void *arg, int status, const char *why);
 /* exec: load --out/env, apply the variable rules against our environment, exec CMD. */

@@ -8,14 +8,18 @@
  * the servers the job's status when CMD exits, so their pods complete.
  */
 #include "agent/exec_int.h"
+#include "agent/out_int.h"
 #include "agent/rsh_int.h"
 #include "agent/run_int.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #define DRAIN_MS 3000 /* session groups killed, END flushed */
 
@@ -229,5 +233,65 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 	}
 out:
 	agent_serve_free(c.sv);
+	return rc;
+}
+
+/* ---- `serve` after `init` (DECISIONS 20): no second rendezvous ---- */
+
+/* 1 when --out/rendezvous.json is this job's (same job id), 0 when absent or another job's. */
+static int init_done(const struct agent_run *r)
+{
+	char path[4200];
+	json_error_t je;
+	const char *id;
+	json_t *j;
+	int same;
+
+	snprintf(path, sizeof(path), "%s/rendezvous.json", r->o->out);
+	j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		return 0;
+	id = json_string_value(json_object_get(j, "job_id"));
+	same = id && strcmp(id, r->job_id) == 0;
+	if (!same)
+		gx_warn("%s belongs to another job (%s): meeting again", path, id ? id : "no id");
+	json_decref(j);
+	return same;
+}
+
+int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen)
+{
+	struct agent_env file = {0}, merged = {0};
+	char path[4200], **envp = NULL;
+	int rc;
+
+	if (r->o->cmd != AGENT_CMD_SERVE || !init_done(r))
+		return 1;
+	if (r->nd_rc < 0) {
+		snprintf(err, errlen, "%s", r->nd_err);
+		return r->nd_rc;
+	}
+	gx_info("serving after init: %s/rendezvous.json is this job's, no second rendezvous",
+		r->o->out);
+	rc = rsh_key_derive(r->token.data, r->token.len, r->job_id, r->rsh_key);
+	agent_token_free(&r->token);
+	if (rc < 0)
+		return rc;
+	r->have_rsh_key = 1;
+	snprintf(path, sizeof(path), "%s/env", r->o->out);
+	rc = agent_env_load(path, &file, err, errlen);
+	if (rc == 0)
+		rc = agent_env_merge(&file, environ, 0, &merged);
+	if (rc == 0)
+		rc = agent_env_apply(&merged, &envp);
+	if (rc == 0)
+		rc = gx_ev_new(&r->ev);
+	if (rc == 0)
+		rc = agent_run_serve_write_key(r, err, errlen);
+	if (rc == 0) /* no session to the coordinator: a stop signal ends it */
+		rc = agent_run_serve_supervise(r, NULL, envp, err, errlen);
+	agent_envp_free(envp);
+	agent_env_free(&file);
+	agent_env_free(&merged);
 	return rc;
 }
