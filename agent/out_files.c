@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,91 @@ static int open_dir(const char *dir, int *dfd)
 	}
 	*dfd = fd;
 	return 0;
+}
+
+/* ---- what a run leaves behind ------------------------------------------------------ */
+static const char *const out_names[] = {"env", "env.json", "hostfile", "rendezvous.json",
+					"rsh.key"};
+
+/* ".NAME.<pid>.<us>.tmp" of one of ours: the writer's pid, else 0. */
+static long temp_owner(const char *f)
+{
+	size_t i, l;
+	char *e;
+	long pid;
+
+	if (f[0] != '.')
+		return 0;
+	for (i = 0; i < sizeof(out_names) / sizeof(out_names[0]); i++) {
+		l = strlen(out_names[i]);
+		if (strncmp(f + 1, out_names[i], l) != 0 || f[1 + l] != '.')
+			continue;
+		pid = strtol(f + 2 + l, &e, 10);
+		if (pid <= 0 || *e != '.')
+			return 0;
+		strtoll(e + 1, &e, 10);
+		return strcmp(e, ".tmp") == 0 ? pid : 0;
+	}
+	return 0;
+}
+
+static int same_program(long pid)
+{
+	char path[64], a[4096], b[4096];
+	ssize_t na, nb;
+
+	snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+	na = readlink(path, a, sizeof(a));
+	nb = readlink("/proc/self/exe", b, sizeof(b));
+	if (na < 0 && errno != ENOENT)
+		return 1; /* cannot tell (not ours to read): assume a live writer */
+	return na > 0 && na == nb && memcmp(a, b, (size_t)na) == 0;
+}
+
+/* The writer is gone: no such process, a zombie (killed, not yet reaped), or
+ * its pid now belongs to another program. */
+static int writer_gone(long pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (pid == (long)getpid())
+		return 1;
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strrchr(buf, ')');
+	if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+		return 1;
+	return !same_program(pid); /* the pid was reused by another program */
+}
+
+void agent_out_clean(const char *dir, int all)
+{
+	struct dirent *de;
+	size_t i;
+	DIR *d;
+	long pid;
+
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		pid = temp_owner(de->d_name);
+		/* a killed writer's temp file */
+		if (pid && writer_gone(pid))
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	for (i = 0; all && i < sizeof(out_names) / sizeof(out_names[0]); i++)
+		unlinkat(dirfd(d), out_names[i], 0);
+	closedir(d);
 }
 
 int agent_write_file_atomic(const char *dir, const char *name, const char *data, size_t len,

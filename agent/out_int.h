@@ -108,6 +108,13 @@ int agent_env_load(const char *path, struct agent_env *out, char *err, size_t er
 int agent_write_file_atomic(const char *dir, const char *name, const char *data, size_t len,
 			    mode_t mode, char *err, size_t errlen);
 
+/*
+ * Tidy --out: temp files a killed writer left (its pid gone); with all, also
+ * env, env.json, hostfile, rendezvous.json, rsh.key (a failed write leaves
+ * no half set that `gxboot exec` could load). Best effort.
+ */
+void agent_out_clean(const char *dir, int all);
+
 struct agent_hf_peer {
 	const char *addr; /* secondary address */
 	long slots;	  /* >= 1 */

@@ -482,29 +482,34 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	return agent_env_build(&in, environ, env, err, errlen);
 }
 
+/* env last: it is what `gxboot exec` loads, so it only exists beside a whole set. */
 static int write_files(struct agent_run *r, const struct agent_env *env, char *err, size_t errlen)
 {
 	char *text = NULL;
 	size_t len = 0;
-	int rc;
+	int rc = 0;
 
-	rc = agent_env_serialize_sh(env, &text, &len, err, errlen);
-	if (rc == 0)
-		rc = write_text(r, "env", text, len, err, errlen);
-	free(text);
-	text = NULL;
-	if (rc == 0)
-		rc = write_json(r, "env.json", agent_env_json(env), err, errlen);
-	if (rc == 0 && r->res.ntable) {
+	agent_out_clean(r->o->out, 0);
+	if (r->res.ntable) {
 		rc = hostfile_text(r, &text, &len, err, errlen);
 		if (rc == 0)
 			rc = write_text(r, "hostfile", text, len, err, errlen);
 		free(text);
+		text = NULL;
 	}
 	if (rc == 0)
 		rc = write_json(r, "rendezvous.json", rendezvous_json(r, err, errlen), err, errlen);
 	if (rc == 0)
+		rc = write_json(r, "env.json", agent_env_json(env), err, errlen);
+	if (rc == 0)
 		rc = agent_run_serve_write_key(r, err, errlen);
+	if (rc == 0)
+		rc = agent_env_serialize_sh(env, &text, &len, err, errlen);
+	if (rc == 0)
+		rc = write_text(r, "env", text, len, err, errlen);
+	free(text);
+	if (rc < 0)
+		agent_out_clean(r->o->out, 1);
 	return rc;
 }
 

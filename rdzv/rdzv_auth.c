@@ -238,6 +238,7 @@ int co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const u
 		gx_warn("rdzv: malformed handshake from %s: dropped", cc->rc.peer_str);
 		co_drop(co, cc, "malformed handshake");
 	} else if (cc->rc.state == RC_HELLO && type == RDZV_HELLO) {
+		cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
 		rc = co_hello(co, cc, m);
 	} else if (cc->rc.state == RC_AUTH && type == RDZV_AUTH) {
 		rc = co_auth(co, cc, m);

@@ -56,6 +56,7 @@ static void slot_unlink(struct rdzv_coord *co, struct cconn *cc)
 	sp = &co->st[cc->peer];
 	if (sp->pending == cc) {
 		sp->pending = NULL;
+		co->npending--;
 		return;
 	}
 	if (sp->conn != cc)
@@ -66,11 +67,13 @@ static void slot_unlink(struct rdzv_coord *co, struct cconn *cc)
 		co->nverified -= sp->verified;
 		sp->joined = sp->verified = 0;
 	}
-	if (sp->pending && !co->aborted) {
+	if (sp->pending) {
 		struct cconn *p = sp->pending;
 
 		sp->pending = NULL;
-		co_accept_join(co, p);
+		co->npending--;
+		if (!co->aborted)
+			co_accept_join(co, p);
 	}
 }
 
@@ -256,7 +259,8 @@ void co_check_commit(struct rdzv_coord *co)
 	struct cconn *cc, *next;
 	uint32_t i;
 
-	if (co->committed || co->aborted || co->njoined + 1 < co->need ||
+	/* a newer incarnation waiting for its old connection's PONG is not in yet */
+	if (co->committed || co->aborted || co->npending || co->njoined + 1 < co->need ||
 	    co->nverified + 1 < co->need)
 		return;
 	co->committed = 1;
@@ -392,7 +396,7 @@ void co_conn_new(struct rdzv_coord *co, int fd)
 	cc->co = co;
 	cc->peer = -1;
 	cc->claimed = -1;
-	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
+	cc->deadline = gx_now_ms() + RDZV_HELLO_MS;
 	cc->next = co->conns;
 	if (co->conns)
 		co->conns->prev = cc;
@@ -414,8 +418,11 @@ static void read_error(struct rdzv_coord *co, struct cconn *cc, int rc)
 		co_close_later(co, cc);
 		return;
 	}
-	if (rc == GX_EPROTO || rc == GX_EMAC)
-		gx_warn("rdzv: dropped a message from %s: %s", cc->rc.peer_str, gx_strerror(rc));
+	if ((rc == GX_EPROTO || rc == GX_EMAC) && co->njunk++ < 3)
+		gx_warn("rdzv: dropped a message from %s: %s%s", cc->rc.peer_str, gx_strerror(rc),
+			co->njunk == 3 ? " (further ones: -v)" : "");
+	else if (rc == GX_EPROTO || rc == GX_EMAC)
+		gx_debug("rdzv: dropped a message from %s: %s", cc->rc.peer_str, gx_strerror(rc));
 	co_drop(co, cc, gx_strerror(rc));
 }
 
@@ -551,6 +558,8 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	co->has_token = cfg->token != NULL;
 	randombytes_buf(&co->round, sizeof(co->round));
 	co->maxconns = 2 * (size_t)co->world + 64;
+	if (co->maxconns < RDZV_MIN_CONNS)
+		co->maxconns = RDZV_MIN_CONNS;
 	if (co->maxconns > RDZV_MAX_CONNS)
 		co->maxconns = RDZV_MAX_CONNS;
 	if (nofile > 128 && (size_t)nofile - 64 < co->maxconns)

@@ -131,6 +131,7 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 		co_drop(co, sp->pending, "superseded by a newer JOIN");
 	cc->role = ROLE_PENDING;
 	sp->pending = cc;
+	co->npending++;
 	if (!sp->conn->ping_at) {
 		struct rdzv_buf b = {0};
 

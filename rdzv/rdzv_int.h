@@ -16,10 +16,12 @@
 #define RDZV_NONCE_LEN 32
 #define RDZV_KEY_LEN 32
 #define RDZV_MAX_BODY 4096		/* every message but COMMIT */
-#define RDZV_MAX_TABLE_BODY (16u << 20) /* COMMIT with the full table */
+#define RDZV_MAX_TABLE_BODY (24u << 20) /* COMMIT with the full table (16384 peers) */
 #define RDZV_MAX_WORLD 16384
 #define RDZV_MAX_CONNS 40000	    /* coordinator: open connections */
 #define RDZV_HANDSHAKE_MS 5000	    /* until JOIN/VERIFY is processed */
+#define RDZV_HELLO_MS 1000	    /* accept -> HELLO (a member sends it at once) */
+#define RDZV_MIN_CONNS 1024	    /* connection bound floor: junk cannot fill a small job's */
 #define RDZV_SWEEP_MS 250	    /* the one periodic timer */
 #define RDZV_REPORT_MS 5000	    /* progress line and WAITING push */
 #define RDZV_DEADLINE_GRACE_MS 3000 /* joined member waits this past --timeout */
@@ -269,6 +271,8 @@ struct rdzv_coord {
 	int final_rc, abort_code;
 	int rdma_listening;
 	uint32_t nobservers;
+	uint32_t npending;     /* slots with a newer JOIN waiting for the PING (DECISIONS 6) */
+	uint64_t njunk;	       /* connections dropped for malformed input */
 	char **enames;	       /* elastic: names[i] for every slot (listed, or tab[i].name) */
 	uint32_t nnames;       /* listed names; slots from here on are assigned by name */
 	uint32_t need;	       /* peers (itself included) joined + verified before COMMIT */
