@@ -29,12 +29,13 @@ rc=$?
 [ ! -e "$X" ] || fail "--self ran a command"
 
 # the stranger: pod 3, no token
-pod_bg 3 "$GX_DIR/stranger.log" "$PY" - "$(pod_eth0 0)" "$(pod_net1 0)" <<'PYEOF'
+# (a file, not stdin: pod_bg gives the command /dev/null as stdin)
+cat >"$GX_DIR/stranger.py" <<'PYEOF'
 import os, socket, sys, time
 held = []
 end = time.time() + 25
 while time.time() < end:
-    for host in sys.argv[1:]:
+    for host in sys.argv[1:3]:
         for mode in ("idle", "junk"):
             try:
                 s = socket.create_connection((host, 29410), 1)
@@ -51,13 +52,25 @@ while time.time() < end:
             s.close()
         del held[:80]
     time.sleep(0.2)
+    with open(sys.argv[3], "w") as f:
+        f.write("%d\n" % len(held))
 PYEOF
+pod_bg 3 "$GX_DIR/stranger.log" "$PY" "$GX_DIR/stranger.py" "$(pod_eth0 0)" "$(pod_net1 0)" \
+  "$GX_DIR/stranger.n"
 stranger=$GX_PID
-sleep 1
 P=(--peers 'job-worker-{0..2}' --token-file "$T" --timeout 20)
-for i in 1 2 0; do gx_start "$i" "${P[@]}" -- "${GX_REPORT[@]}"; done
+# the coordinator first; the members once the stranger holds connections to it
+gx_start 0 "${P[@]}" -- "${GX_REPORT[@]}"
+for k in $(seq 1 100); do
+  [ "$(cat "$GX_DIR/stranger.n" 2>/dev/null || echo 0)" -ge 40 ] && break
+  sleep 0.1
+done
+[ "$(cat "$GX_DIR/stranger.n" 2>/dev/null || echo 0)" -ge 40 ] ||
+  fail "the stranger could not connect to the coordinator" "$GX_DIR/stranger.log"
+for i in 1 2; do gx_start "$i" "${P[@]}" -- "${GX_REPORT[@]}"; done
 gx_wait_all 40 0 1 2
 gx_expect_rc 0 0 1 2
 for i in 0 1 2; do gx_expect_report "$i" 3; done
 kill "$stranger" 2>/dev/null
-echo "shell syntax refused; rendezvous completed under a stranger's connections"
+[ -s "$GX_DIR/stranger.n" ] || fail "the stranger never ran" "$GX_DIR/stranger.log"
+echo "shell syntax refused; rendezvous completed under a stranger's connections ($(cat "$GX_DIR/stranger.n") held at the end)"
