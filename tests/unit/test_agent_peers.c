@@ -429,6 +429,13 @@ static void test_discover_lws(void **state)
 	assert_int_equal(p.self, 2);
 	assert_string_equal(p.coord_fqdn, "lws-0.lws.default.svc.cluster.local.");
 	agent_peers_free(&p);
+	/* issue 18: LWS + Ray, --ray outside KubeRay keeps the role, LWS gives the peers */
+	o.ray = AGENT_RAY_WORKER;
+	assert_int_equal(discover(&o, env, FIX "k8s", "lws-0-2", &p), 0);
+	assert_string_equal(p.source, "LeaderWorkerSet");
+	assert_int_equal(p.self, 2);
+	assert_int_equal(p.ray, AGENT_RAY_WORKER);
+	agent_peers_free(&p);
 }
 
 /* Issue 12: KubeRay's env (ray-project/kuberay common/pod.go) and elastic --peers. */
