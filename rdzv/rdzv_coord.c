@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -349,6 +350,16 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 }
 
 /* ---- the one periodic timer ---- */
+
+/* Its frames wait for us (we were the slow one): no deadline. Not for closing ones. */
+static int waiting_input(const struct cconn *cc)
+{
+	int n = 0;
+
+	if (cc->rc.state == RC_CLOSING || cc->rc.fd < 0)
+		return 0;
+	return ioctl(cc->rc.fd, FIONREAD, &n) == 0 && n > 0;
+}
 static void sweep_conns(struct rdzv_coord *co, int64_t now)
 {
 	struct cconn *cc, *next;
@@ -357,7 +368,7 @@ static void sweep_conns(struct rdzv_coord *co, int64_t now)
 		next = cc->next;
 		if (cc->ping_at && now - cc->ping_at >= RDZV_PING_MS)
 			co_drop(co, cc, "no PONG: replaced by the newer connection");
-		else if (cc->deadline && now >= cc->deadline)
+		else if (cc->deadline && now >= cc->deadline && !waiting_input(cc))
 			co_drop(co, cc, "handshake deadline");
 	}
 }
@@ -449,6 +460,8 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		rc = rdzv_conn_read(&cc->rc, &type, &body, &len);
 		if (rc <= 0)
 			break;
+		if (cc->deadline) /* it measures the peer's silence, not our backlog */
+			cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
 		rc = co_handle(co, cc, type, body, len);
 		free(body);
 		if (rc == 1) /* cc is gone */

@@ -153,7 +153,7 @@ static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const unio
 	c->m = m;
 	c->phase = phase;
 	c->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
-	c->last_rx = gx_now_ms();
+	c->last_rx = c->opened = gx_now_ms();
 	snprintf(c->dst, sizeof(c->dst), dst->sa.sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
 		 gx_addr_str(dst, a, sizeof(a)), m->cfg.port);
 	rc = gx_tcp_connect(dst, dlen, src, slen, &fd);
@@ -279,6 +279,23 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 }
 
 /* ---- timers: the 1 s tick (handshake / silence) and the deadline ---- */
+
+/*
+ * A handshake is late when the SYN stays unanswered RDZV_HANDSHAKE_MS, or the
+ * coordinator went silent that long after answering. Connected but never
+ * answered: we sit in its FIFO accept queue (N=16384 joining at once), and
+ * reconnecting would only move us to its back: wait up to M_SILENCE_MS.
+ */
+static int hs_late(const struct mconn *c, int64_t now)
+{
+	if (!c->deadline)
+		return 0;
+	if (c->rc.state == RC_CONNECTING)
+		return now - c->opened >= RDZV_HANDSHAKE_MS;
+	if (c->last_rx == c->opened)
+		return now - c->opened >= M_SILENCE_MS;
+	return now - c->last_rx >= RDZV_HANDSHAKE_MS;
+}
 static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct rdzv_member *m = arg;
@@ -286,9 +303,9 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 
 	(void)id;
 	m->tick_id = 0;
-	if (m->c2.rc.fd >= 0 && now >= m->c2.deadline)
+	if (m->c2.rc.fd >= 0 && hs_late(&m->c2, now))
 		mb_fail(m, &m->c2, "timed out");
-	if (m->c1.rc.fd >= 0 && m->c1.deadline && now >= m->c1.deadline)
+	if (m->c1.rc.fd >= 0 && hs_late(&m->c1, now))
 		mb_fail(m, &m->c1, "timed out");
 	else if (m->c1.rc.fd >= 0 && now - m->c1.last_rx >= M_SILENCE_MS)
 		mb_fail(m, &m->c1, "silent for 16 s");

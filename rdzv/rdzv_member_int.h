@@ -23,6 +23,7 @@ struct mconn {
 	int phase;	  /* 1 or 2 */
 	int64_t deadline; /* handshake (phase 1 until ASSIGN, phase 2 until VERIFIED) */
 	int64_t last_rx;
+	int64_t opened; /* connect() time: the handshake clock (see hs_late) */
 	char dst[64];
 };
 
