@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Issue 15, an IPv6-only secondary network: net1 has only a global IPv6 address (nodad), eth0
-# stays IPv4 (DNS, rendezvous phase 1) and is closed except DNS + 29410. 2 pods run gxboot
-# with a command that uses what gxboot handed it: rank 0 listens on [MASTER_ADDR]:MASTER_PORT,
-# rank 1 connects from GXBOOT_ADDR and sends it (torch 1.13's static TCPStore did not come up
-# over an IPv6 MASTER_ADDR here: the master waited for workers forever; see the issue note).
-# Asserts: both exit 0; MASTER_ADDR = the coordinator's IPv6 net1 address and the exchange ran
-# over net1 (eth0 is closed); env has NCCL_SOCKET_FAMILY=AF_INET6 and GXBOOT_ADDR = the pod's
-# own v6 address; the coordinator's hostfile lists the two v6 addresses.
+# stays IPv4 (DNS, rendezvous phase 1) and is closed except DNS + 29410. 2 pods run
+# gxboot -- torchrun --nproc_per_node 2 allreduce.py (torch 1.13, gloo, static rendezvous).
+# Asserts: both exit 0; the 4 ranks sum to 10 over MASTER_ADDR = the coordinator's IPv6 net1
+# address with gloo on net1 (eth0 is closed); env has NCCL_SOCKET_FAMILY=AF_INET6 and
+# GXBOOT_ADDR = the pod's own v6 address; the coordinator's hostfile lists the two v6
+# addresses. (lo carries IPv6 in the pods, as in a real pod: the master's TCPStore client
+# connects to its own v6 address through it.)
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -17,34 +17,22 @@ export GX_NET1_V6=1
 T=$(cluster_token)
 for i in 0 1; do cluster_cut_eth0 "$i"; done
 M=$(pod_net1 0)
-XCHG='
-import os, socket, sys, time
-m, port, me = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), os.environ["GXBOOT_ADDR"]
-if os.environ["NODE_RANK"] == "0":
-    s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((m, port)); s.listen(1); s.settimeout(20)
-    c, peer = s.accept(); print("V6XCHG got", c.recv(64).decode(), "from", peer[0], flush=True)
-else:
-    for _ in range(100):
-        try:
-            c = socket.create_connection((m, port), timeout=5, source_address=(me, 0)); break
-        except OSError:
-            time.sleep(0.2)
-    c.sendall(me.encode()); print("V6XCHG sent", me, "to", m, flush=True)
-'
 for i in 1 0; do
-  gx_start "$i" --peers 'job-worker-{0..1}' --token-file "$T" --timeout 20 -- "$PY" -c "$XCHG"
+  gx_start "$i" --peers 'job-worker-{0..1}' --token-file "$T" --timeout 20 --slots 2 -- \
+    "$PY" -m torch.distributed.run --nproc_per_node 2 --rdzv_backend static \
+    --redirects 1 --tee 1 "$GX_E2E_DIR/allreduce.py"
 done
-gx_wait_all 40 0 1
+gx_wait_all 60 0 1
 gx_expect_rc 0 0 1
-W=$(pod_net1 1)
-grep -q "V6XCHG got $W from $W" "$GX_DIR/pod0.log" || fail "rank 0 did not get $W over net1" "$GX_DIR/pod0.log"
-grep -q "V6XCHG sent $W to $M" "$GX_DIR/pod1.log" || fail "rank 1 did not send to $M" "$GX_DIR/pod1.log"
+for r in 0 1 2 3; do
+  grep -q "ALLREDUCE rank=$r world=4 host=job-worker-$((r / 2)) master_addr=$M master_port=29500 gloo_if=net1 sum=10 OK" \
+    "$GX_DIR/pod0.log" "$GX_DIR/pod1.log" || fail "rank $r not OK over [$M]" "$GX_DIR/pod0.log" "$GX_DIR/pod1.log"
+done
 for i in 0 1; do
   e=$GX_DIR/out$i/env
   [ "$(gx_env "$e" NCCL_SOCKET_FAMILY)" = AF_INET6 ] || fail "job-worker-$i: NCCL_SOCKET_FAMILY" "$e"
   [ "$(gx_env "$e" GXBOOT_ADDR)" = "$(pod_net1 "$i")" ] || fail "job-worker-$i: GXBOOT_ADDR" "$e"
 done
-want=$(printf '%s slots=1\n' "$(pod_net1 0)" "$(pod_net1 1)")
+want=$(printf '%s slots=2\n' "$(pod_net1 0)" "$(pod_net1 1)")
 [ "$(cat "$GX_DIR/out0/hostfile")" = "$want" ] || fail "hostfile" "$GX_DIR/out0/hostfile"
-echo "IPv6-only net1: rendezvous, env, hostfile and a TCP exchange over $M OK"
+echo "IPv6-only net1: torchrun all_reduce over [$M], env and hostfile OK"

@@ -131,6 +131,9 @@ gx_pod_create() { # gx_pod_create i
     # scope-less fe80:: would be unusable to its peers
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.net1.addr_gen_mode=1
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.net1.disable_ipv6=0
+    # and IPv6 on lo, as in a real pod: a connect to the pod's own v6 address is delivered
+    # through lo (without it torch's TCPStore client on the master hangs in SYN-SENT)
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.lo.disable_ipv6=0
     ip -n "$ns" addr add "$net/64" dev net1 nodad
   else
     ip -n "$ns" addr add "$net/24" dev net1
@@ -355,6 +358,7 @@ cluster_destroy() {
     rm -rf "/etc/netns/${GX_P}-p$i"
   done
   for i in 0 1 2; do ip link del "${GX_P}-b$i" 2>/dev/null; done
+  for i in 2 3 4 5 6 7 8; do ip link del "${GX_P}-r$i" 2>/dev/null; done # extra rails (case_check_rails)
   [ -n "${GX_STATE_ROOT:-}" ] && rm -f "$GX_STATE_ROOT/$GX_P"
   if [ "${GX_KEEP:-0}" = 1 ]; then
     gx_log "kept $GX_DIR"
