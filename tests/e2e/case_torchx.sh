@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# gx-timeout: 200
 # Issue 16, drop-in: the exact command lines users already have, written for eth0, run behind
 # gxboot with every pod's eth0 closed except DNS and the rendezvous port.
 # 1. TorchX dist.ddp on Volcano: bash -c "torchrun --rdzv_backend c10d --rdzv_endpoint

@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 export LC_ALL=C
-cap=${GX_CASE_TIMEOUT:-60}
+cap=${GX_CASE_TIMEOUT:-120}
 keep_logs=${GX_E2E_LOGS:+1}
 logs=${GX_E2E_LOGS:-$(mktemp -d /tmp/gxe2e-logs.XXXXXX)}
 mkdir -p "$logs"
@@ -32,7 +32,9 @@ for c in "${cases[@]}"; do
   name=$(basename "$c" .sh)
   name=${name#case_}
   t0=$(date +%s)
-  timeout -k 10 "$cap" bash "$c" >"$logs/$name.log" 2>&1
+  # a case may ask for more time: a "# gx-timeout: SEC" line (two real torch jobs in a row)
+  ccap=$(sed -n 's/^# gx-timeout: \([0-9][0-9]*\)$/\1/p' "$c" | head -1)
+  timeout -k 10 "${ccap:-$cap}" bash "$c" >"$logs/$name.log" 2>&1
   rc=$?
   dt=$(($(date +%s) - t0))
   for s in "$GX_STATE_ROOT"/gx*; do # a case killed before its trap ran
@@ -48,7 +50,7 @@ for c in "${cases[@]}"; do
     skip=$((skip + 1))
     ;;
   *)
-    [ "$rc" -eq 124 ] && why="timed out after ${cap}s" || why="exit $rc"
+    [ "$rc" -eq 124 ] && why="timed out after ${ccap:-$cap}s" || why="exit $rc"
     echo "FAIL $name ($why, ${dt}s)"
     grep -E '^FAIL:' "$logs/$name.log" | head -3 | sed 's/^/  /'
     tail -n 15 "$logs/$name.log" | sed 's/^/  | /'
