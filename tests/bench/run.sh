@@ -6,30 +6,47 @@
 #       2 processes (N = 1024, 8192, 16384), inside a private network namespace whose
 #       somaxconn / tcp_max_syn_backlog are raised (DECISIONS 30)
 #   (c) torchrun 1.13 c10d rendezvous with a trivial script (N = 2, 4, 8), timed the same way
-# --smoke: tiny N only, prints one PASS/FAIL line (make check runs it). BENCH_ONLY=a: (a) only.
+#   (d) time from execve of a member `gxboot init` to its first packet at the coordinator's
+#       port (bench_boot owns the listening socket), CLOCK_MONOTONIC
+#   (e) DNS: a member resolving the coordinator's name through c-ares at a dnsmasq on
+#       127.0.0.1 (high port, --no-resolv, addn-hosts) whose record appears DELAY ms late
+#       (file rewritten + SIGHUP): the lag from the record's appearance to the member's connect
+# --smoke: tiny N only, prints one PASS/FAIL line (make check runs it).
+# BENCH_ONLY=a|b|c|d|e (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
+# (default build: the bench tools are $BENCH_BUILD/release/bench/bench_*), REPS (default 5),
+# DNS_DELAYS (ms, default "500 3000"). Every section header prints the load average.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LC_ALL=C
 smoke=0
 [ "${1:-}" = --smoke ] && smoke=1
 GXBOOT=${GXBOOT:-build/gxboot}
-BENCH=build/release/bench/bench_rdzv
+BENCH_BUILD=${BENCH_BUILD:-build}
+BENCH=$BENCH_BUILD/release/bench/bench_rdzv
+BOOT=$BENCH_BUILD/release/bench/bench_boot
 REPS=${REPS:-5}
+ONLY=${BENCH_ONLY:-abcde}
+want() { [[ "$ONLY" == *"$1"* ]]; }
+load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 tmp=$(mktemp -d /tmp/gxbench.XXXXXX)
 pids=()
 trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
 now_us() { echo $(($(date +%s%N) / 1000)); }
-stats() { # stats V... -> "median p90" (ms, one decimal)
-  printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {m=v[int((NR+1)/2)]; p=v[int(NR*0.9+0.999)]; if(p=="")p=v[NR]; printf "%.1f %.1f", m/1000, p/1000}'
+stats() { # stats V... (us) -> "median p90" (ms, one decimal; STATS_DEC decimals)
+  printf '%s\n' "$@" | sort -n | awk -v d="${STATS_DEC:-1}" '{v[NR]=$1} END {m=v[int((NR+1)/2)]; p=v[int(NR*0.9+0.999)]; if(p=="")p=v[NR]; printf "%.*f %.*f", d, m/1000, d, p/1000}'
 }
+
+# pod i's address (1-based): 127.0.9.1 .. 127.0.9.250, 127.0.10.1 ... (valid IPv4 for any N;
+# "127.0.9.256" was a name, and --self matched another pod's rank: "conflicting peers")
+gx_addr() { echo "127.0.$((9 + ($1 - 1) / 250)).$((($1 - 1) % 250 + 1))"; }
 
 # (a) one run of N gxboot init processes; echoes the latency in us after the last start
 gx_run() {
   local n=$1 port=$2 peers="" i t_last rc=0
-  for i in $(seq 1 "$n"); do peers+="${peers:+,}127.0.9.$i"; done
+  for i in $(seq 1 "$n"); do peers+="${peers:+,}$(gx_addr "$i")"; done
   pids=()
   for i in $(seq "$n" -1 1); do # coordinator (127.0.9.1) last
-    /usr/bin/time -f %M -o "$tmp/rss.$i" "$GXBOOT" init --peers "$peers" --self "127.0.9.$i" \
+    /usr/bin/time -f %M -o "$tmp/rss.$i" "$GXBOOT" init --peers "$peers" --self "$(gx_addr "$i")" \
       --iface lo --port "$port" --timeout 30 --out "$tmp/out.$i" --token-file "$tmp/token" -q \
       2>"$tmp/err.$i" &
     pids+=($!)
@@ -62,78 +79,186 @@ head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/token"
 chmod 600 "$tmp/token"
 echo 'pass' >"$tmp/trivial.py"
 [ -x "$GXBOOT" ] || { echo "FAIL bench: $GXBOOT not built"; exit 1; }
-[ -x "$BENCH" ] || make --no-print-directory MODE=release "$BENCH" >/dev/null || exit 1
+# always through make: a tool built from older sources is rebuilt (a no-op when current)
+make --no-print-directory MODE=release BUILD="$BENCH_BUILD" "$BENCH" "$BOOT" >/dev/null ||
+  { echo "FAIL bench: cannot build $BENCH $BOOT"; exit 1; }
 port=$((10000 + $$ % 10000)) # below the ephemeral range
 
 if [ $smoke -eq 1 ]; then
   a=$(gx_run 2 "$port")
   b=$("$BENCH" 64 2 2>&1)
-  if [ "$a" != fail ] && [[ "$b" == *failed=0* ]]; then
-    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b)"
+  d=$("$BOOT" first "$GXBOOT" "$tmp/token" "$tmp/boot" 2>&1)
+  if [ "$a" != fail ] && [[ "$b" == *failed=0* ]] && [[ "$d" == exec_to_accept_us=* ]]; then
+    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; $d)"
   else
-    echo "FAIL bench smoke: a=$a b=$b"; exit 1
+    echo "FAIL bench smoke: a=$a b=$b d=$d"; exit 1
   fi
   exit 0
 fi
 
-echo "gxboot bench — $(nproc) cores, $(uname -sr), $(date -u +%F); absolute times are this machine's"
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+echo "gxboot bench — $(nproc) cores (${cpu:-?}), $(uname -sr), $(date -u +%F); absolute times are this machine's"
 echo "binary: $(stat -c %s "$GXBOOT") bytes stripped static ($GXBOOT)"
-echo
-echo "(a) N gxboot init processes on loopback, latency after the last start until all exit (ms), $REPS runs"
-printf '%8s %10s %8s %16s %16s\n' N median p90 coord_rss_kb member_rss_kb
 declare -A GX_MED
-for n in 2 8 64 256; do
-  vals=()
-  for r in $(seq "$REPS"); do
-    port=$((port + 1))
-    v=$(gx_run "$n" "$port")
-    [ "$v" = fail ] && { echo "  N=$n run $r failed"; continue; }
-    vals+=("$v")
+MEMBER_RSS= COORD_RSS_8192= LAT_1024= LAT_8192= RES_16384= FIRST= DNS_LAG=
+if want a; then
+  echo
+  echo "(a) N gxboot init processes on loopback, latency after the last start until all exit (ms), $REPS runs; $(load)"
+  printf '%8s %10s %8s %16s %16s\n' N median p90 coord_rss_kb member_rss_kb
+  for n in 2 8 64 256; do
+    vals=()
+    for r in $(seq "$REPS"); do
+      port=$((port + 1))
+      v=$(gx_run "$n" "$port")
+      [ "$v" = fail ] && { echo "  N=$n run $r failed"; continue; }
+      vals+=("$v")
+    done
+    [ ${#vals[@]} -gt 0 ] || continue
+    read -r med p90 <<<"$(stats "${vals[@]}")"
+    GX_MED[$n]=$med
+    [ "$n" = 2 ] && MEMBER_RSS=$(cat "$tmp/rss.2")
+    printf '%8s %10s %8s %16s %16s\n' "$n" "$med" "$p90" "$(cat "$tmp/rss.1")" "$(cat "$tmp/rss.2")"
   done
-  [ ${#vals[@]} -gt 0 ] || continue
-  read -r med p90 <<<"$(stats "${vals[@]}")"
-  GX_MED[$n]=$med
-  printf '%8s %10s %8s %16s %16s\n' "$n" "$med" "$p90" "$(cat "$tmp/rss.1")" "$(cat "$tmp/rss.2")"
-done
-[ "${BENCH_ONLY:-}" = a ] && exit 0
-echo
-echo "(b) coordinator process vs members in 2 processes (real member code), private netns"
-for n in 1024 8192 16384; do
-  reps=$REPS
-  [ "$n" -ge 16384 ] && reps=3
+fi
+# one (b) run in a fresh network namespace (no TIME_WAIT or port state carried over from
+# the run before: reps in one namespace ran out of ephemeral ports, EADDRNOTAVAIL), then
+# that run's TCP counters
+b_run() {
   unshare -n bash -c "ip link set lo up; sysctl -qw net.core.somaxconn=65535 \
     net.ipv4.tcp_max_syn_backlog=65535; ulimit -n \$(ulimit -Hn); \
-    echo \"  netns: somaxconn=\$(sysctl -n net.core.somaxconn) \
-tcp_max_syn_backlog=\$(sysctl -n net.ipv4.tcp_max_syn_backlog) nofile=\$(ulimit -n)\"; \
-    for r in \$(seq $reps); do $BENCH $n 2; done" 2>&1 | sed 's/^/  /' | tee "$tmp/b.$n" | head -1
-  lat=$(grep -o 'latency_ms=[0-9.]*' "$tmp/b.$n" | cut -d= -f2 | sort -n)
-  nrun=$(echo "$lat" | grep -c .)
-  med=$(echo "$lat" | awk -v n="$nrun" 'NR==int((n+1)/2)')
-  p90=$(echo "$lat" | awk -v n="$nrun" 'NR==int(n*0.9+0.999)')
-  fails=$(grep -c 'failed=[1-9]' "$tmp/b.$n")
-  crss=$(grep -o 'coord_peak_rss_kb=[0-9]*' "$tmp/b.$n" | cut -d= -f2 | sort -n | tail -1)
-  mrss=$(grep -o 'member_proc_peak_rss_kb=[0-9]*' "$tmp/b.$n" | cut -d= -f2 | sort -n | tail -1)
-  echo "  N=$n: median ${med} ms, p90 ${p90} ms over $nrun runs, failed runs $fails," \
-    "coordinator peak RSS ${crss} kB, member process peak RSS ${mrss} kB ($((n / 2)) members)"
-done
-echo
-echo "(c) torchrun c10d rendezvous (torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)), same timing, $REPS runs"
-printf '%8s %10s %8s %14s\n' N median p90 torchrun/gxboot
-for n in 2 4 8; do
-  vals=()
-  for r in $(seq "$REPS"); do
-    port=$((port + 1))
-    v=$(torch_run "$n" "$port")
-    [ "$v" = fail ] && { echo "  N=$n run $r failed"; continue; }
-    vals+=("$v")
+    echo \"netns: somaxconn=\$(sysctl -n net.core.somaxconn) \
+tcp_max_syn_backlog=\$(sysctl -n net.ipv4.tcp_max_syn_backlog) syncookies=\$(sysctl -n \
+net.ipv4.tcp_syncookies) ports=\$(sysctl -n net.ipv4.ip_local_port_range | tr '\t' -) \
+nofile=\$(ulimit -n)\"; nstat -n; $BENCH $1 2; nstat -az TcpActiveOpens TcpExtListenOverflows \
+    TcpExtListenDrops TcpExtTCPReqQFullDrop TcpExtTCPSynRetrans TcpRetransSegs \
+    TcpExtTCPTimeouts TcpEstabResets TcpExtTCPAbortOnClose | awk 'NR>1{printf \" %s=%s\", \$1, \$2} \
+    END{print \"\"}' | sed 's/^/counters:/; s/Tcp\(Ext\)*//g'" 2>&1
+}
+if want b; then
+  echo
+  echo "(b) coordinator process vs members in 2 processes (real member code), a fresh netns per run; $(load)"
+  for n in 1024 8192 16384; do
+    reps=$REPS
+    [ "$n" -ge 16384 ] && reps=3
+    : >"$tmp/b.$n"
+    for r in $(seq "$reps"); do
+      b_run "$n" >>"$tmp/b.$n"
+      [ "$r" = 1 ] && grep -m1 'netns:' "$tmp/b.$n" | sed 's/^/  /'
+      echo "  $(grep '^N=' "$tmp/b.$n" | tail -1 | sed 's/ member_procs=2//')"
+      echo "    $(grep '^counters:' "$tmp/b.$n" | tail -1) ($(load))"
+    done
+    lat=$(grep -o 'latency_ms=[0-9.]*' "$tmp/b.$n" | cut -d= -f2 | sort -n)
+    nrun=$(echo "$lat" | grep -c .)
+    med=$(echo "$lat" | awk -v n="$nrun" 'NR==int((n+1)/2)')
+    p90=$(echo "$lat" | awk -v n="$nrun" 'NR==int(n*0.9+0.999)')
+    fails=$(grep -c 'failed=[1-9]' "$tmp/b.$n")
+    crss=$(grep -o 'coord_peak_rss_kb=[0-9]*' "$tmp/b.$n" | cut -d= -f2 | sort -n | tail -1)
+    mrss=$(grep -o 'member_proc_peak_rss_kb=[0-9]*' "$tmp/b.$n" | cut -d= -f2 | sort -n | tail -1)
+    cpu=$(grep -o 'coord_cpu_ms=[0-9]*' "$tmp/b.$n" | cut -d= -f2 | sort -n |
+      awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}')
+    sum() { grep -o "$1=[0-9]*" "$tmp/b.$n" | cut -d= -f2 | awk '{s+=$1} END{print s+0}'; }
+    echo "  N=$n: median ${med} ms, p90 ${p90} ms over $nrun runs, failed runs $fails," \
+      "coordinator peak RSS ${crss} kB and CPU ${cpu} ms (median, $((cpu * 1000 / n)) us/member)," \
+      "member process peak RSS ${mrss} kB ($((n / 2)) members)"
+    tot="resets $(sum EstabResets), listen overflows $(sum ListenOverflows), SYN retransmits $(sum SynRetrans)"
+    echo "  N=$n over $nrun runs: $tot"
+    case $n in
+    1024) LAT_1024=$med ;;
+    8192) LAT_8192=$med COORD_RSS_8192=$crss ;;
+    16384) RES_16384="$nrun runs, failed $fails, max $(echo "$lat" | tail -1) ms; $tot" ;;
+    esac
   done
-  [ ${#vals[@]} -gt 0 ] || continue
-  read -r med p90 <<<"$(stats "${vals[@]}")"
-  gxm=${GX_MED[$n]:-}
-  if [ -z "$gxm" ]; then
-    port=$((port + 1))
-    v=$(gx_run "$n" "$port")
-    gxm=$(awk -v v="$v" 'BEGIN{printf "%.1f", v/1000}')
+fi
+if want c; then
+  echo
+  echo "(c) torchrun c10d rendezvous (torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null)), same timing, $REPS runs; $(load)"
+  printf '%8s %10s %8s %14s\n' N median p90 torchrun/gxboot
+  for n in 2 4 8; do
+    vals=()
+    for r in $(seq "$REPS"); do
+      port=$((port + 1))
+      v=$(torch_run "$n" "$port")
+      [ "$v" = fail ] && { echo "  N=$n run $r failed"; continue; }
+      vals+=("$v")
+    done
+    [ ${#vals[@]} -gt 0 ] || continue
+    read -r med p90 <<<"$(stats "${vals[@]}")"
+    gxm=${GX_MED[$n]:-}
+    if [ -z "$gxm" ]; then
+      port=$((port + 1))
+      v=$(gx_run "$n" "$port")
+      gxm=$(awk -v v="$v" 'BEGIN{printf "%.1f", v/1000}')
+    fi
+    printf '%8s %10s %8s %13.0fx\n' "$n" "$med" "$p90" "$(awk -v a="$med" -v b="$gxm" 'BEGIN{print a/b}')"
+  done
+fi
+if want d; then
+  echo
+  echo "(d) execve of a member \`gxboot init\` -> its first packet at the coordinator's port (ms), $REPS runs; $(load)"
+  acc=() byte=()
+  for r in $(seq "$REPS"); do
+    v=$("$BOOT" first "$GXBOOT" "$tmp/token" "$tmp/boot") || { echo "  run $r failed"; continue; }
+    acc+=("$(echo "$v" | sed 's/.*exec_to_accept_us=\([0-9]*\).*/\1/')")
+    byte+=("$(echo "$v" | sed 's/.*exec_to_byte_us=\([0-9-]*\).*/\1/')")
+  done
+  if [ ${#acc[@]} -gt 0 ]; then
+    read -r m1 p1 <<<"$(STATS_DEC=2 stats "${acc[@]}")"
+    read -r m2 p2 <<<"$(STATS_DEC=2 stats "${byte[@]}")"
+    FIRST="$m1 ms median, $m2 ms to its first bytes"
+    echo "  connection accepted (first packet, the SYN): median $m1 ms, p90 $p1 ms"
+    echo "  first bytes of its handshake:                median $m2 ms, p90 $p2 ms"
   fi
-  printf '%8s %10s %8s %13.0fx\n' "$n" "$med" "$p90" "$(awk -v a="$med" -v b="$gxm" 'BEGIN{print a/b}')"
-done
+fi
+if want e; then
+  echo
+  echo "(e) DNS: c-ares waiting on dnsmasq for the coordinator's record, which appears DELAY ms after exec;"
+  echo "    lag = record published (SIGHUP) -> the member's connect accepted (ms), $REPS runs; $(load)"
+  if ! command -v dnsmasq >/dev/null; then
+    echo "  skipped: dnsmasq not installed"
+  else
+    chmod 755 "$tmp" # dnsmasq re-reads addn-hosts after SIGHUP
+    : >"$tmp/dns.hosts"
+    dport=$((port % 10000 + 40000))
+    dnsmasq --keep-in-foreground --port="$dport" --listen-address=127.0.0.1 --bind-interfaces \
+      --no-resolv --no-hosts --addn-hosts="$tmp/dns.hosts" --local=/bench.test/ --domain-needed \
+      --neg-ttl=1 --local-ttl=1 --user=root --pid-file= 2>"$tmp/dnsmasq.log" &
+    dpid=$!
+    pids=("$dpid")
+    for k in $(seq 50); do ss -lun | grep -q "127.0.0.1:$dport " && break; sleep 0.1; done
+    printf '%8s %10s %8s %12s\n' delay_ms median p90 dnsmasq_reload
+    for delay in ${DNS_DELAYS:-500 3000}; do
+      lag=() vis=()
+      for r in $(seq "$REPS"); do
+        v=$("$BOOT" dns "$GXBOOT" "$tmp/token" "$tmp/boot" "$dport" "$tmp/dns.hosts" "$dpid" \
+          "$delay" gxc.bench.test) || { echo "  delay $delay run $r failed"; continue; }
+        lag+=("$(echo "$v" | sed 's/.*lag_us=\([0-9]*\).*/\1/')")
+        vis+=("$(echo "$v" | sed 's/.*visible_us=\([0-9]*\).*/\1/')")
+      done
+      [ ${#lag[@]} -gt 0 ] || continue
+      read -r med p90 <<<"$(stats "${lag[@]}")"
+      read -r vmed _ <<<"$(STATS_DEC=2 stats "${vis[@]}")"
+      DNS_LAG+="${DNS_LAG:+, }record at ${delay} ms: lag median $med ms p90 $p90 ms"
+      printf '%8s %10s %8s %9s ms\n' "$delay" "$med" "$p90" "$vmed"
+    done
+    kill "$dpid" 2>/dev/null
+    wait "$dpid" 2>/dev/null
+    pids=()
+    echo "  (member retry after NXDOMAIN: backoff 100 ms doubling to 2 s, equal jitter [d/2, d):"
+    echo "   the lag is the rest of the current backoff; dnsmasq_reload = SIGHUP -> our own lookup answers)"
+  fi
+fi
+echo
+echo "against the targets (issue 10), $(load):"
+vs() { # vs WHAT FIGURE TARGET UNIT: distance as figure/target
+  if [ -n "$2" ]; then
+    printf '  %-40s %10s %-3s target %6s %-3s (%sx the target)\n' "$1" "$2" "$4" "$3" "$4" \
+      "$(awk -v a="$2" -v b="$3" 'BEGIN{printf "%.2f", a/b}')"
+  fi
+}
+vs "N=1024 rendezvous (b), median" "$LAT_1024" 50 ms
+vs "N=8192 rendezvous (b), median" "$LAT_8192" 500 ms
+vs "member peak RSS (a, N=2)" "$MEMBER_RSS" 4096 kB
+vs "coordinator peak RSS at N=8192 (b)" "$COORD_RSS_8192" 16384 kB
+[ -n "$RES_16384" ] && echo "  N=16384 (b): $RES_16384 (target: completes, no reset, no 1-s SYN stalls)"
+[ -n "$FIRST" ] && echo "  exec -> first packet (d): $FIRST"
+[ -n "$DNS_LAG" ] && echo "  DNS late record (e): $DNS_LAG"
