@@ -60,7 +60,7 @@ CFLAGS_ALL = $(BASE_CFLAGS) $(MODE_CFLAGS) $(CFLAGS)
 LIB_SRCS := $(sort $(filter-out agent/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c))))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 MAIN_OBJ := $(B)/agent/main.o
-UNIT_SRCS := $(filter-out tests/unit/test_support.c,$(sort $(wildcard tests/unit/$(or $(TESTS),test_*).c)))
+UNIT_SRCS := $(filter-out tests/unit/test_support.c,$(sort $(wildcard $(addprefix tests/unit/,$(addsuffix .c,$(or $(TESTS),test_*))))))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 SUPPORT_OBJ := $(B)/tests/unit/test_support.o
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))

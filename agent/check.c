@@ -28,6 +28,7 @@ struct check_cmd {
 	struct check_world w;
 	struct check_net net;
 	struct rdzv_rdma_ctx *rdma;
+	struct rdzv_rdma_ctx *rail_rdma[CHECK_MAX_RAILS]; /* check --rails: a server per rail */
 	struct check_rdma_child child;
 	int rdma_state;
 	const char *warn[MAX_WARN];
@@ -35,12 +36,13 @@ struct check_cmd {
 	size_t nwarn;
 };
 
-/* Worst time one pod's probes take: the most probes any pod makes. */
+/* Worst time one pod's probes take: the most probes any pod makes (per target: 1 + rails). */
 static int64_t probe_budget_ms(const struct check_world *w, int rdma)
 {
-	int64_t waves = ((int64_t)w->n - 1 + INFLIGHT - 1) / INFLIGHT;
+	int64_t probes = ((int64_t)w->n - 1) * (1 + (int64_t)w->nrails);
+	int64_t waves = (probes + INFLIGHT - 1) / INFLIGHT;
 
-	return waves * PROBE_WAVE_MS + 5000 + (rdma ? ((int64_t)w->n - 1) * RDMA_PROBE_MS : 0);
+	return waves * PROBE_WAVE_MS + 5000 + (rdma ? probes * RDMA_PROBE_MS : 0);
 }
 
 static int derive_key(struct check_cmd *c, char *err, size_t errlen)
@@ -81,6 +83,43 @@ static void rdma_setup(struct check_cmd *c)
 	c->rdma_state = CHECK_RDMA_OK;
 }
 
+/* check --rails (issue 15): probe every rail too; "none" (and no --rails) = not. */
+static int rails_wanted(const struct agent_opts *o)
+{
+	return o->rails && *o->rails && strcmp(o->rails, "none") != 0;
+}
+
+static void print_rails(const struct nd_result *nd)
+{
+	size_t i;
+
+	printf("  rails:       %s", nd && nd->nrails ? "" : "none found");
+	for (i = 0; nd && i < nd->nrails; i++)
+		printf("%s%s%s%s", i ? ", " : "", nd->rails[i].iface[0] ? nd->rails[i].iface : "-",
+		       nd->rails[i].dev[0] ? " " : " (TCP)", nd->rails[i].dev);
+	printf("\n");
+}
+
+/*
+ * check --rails without an RDMA rail: every up secondary netdev with a global
+ * address is a rail (netdetect/README.md "Rails"); they travel in the JOIN.
+ */
+static void rails_setup(struct check_cmd *c)
+{
+	int rc;
+
+	if (!rails_wanted(c->r.o) || !c->r.nd)
+		return;
+	rc = nd_rails_netdevs(c->r.nd);
+	if (rc < 0)
+		gx_warn("check --rails: cannot list the rails: %s", gx_strerror(rc));
+	else if (rc == 0)
+		gx_warn(
+		    "check --rails: this pod has no rail (no RDMA rail, no up secondary netdev)");
+	else
+		gx_info("check --rails: %d rail%s", rc, rc == 1 ? "" : "s");
+}
+
 static void plan(struct check_cmd *c)
 {
 	const struct agent_opts *o = c->r.o;
@@ -97,6 +136,8 @@ static void plan(struct check_cmd *c)
 		   : "all");
 	printf("  token:       %s\n", c->r.token.len ? "yes" : "none (unauthenticated)");
 	printf("  interface:   %s\n", c->r.nd ? c->r.nd->iface : c->r.nd_err);
+	if (rails_wanted(o))
+		print_rails(c->r.nd);
 }
 
 /* Rendezvous; our own netdetect failure does not stop a check (DECISIONS 22). */
@@ -219,7 +260,7 @@ static size_t involved(const struct check_world *w, uint32_t i, size_t *total)
 		for (k = 0; k < w->rows[a].nprobes; k++) {
 			const struct check_probe *p = &w->rows[a].probes[k];
 
-			if (p->ok || !check_pair_probed(w, a, p->to))
+			if (p->ok || p->rail || !check_pair_probed(w, a, p->to))
 				continue;
 			(*total)++;
 			cnt += a == i || p->to == i;
@@ -252,6 +293,9 @@ static int fail_line(const struct check_world *w, const struct check_summary *s,
 					      w->rows[i].why[0] ? ")" : "");
 		}
 	}
+	if (n < errlen)
+		named += check_rails_broken(w, err + n, errlen - n);
+	n = strlen(err);
 	if (!named && n < errlen)
 		snprintf(err + n, errlen - n, " %u report(s) missing", s->missing);
 	return GX_ECHECK;
@@ -305,6 +349,7 @@ static void coord_print(struct check_cmd *c, const struct check_summary *s)
 		check_print_row(stdout, &c->w, c->net.self);
 		check_print_matrix(stdout, &c->w, CHECK_TCP);
 		check_print_matrix(stdout, &c->w, CHECK_RDMA);
+		check_print_rails(stdout, &c->w);
 		if (!s->all_ok) {
 			printf("failed:\n");
 			check_print_failures(stdout, &c->w, 0);
@@ -438,6 +483,35 @@ static void rdma_start(struct check_cmd *c, int64_t deadline, char *err, size_t 
 	}
 }
 
+/*
+ * check --rails: an RDMA-CM server on each rail of this pod that has a device
+ * (the bootstrap address is already served). A rail that cannot serve is
+ * probed by the others and fails there, naming this pod's rail.
+ */
+static void rails_serve(struct check_cmd *c, char *err, size_t errlen)
+{
+	const struct rdzv_peer *me = &c->r.res.table[c->net.self];
+	struct rdzv_peer rp;
+	uint32_t k;
+	int rc;
+
+	for (k = 0; c->rdma && k < c->w.nrails; k++) {
+		if (check_rail_peer(me, c->w.rails[k], &rp) < 0 ||
+		    (rp.addr4[0] && strcmp(rp.addr4, me->addr4) == 0) ||
+		    (rp.addr6[0] && strcmp(rp.addr6, me->addr6) == 0))
+			continue;
+		err[0] = '\0';
+		rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)c->r.o->size, &c->rail_rdma[k]);
+		if (rc == 0)
+			rc = rdzv_rdma_serve(c->rail_rdma[k], c->r.ev, &rp, c->net.port, err,
+					     errlen);
+		if (rc < 0)
+			gx_warn("RDMA: rail %s not served (%s)", c->w.rails[k],
+				err[0] ? err : gx_strerror(rc));
+	}
+	err[0] = '\0';
+}
+
 /* After the rendezvous: service, probes, reports, result. */
 static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 {
@@ -449,6 +523,7 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	if (rc < 0)
 		return rc;
 	rdma_start(c, n->t0 + budget, err, errlen);
+	rails_serve(c, err, errlen);
 	own_row(c);
 	gx_info("check: rank %u of %u, %s mode, probing from %s on port %u", n->self, c->w.n,
 		c->w.star ? "star" : "all", n->ifname[0] ? n->ifname : "(no secondary interface)",
@@ -494,6 +569,8 @@ static int setup_net(struct check_cmd *c)
 	n->table = c->r.res.table;
 	n->t0 = gx_now_ms();
 	n->lfd[0] = n->lfd[1] = -1;
+	if (rails_wanted(o))
+		check_rails_plan(&c->w, c->r.res.table, c->w.n);
 	return 0;
 }
 
@@ -511,6 +588,7 @@ int agent_cmd_check(struct agent_opts *o, char *err, size_t errlen)
 	c->r.port = o->check_port ? o->check_port : o->port + 1;
 	c->r.soft_verify = 1;
 	c->r.full_table = 1;
+	rails_setup(c);
 	if (o->dry_run) {
 		plan(c);
 		goto out;
@@ -537,6 +615,8 @@ out:
 	if (c->net.ev)
 		check_serve_stop(&c->net);
 	rdzv_rdma_ctx_free(c->rdma);
+	for (size_t k = 0; k < CHECK_MAX_RAILS; k++)
+		rdzv_rdma_ctx_free(c->rail_rdma[k]);
 	check_world_free(&c->w);
 	agent_run_free(&c->r);
 	sodium_memzero(c->net.key, sizeof(c->net.key));

@@ -7,8 +7,9 @@
  * coordinator over the primary network; the coordinator answers every
  * member with the global result. The wire is described in rdzv/CHECK.md.
  *
- * check_report.c: the pure part (world of rows, summary, report and result
- * (de)serialisation, frame MAC); check_render.c: matrix, rows, JSON;
+ * check_report.c: the pure part (world of rows, report and result
+ * (de)serialisation, frame MAC); check_render.c: summary, matrix, rows, JSON;
+ * check_rails.c: check --rails (rails lists, rail set, which rail is broken);
  * check_serve.c / check_probe.c: the service and the clients in a gx_ev
  * loop; check_rdma.c: the blocking RDMA-CM probes in a forked child;
  * check.c: the command.
@@ -31,6 +32,8 @@
 #define CHECK_MAX_RESULT (16u << 20) /* RESULT body cap */
 #define CHECK_MATRIX_FULL 16	     /* full cells up to this N, one-char cells up to ... */
 #define CHECK_MATRIX_MAX 64	     /* ... this N; beyond: failures only */
+#define CHECK_MAX_RAILS 16	     /* rails probed (check --rails, issue 15) */
+#define CHECK_RAIL_NAME 72	     /* a rail's name: its netdev, else "dev:port" */
 #define CHECK_MAC_LEN 32
 #define CHECK_KEY_LEN 32
 
@@ -66,6 +69,7 @@ struct check_probe {
 	int64_t min_us, median_us, max_us; /* TCP echo RTT; RDMA: send/recv latency */
 	int64_t write_us;		   /* RDMA WRITE of --size bytes, 0 */
 	char why[96];			   /* short reason when !ok ("refused", "timeout") */
+	int rail; /* 0: the bootstrap iface; k >= 1: rail w->rails[k - 1] (check --rails) */
 };
 
 /* One pod's report. */
@@ -83,16 +87,29 @@ struct check_world {
 	int star;		/* --mode star */
 	char *const *names;	/* n names, rank order (borrowed) */
 	struct check_row *rows; /* n rows */
+	/* check --rails: the rails probed, by name (a probe's rail k is rails[k - 1]) */
+	char rails[CHECK_MAX_RAILS][CHECK_RAIL_NAME];
+	uint32_t nrails;
+};
+
+/* One rail of a peer, from its JOIN rails text "dev:port/netdev/addr" (rdzv_peer.rails). */
+struct check_rail {
+	char name[CHECK_RAIL_NAME]; /* netdev, else "dev:port" */
+	char dev[64];		    /* "" for a netdev rail (no RDMA device) */
+	int port;
+	char iface[16];
+	char addr[46];
 };
 
 struct check_summary {
 	size_t tcp_ok, tcp_total, rdma_ok, rdma_total;
+	size_t rail_ok, rail_total; /* check --rails: rail probes (TCP and RDMA) */
 	uint32_t no_rdma, rdma_unavl, missing;
 	int all_ok;
 	char line[256];
 };
 
-/* ---- check_report.c: world, summary, (de)serialisation, MAC ---- */
+/* ---- check_report.c: world, (de)serialisation, MAC (check_summarize: check_render.c) ---- */
 int check_world_init(struct check_world *w, uint32_t n, int star, char *const *names);
 void check_world_free(struct check_world *w);
 /* 1 when the mode probes from -> to. */
@@ -101,6 +118,9 @@ int check_pair_probed(const struct check_world *w, uint32_t from, uint32_t to);
 int check_row_add(struct check_world *w, uint32_t from, const struct check_probe *p);
 const struct check_probe *check_find(const struct check_world *w, uint32_t from, uint32_t to,
 				     int proto);
+/* The same for one rail (0: the bootstrap iface). */
+const struct check_probe *check_find_rail(const struct check_world *w, uint32_t from, uint32_t to,
+					  int proto, int rail);
 /* Fill every expected TCP pair that has no probe: "no report" / "not probed". */
 int check_world_finish(struct check_world *w);
 void check_summarize(const struct check_world *w, struct check_summary *s);
@@ -128,9 +148,38 @@ int check_open(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round,
 	       const unsigned char *body, size_t len, uint32_t *rank, const char **payload,
 	       size_t *plen);
 
+/* ---- check_rails.c: check --rails (issue 15) ---- */
+/* Rail `name` of a JOIN rails text ("dev:port/netdev/addr,..."); 0, -ENOENT, -EINVAL. */
+int check_rails_find(const char *text, const char *name, struct check_rail *out);
+/* Item k of a rails text; 0, -ENOENT (no such item), -EINVAL (malformed). */
+int check_rails_item(const char *text, size_t k, struct check_rail *out);
+/*
+ * RDMA-CM on a rail: a copy of src (a table entry) whose address, iface and
+ * device are those of its rail `name`; -ENOENT when that rail has no device or
+ * no address there.
+ */
+int check_rail_peer(const struct rdzv_peer *src, const char *name, struct rdzv_peer *out);
+/* The rails to probe: the union of every peer's rail names, strverscmp order. */
+int check_rails_plan(struct check_world *w, const struct rdzv_peer *table, uint32_t n);
+/* The 1-based index of rail `name` in w (added when new); -E2BIG / -EINVAL. */
+int check_rail_index(struct check_world *w, const char *name);
+/* Name of a probe's rail ("" for the bootstrap iface). */
+const char *check_rail_name(const struct check_world *w, int rail);
+/* One matrix per rail and protocol, rails in name order. */
+void check_print_rails(FILE *f, const struct check_world *w);
+/*
+ * " pod-2 (rail net3)" for each pod that takes part in more than half of
+ * one rail's failed probes (every pod of a failed probe when none does),
+ * leaving out pods that failed their own checks (row why: named elsewhere);
+ * the number of pods named.
+ */
+size_t check_rails_broken(const struct check_world *w, char *buf, size_t len);
+
 /* ---- check_render.c: text and JSON ---- */
 /* The N x N matrix (or the failures only for N > CHECK_MATRIX_MAX), for one protocol. */
 void check_print_matrix(FILE *f, const struct check_world *w, int proto);
+/* The same for one rail (1..nrails). */
+void check_print_rail_matrix(FILE *f, const struct check_world *w, int proto, int rail);
 /* Every failed pair, one line each ("✗ a -> b tcp: timeout"), at most `max` (0 = all). */
 void check_print_failures(FILE *f, const struct check_world *w, size_t max);
 /* One pod's row: its probes with latencies. */

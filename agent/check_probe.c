@@ -37,6 +37,8 @@ enum pc_state {
 struct check_pc {
 	struct check_net *n;
 	uint32_t to;
+	int rail;	 /* 0: the bootstrap iface; k: rail n->w->rails[k - 1] */
+	char ifname[16]; /* the netdev the probe leaves on */
 	int fd;
 	enum pc_state state;
 	union gx_sockaddr dst, src;
@@ -75,7 +77,7 @@ const char *check_errno_why(int err)
 /* socket, SO_BINDTODEVICE (best effort), bind the source, connect. */
 static int pc_connect(struct check_pc *pc)
 {
-	const char *ifn = pc->n->ifname;
+	const char *ifn = pc->ifname;
 	int fd = -1, one = 1, rc = 0;
 
 	fd = socket(pc->dst.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -136,6 +138,7 @@ static void pc_finish(struct check_pc *pc, int err, const char *why)
 	pc_close(pc);
 	memset(&p, 0, sizeof(p));
 	p.to = pc->to;
+	p.rail = pc->rail;
 	p.proto = CHECK_TCP;
 	p.gid_index = -1;
 	p.ok = err == 0 && !why;
@@ -149,7 +152,8 @@ static void pc_finish(struct check_pc *pc, int err, const char *why)
 	}
 	if (check_row_add(n->w, n->self, &p) < 0)
 		gx_warn("check: out of memory recording a probe");
-	gx_debug("check: tcp -> %s: %s", n->w->names[pc->to], p.ok ? "ok" : p.why);
+	gx_debug("check: tcp%s%s -> %s: %s", pc->rail ? " rail " : "",
+		 check_rail_name(n->w, pc->rail), n->w->names[pc->to], p.ok ? "ok" : p.why);
 	if (pc->state != PC_IDLE)
 		n->inflight--;
 	pc->state = PC_DONE;
@@ -270,12 +274,45 @@ static void pc_timer(struct gx_ev *ev, uint64_t id, void *arg)
 		pc_finish(pc, 0, pc->k ? "echo lost" : "no echo");
 }
 
+/* Source and destination at the check port; NULL, or why not. */
+static const char *pc_set(struct check_pc *pc, const char *s, const char *d)
+{
+	if (gx_addr_parse(s, 0, &pc->src, &pc->slen) < 0 ||
+	    gx_addr_parse(d, pc->n->port, &pc->dst, &pc->dlen) < 0)
+		return "bad address";
+	if (pc->src.sa.sa_family != pc->dst.sa.sa_family)
+		return "no common family";
+	return NULL;
+}
+
+/* check --rails: from this pod's rail to the target's rail of the same name. */
+static const char *pc_rail_addrs(struct check_pc *pc)
+{
+	const struct check_net *n = pc->n;
+	const char *name = check_rail_name(n->w, pc->rail);
+	struct check_rail me, to;
+
+	if (check_rails_find(n->table[n->self].rails, name, &me) < 0)
+		return "no rail here";
+	if (check_rails_find(n->table[pc->to].rails, name, &to) < 0)
+		return "no rail at peer";
+	if (!me.iface[0] || !me.addr[0])
+		return "no rail address here";
+	if (!to.addr[0])
+		return "no rail address there";
+	gx_strlcpy(pc->ifname, me.iface, sizeof(pc->ifname));
+	return pc_set(pc, me.addr, to.addr);
+}
+
 /* Addresses for a probe: the family both ends have (IPv4 first). */
 static const char *pc_addrs(struct check_pc *pc)
 {
 	const struct rdzv_peer *me = &pc->n->table[pc->n->self], *to = &pc->n->table[pc->to];
 	const char *s = NULL, *d = NULL;
 
+	if (pc->rail)
+		return pc_rail_addrs(pc);
+	gx_strlcpy(pc->ifname, pc->n->ifname, sizeof(pc->ifname));
 	if (!me->iface[0] || (!me->addr4[0] && !me->addr6[0]))
 		return "no iface";
 	if (!to->addr4[0] && !to->addr6[0])
@@ -289,10 +326,7 @@ static const char *pc_addrs(struct check_pc *pc)
 	} else {
 		return "no common family";
 	}
-	if (gx_addr_parse(s, 0, &pc->src, &pc->slen) < 0 ||
-	    gx_addr_parse(d, pc->n->port, &pc->dst, &pc->dlen) < 0)
-		return "bad address";
-	return NULL;
+	return pc_set(pc, s, d);
 }
 
 static void pc_launch(struct check_net *n)
@@ -318,20 +352,24 @@ static void pc_launch(struct check_net *n)
 	n->launching = 0;
 }
 
+/* One probe per target and rail (0: the bootstrap iface, then every rail of w). */
 int check_probes_start(struct check_net *n)
 {
-	uint32_t j;
+	uint32_t j, k;
 
-	n->pcs = calloc(n->w->n, sizeof(*n->pcs));
+	n->pcs = calloc((size_t)n->w->n * (1 + n->w->nrails), sizeof(*n->pcs));
 	if (!n->pcs)
 		return -ENOMEM;
 	for (j = 0; j < n->w->n; j++) {
 		if (!check_pair_probed(n->w, n->self, j))
 			continue;
-		n->pcs[n->npcs].n = n;
-		n->pcs[n->npcs].to = j;
-		n->pcs[n->npcs].fd = -1;
-		n->npcs++;
+		for (k = 0; k <= n->w->nrails; k++) {
+			n->pcs[n->npcs].n = n;
+			n->pcs[n->npcs].to = j;
+			n->pcs[n->npcs].rail = (int)k;
+			n->pcs[n->npcs].fd = -1;
+			n->npcs++;
+		}
 	}
 	if (!n->npcs) {
 		n->probes_done = 1;

@@ -26,6 +26,7 @@
 /* One probe's outcome on the pipe (same binary on both ends; < PIPE_BUF: atomic). */
 struct rec {
 	uint32_t to;
+	int32_t rail; /* 0: the bootstrap iface; k: rail k (check --rails) */
 	int32_t ok, gid_index, mtu;
 	int64_t lat_us, write_us;
 	char why[96];
@@ -36,7 +37,8 @@ struct rec {
  * after 300 ms: the target may have opened its TCP service (which our TCP
  * probes saw) but not yet its RDMA-CM listener.
  */
-static int run_probe(struct check_rdma_child *ch, struct rdzv_rdma_ctx *ctx, uint32_t j,
+static int run_probe(struct check_rdma_child *ch, struct rdzv_rdma_ctx *ctx,
+		     const struct rdzv_peer *self, const struct rdzv_peer *peer,
 		     struct rdzv_rdma_probe *out)
 {
 	const struct check_net *n = ch->n;
@@ -44,18 +46,19 @@ static int run_probe(struct check_rdma_child *ch, struct rdzv_rdma_ctx *ctx, uin
 	struct pollfd none = {.fd = -1};
 	int rc;
 
-	rc = rdzv_rdma_probe_run(ctx, &n->table[n->self], &n->table[j], n->port, ch->size,
-				 t + RDMA_PROBE_MS, out);
+	rc = rdzv_rdma_probe_run(ctx, self, peer, n->port, ch->size, t + RDMA_PROBE_MS, out);
 	if (rc < 0 || out->ok || !out->step || strcmp(out->step, "connect") != 0 ||
 	    gx_now_ms() - t > 1000)
 		return rc;
 	poll(&none, 0, 300); /* the child has nothing else to wait for */
 	memset(out, 0, sizeof(*out));
-	return rdzv_rdma_probe_run(ctx, &n->table[n->self], &n->table[j], n->port, ch->size,
-				   gx_now_ms() + RDMA_PROBE_MS, out);
+	return rdzv_rdma_probe_run(ctx, self, peer, n->port, ch->size, gx_now_ms() + RDMA_PROBE_MS,
+				   out);
 }
 
-static void child_probe(struct check_rdma_child *ch, struct rdzv_rdma_ctx *ctx, uint32_t j, int fd)
+static void child_probe(struct check_rdma_child *ch, struct rdzv_rdma_ctx *ctx,
+			const struct rdzv_peer *self, const struct rdzv_peer *peer, uint32_t j,
+			int rail, int fd)
 {
 	struct rdzv_rdma_probe out;
 	struct rec r;
@@ -63,7 +66,8 @@ static void child_probe(struct check_rdma_child *ch, struct rdzv_rdma_ctx *ctx, 
 	memset(&r, 0, sizeof(r));
 	memset(&out, 0, sizeof(out));
 	r.to = j;
-	if (run_probe(ch, ctx, j, &out) < 0) {
+	r.rail = rail;
+	if (run_probe(ch, ctx, self, peer, &out) < 0) {
 		gx_strlcpy(r.why, "probe failed to start", sizeof(r.why));
 		out.gid_index = -1;
 	} else if (!out.ok) {
@@ -76,6 +80,23 @@ static void child_probe(struct check_rdma_child *ch, struct rdzv_rdma_ctx *ctx, 
 	r.write_us = out.write_us;
 	if (write(fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
 		_exit(1);
+}
+
+/* check --rails: rail k <-> rail k where both ends have a device and address on it. */
+static void child_rails(struct check_rdma_child *ch, struct rdzv_rdma_ctx *ctx, int fd)
+{
+	const struct check_net *n = ch->n;
+	struct rdzv_peer me, them;
+	uint32_t j, k;
+
+	for (k = 1; k <= n->w->nrails; k++) {
+		if (check_rail_peer(&n->table[n->self], n->w->rails[k - 1], &me) < 0)
+			continue;
+		for (j = 0; j < n->w->n; j++)
+			if (check_pair_probed(n->w, n->self, j) &&
+			    check_rail_peer(&n->table[j], n->w->rails[k - 1], &them) == 0)
+				child_probe(ch, ctx, &me, &them, j, (int)k, fd);
+	}
 }
 
 /* The child: wait for "go" (EOF = give up), probe, exit. */
@@ -92,8 +113,9 @@ static void child_main(struct check_rdma_child *ch, struct rdzv_rdma_ctx *ctx, i
 	for (j = 0; j < n->w->n; j++) {
 		if (!check_pair_probed(n->w, n->self, j) || !n->table[j].rdma_dev[0])
 			continue;
-		child_probe(ch, ctx, j, res);
+		child_probe(ch, ctx, &n->table[n->self], &n->table[j], j, 0, res);
 	}
+	child_rails(ch, ctx, res);
 	_exit(0);
 }
 
@@ -103,6 +125,7 @@ static void add_rec(struct check_rdma_child *ch, const struct rec *r)
 
 	memset(&p, 0, sizeof(p));
 	p.to = r->to;
+	p.rail = r->rail;
 	p.proto = CHECK_RDMA;
 	p.ok = r->ok != 0;
 	p.gid_index = r->gid_index;

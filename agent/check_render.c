@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_render.c - what `gxboot check` prints (issue 8): the N x N matrix
+ * check_render.c - what `gxboot check` prints (issue 8): the summary, the N x N matrix
  * (rows = from, columns = to), each pod's own row, the failures, and the
  * --json result document that the coordinator also sends to every member.
  * Pure functions over struct check_world (unit tests drive them).
@@ -45,14 +45,15 @@ static void pad(FILE *f, const char *s, size_t width)
 		fputc(' ', f);
 }
 
-static int has_proto(const struct check_world *w, int proto)
+static int has_proto(const struct check_world *w, int proto, int rail)
 {
 	uint32_t i;
 	size_t k;
 
 	for (i = 0; i < w->n; i++)
 		for (k = 0; k < w->rows[i].nprobes; k++)
-			if (w->rows[i].probes[k].proto == proto)
+			if (w->rows[i].probes[k].proto == proto &&
+			    w->rows[i].probes[k].rail == rail)
 				return 1;
 	return 0;
 }
@@ -72,9 +73,9 @@ static void matrix_head(FILE *f, const struct check_world *w, size_t cw)
 }
 
 static void matrix_cell(FILE *f, const struct check_world *w, uint32_t i, uint32_t j, int proto,
-			size_t cw, int full)
+			int rail, size_t cw, int full)
 {
-	const struct check_probe *p = check_find(w, i, j, proto);
+	const struct check_probe *p = check_find_rail(w, i, j, proto, rail);
 	char cell[64];
 
 	fputc(' ', f);
@@ -87,7 +88,7 @@ static void matrix_cell(FILE *f, const struct check_world *w, uint32_t i, uint32
 	pad(f, cell, cw);
 }
 
-static size_t full_width(const struct check_world *w, int proto)
+static size_t full_width(const struct check_world *w, int proto, int rail)
 {
 	size_t cw = 2, k;
 	char cell[64];
@@ -95,7 +96,8 @@ static size_t full_width(const struct check_world *w, int proto)
 
 	for (i = 0; i < w->n; i++) {
 		for (k = 0; k < w->rows[i].nprobes; k++) {
-			if (w->rows[i].probes[k].proto != proto)
+			if (w->rows[i].probes[k].proto != proto ||
+			    w->rows[i].probes[k].rail != rail)
 				continue;
 			check_cell(&w->rows[i].probes[k], cell, sizeof(cell));
 			if (text_width(cell) > cw)
@@ -105,30 +107,37 @@ static size_t full_width(const struct check_world *w, int proto)
 	return cw;
 }
 
-void check_print_matrix(FILE *f, const struct check_world *w, int proto)
+void check_print_rail_matrix(FILE *f, const struct check_world *w, int proto, int rail)
 {
-	/* compact cells: as wide as the largest column index */
 	int full = w->n <= CHECK_MATRIX_FULL;
 	/* full cells as wide as the widest; compact ones as the largest column index */
-	size_t cw = full ? full_width(w, proto) : (size_t)(w->n > 10) + (w->n > 100) + 1;
+	size_t cw = full ? full_width(w, proto, rail) : (size_t)(w->n > 10) + (w->n > 100) + 1;
+	char what[CHECK_RAIL_NAME + 16];
 	uint32_t i, j;
 
-	if (!has_proto(w, proto))
+	if (!has_proto(w, proto, rail))
 		return;
+	snprintf(what, sizeof(what), "%s%s%s", proto == CHECK_RDMA ? "RDMA" : "TCP",
+		 rail ? " rail " : "", check_rail_name(w, rail));
 	if (w->n > CHECK_MATRIX_MAX) {
-		fprintf(f, "%s: %u pods, matrix omitted (N > %d); failed pairs:\n",
-			proto == CHECK_RDMA ? "RDMA" : "TCP", w->n, CHECK_MATRIX_MAX);
+		fprintf(f, "%s: %u pods, matrix omitted (N > %d); failed pairs:\n", what, w->n,
+			CHECK_MATRIX_MAX);
 		return;
 	}
-	fprintf(f, "%s (rows: from, columns: to; %s):\n", proto == CHECK_RDMA ? "RDMA" : "TCP",
+	fprintf(f, "%s (rows: from, columns: to; %s):\n", what,
 		full ? "✓ median µs, ✗ reason" : "✓ ok, ✗ failed: listed below");
 	matrix_head(f, w, cw);
 	for (i = 0; i < w->n; i++) {
 		fprintf(f, "%-7u", i);
 		for (j = 0; j < w->n; j++)
-			matrix_cell(f, w, i, j, proto, cw, full);
+			matrix_cell(f, w, i, j, proto, rail, cw, full);
 		fprintf(f, "  %s%s\n", w->names[i], w->rows[i].reported ? "" : " (no report)");
 	}
+}
+
+void check_print_matrix(FILE *f, const struct check_world *w, int proto)
+{
+	check_print_rail_matrix(f, w, proto, 0);
 }
 
 void check_print_failures(FILE *f, const struct check_world *w, size_t max)
@@ -152,8 +161,9 @@ void check_print_failures(FILE *f, const struct check_world *w, size_t max)
 			if (max && shown >= max)
 				continue;
 			shown++;
-			fprintf(f, "  ✗ %s -> %s %s: %s\n", w->names[i], w->names[p->to],
-				proto_name(p->proto), p->why[0] ? p->why : "failed");
+			fprintf(f, "  ✗ %s -> %s %s%s%s: %s\n", w->names[i], w->names[p->to],
+				proto_name(p->proto), p->rail ? " rail " : "",
+				check_rail_name(w, p->rail), p->why[0] ? p->why : "failed");
 		}
 	}
 	if (max && shown >= max && total > shown)
@@ -163,6 +173,8 @@ void check_print_failures(FILE *f, const struct check_world *w, size_t max)
 static void row_probe(FILE *f, const struct check_world *w, const struct check_probe *p)
 {
 	fprintf(f, "  -> %-24s %-4s ", w->names[p->to], proto_name(p->proto));
+	if (p->rail)
+		fprintf(f, "rail %-8s ", check_rail_name(w, p->rail));
 	if (!p->ok) {
 		fprintf(f, "✗ %s\n", p->why[0] ? p->why : "failed");
 		return;
@@ -180,19 +192,82 @@ void check_print_row(FILE *f, const struct check_world *w, uint32_t rank)
 	const struct check_row *r = &w->rows[rank];
 	const struct check_probe *p;
 	uint32_t j;
-	int proto;
+	int proto, rail;
 
 	fprintf(f, "%s (rank %u", w->names[rank], rank);
 	if (r->mtu)
 		fprintf(f, ", MTU %d", r->mtu);
 	fprintf(f, "):%s%s\n", r->why[0] ? " " : "", r->why);
 	for (j = 0; j < w->n; j++) {
-		for (proto = CHECK_TCP; proto <= CHECK_RDMA; proto++) {
-			p = check_find(w, rank, j, proto);
-			if (p)
-				row_probe(f, w, p);
+		for (rail = 0; rail <= (int)w->nrails; rail++) {
+			for (proto = CHECK_TCP; proto <= CHECK_RDMA; proto++) {
+				p = check_find_rail(w, rank, j, proto, rail);
+				if (p)
+					row_probe(f, w, p);
+			}
 		}
 	}
+}
+
+/* ---- the summary ---- */
+
+static void summary_line(const struct check_world *w, struct check_summary *s)
+{
+	size_t n = 0, cap = sizeof(s->line);
+	uint32_t with = w->n - s->no_rdma;
+
+	n += (size_t)snprintf(s->line, cap, "%zu/%zu pairs OK over TCP", s->tcp_ok, s->tcp_total);
+	if (n < cap && s->rdma_total)
+		n += (size_t)snprintf(s->line + n, cap - n, ", %zu/%zu over RDMA", s->rdma_ok,
+				      s->rdma_total);
+	if (n < cap && s->no_rdma)
+		n += (size_t)snprintf(s->line + n, cap - n, "%sno device on %u pod%s",
+				      s->rdma_total ? ", " : ", RDMA: ", s->no_rdma,
+				      s->no_rdma == 1 ? "" : "s");
+	if (n < cap && s->rdma_unavl)
+		n += (size_t)snprintf(s->line + n, cap - n, "%snot available on %u of %u pod%s",
+				      s->rdma_total || s->no_rdma ? ", RDMA-CM " : ", RDMA: ",
+				      s->rdma_unavl, with, with == 1 ? "" : "s");
+	if (n < cap && s->rail_total)
+		n += (size_t)snprintf(s->line + n, cap - n, ", rails: %zu/%zu probes OK",
+				      s->rail_ok, s->rail_total);
+	if (n < cap && s->missing)
+		snprintf(s->line + n, cap - n, " (%u report%s missing)", s->missing,
+			 s->missing == 1 ? "" : "s");
+}
+
+void check_summarize(const struct check_world *w, struct check_summary *s)
+{
+	const struct check_row *r;
+	uint32_t i;
+	size_t k;
+
+	memset(s, 0, sizeof(*s));
+	for (i = 0; i < w->n; i++) {
+		r = &w->rows[i];
+		s->missing += !r->reported;
+		s->no_rdma += r->rdma == CHECK_RDMA_NONE;
+		s->rdma_unavl += r->rdma == CHECK_RDMA_UNAVL;
+		for (k = 0; k < r->nprobes; k++) {
+			const struct check_probe *p = &r->probes[k];
+
+			if (!check_pair_probed(w, i, p->to))
+				continue;
+			if (p->rail) {
+				s->rail_total++;
+				s->rail_ok += p->ok != 0;
+			} else if (p->proto == CHECK_TCP) {
+				s->tcp_total++;
+				s->tcp_ok += p->ok != 0;
+			} else {
+				s->rdma_total++;
+				s->rdma_ok += p->ok != 0;
+			}
+		}
+	}
+	s->all_ok = s->tcp_ok == s->tcp_total && s->rdma_ok == s->rdma_total &&
+		    s->rail_ok == s->rail_total && !s->missing;
+	summary_line(w, s);
 }
 
 /* ---- JSON ---- */
@@ -200,14 +275,21 @@ void check_print_row(FILE *f, const struct check_world *w, uint32_t rank)
 static json_t *probe_doc(const struct check_world *w, uint32_t from, const struct check_probe *p)
 {
 	int mtu = p->proto == CHECK_RDMA ? p->mtu : w->rows[from].mtu;
+	json_t *j = json_pack(
+	    "{s:I, s:I, s:s, s:s, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:i, s:i}", "from",
+	    (json_int_t)from, "to", (json_int_t)p->to, "from_name", w->names[from], "to_name",
+	    w->names[p->to], "proto", proto_name(p->proto), "ok", p->ok, "why", p->why, "min_us",
+	    (json_int_t)p->min_us, "median_us", (json_int_t)p->median_us, "max_us",
+	    (json_int_t)p->max_us, "write_us", (json_int_t)p->write_us, "mtu",
+	    p->proto == CHECK_RDMA ? p->mtu : mtu, "gid_index", p->gid_index);
 
-	return json_pack("{s:I, s:I, s:s, s:s, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:i, s:i}",
-			 "from", (json_int_t)from, "to", (json_int_t)p->to, "from_name",
-			 w->names[from], "to_name", w->names[p->to], "proto", proto_name(p->proto),
-			 "ok", p->ok, "why", p->why, "min_us", (json_int_t)p->min_us, "median_us",
-			 (json_int_t)p->median_us, "max_us", (json_int_t)p->max_us, "write_us",
-			 (json_int_t)p->write_us, "mtu", p->proto == CHECK_RDMA ? p->mtu : mtu,
-			 "gid_index", p->gid_index);
+	/* check --rails: "rail" names the rail; absent = the bootstrap iface */
+	if (j && p->rail &&
+	    json_object_set_new(j, "rail", json_string(check_rail_name(w, p->rail))) < 0) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
 }
 
 static json_t *peers_doc(const struct check_world *w)
@@ -252,12 +334,20 @@ static json_t *probes_doc(const struct check_world *w, int failures_only)
 
 static json_t *summary_doc(const struct check_summary *s)
 {
-	return json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", s->all_ok, "line",
-			 s->line, "tcp_ok", (json_int_t)s->tcp_ok, "tcp_total",
-			 (json_int_t)s->tcp_total, "rdma_ok", (json_int_t)s->rdma_ok, "rdma_total",
-			 (json_int_t)s->rdma_total, "no_rdma", (json_int_t)s->no_rdma,
-			 "rdma_unavailable", (json_int_t)s->rdma_unavl, "missing",
-			 (json_int_t)s->missing);
+	json_t *j = json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", s->all_ok,
+			      "line", s->line, "tcp_ok", (json_int_t)s->tcp_ok, "tcp_total",
+			      (json_int_t)s->tcp_total, "rdma_ok", (json_int_t)s->rdma_ok,
+			      "rdma_total", (json_int_t)s->rdma_total, "no_rdma",
+			      (json_int_t)s->no_rdma, "rdma_unavailable", (json_int_t)s->rdma_unavl,
+			      "missing", (json_int_t)s->missing);
+
+	if (j && s->rail_total &&
+	    (json_object_set_new(j, "rails_ok", json_integer((json_int_t)s->rail_ok)) < 0 ||
+	     json_object_set_new(j, "rails_total", json_integer((json_int_t)s->rail_total)) < 0)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
 }
 
 json_t *check_result_json(const struct check_world *w, const struct check_summary *s,

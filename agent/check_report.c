@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * check_report.c - the pure part of `gxboot check` (issue 8): the world of
- * rows, the summary and MTU warning, the REPORT / RESULT payloads (jansson)
+ * rows, the MTU warning, the REPORT / RESULT payloads (jansson)
  * and the sealed frames (HMAC-SHA-256). Everything from the wire is bounded
  * and validated here; see rdzv/CHECK.md.
  */
@@ -61,7 +61,8 @@ int check_row_add(struct check_world *w, uint32_t from, const struct check_probe
 	struct check_probe *np;
 	size_t cap;
 
-	if (from >= w->n || p->to >= w->n || (p->proto != CHECK_TCP && p->proto != CHECK_RDMA))
+	if (from >= w->n || p->to >= w->n || (p->proto != CHECK_TCP && p->proto != CHECK_RDMA) ||
+	    p->rail < 0 || (uint32_t)p->rail > w->nrails)
 		return -EINVAL;
 	r = &w->rows[from];
 	if (r->nprobes == r->cap) {
@@ -76,8 +77,8 @@ int check_row_add(struct check_world *w, uint32_t from, const struct check_probe
 	return 0;
 }
 
-const struct check_probe *check_find(const struct check_world *w, uint32_t from, uint32_t to,
-				     int proto)
+const struct check_probe *check_find_rail(const struct check_world *w, uint32_t from, uint32_t to,
+					  int proto, int rail)
 {
 	const struct check_row *r;
 	size_t k;
@@ -86,9 +87,16 @@ const struct check_probe *check_find(const struct check_world *w, uint32_t from,
 		return NULL;
 	r = &w->rows[from];
 	for (k = 0; k < r->nprobes; k++)
-		if (r->probes[k].to == to && r->probes[k].proto == proto)
+		if (r->probes[k].to == to && r->probes[k].proto == proto &&
+		    r->probes[k].rail == rail)
 			return &r->probes[k];
 	return NULL;
+}
+
+const struct check_probe *check_find(const struct check_world *w, uint32_t from, uint32_t to,
+				     int proto)
+{
+	return check_find_rail(w, from, to, proto, 0);
 }
 
 /* RDMA probes count only between pods that both run RDMA-CM (the summary names the rest). */
@@ -133,58 +141,6 @@ int check_world_finish(struct check_world *w)
 	return 0;
 }
 
-static void summary_line(const struct check_world *w, struct check_summary *s)
-{
-	size_t n = 0, cap = sizeof(s->line);
-	uint32_t with = w->n - s->no_rdma;
-
-	n += (size_t)snprintf(s->line, cap, "%zu/%zu pairs OK over TCP", s->tcp_ok, s->tcp_total);
-	if (n < cap && s->rdma_total)
-		n += (size_t)snprintf(s->line + n, cap - n, ", %zu/%zu over RDMA", s->rdma_ok,
-				      s->rdma_total);
-	if (n < cap && s->no_rdma)
-		n += (size_t)snprintf(s->line + n, cap - n, "%sno device on %u pod%s",
-				      s->rdma_total ? ", " : ", RDMA: ", s->no_rdma,
-				      s->no_rdma == 1 ? "" : "s");
-	if (n < cap && s->rdma_unavl)
-		n += (size_t)snprintf(s->line + n, cap - n, "%snot available on %u of %u pod%s",
-				      s->rdma_total || s->no_rdma ? ", RDMA-CM " : ", RDMA: ",
-				      s->rdma_unavl, with, with == 1 ? "" : "s");
-	if (n < cap && s->missing)
-		snprintf(s->line + n, cap - n, " (%u report%s missing)", s->missing,
-			 s->missing == 1 ? "" : "s");
-}
-
-void check_summarize(const struct check_world *w, struct check_summary *s)
-{
-	const struct check_row *r;
-	uint32_t i;
-	size_t k;
-
-	memset(s, 0, sizeof(*s));
-	for (i = 0; i < w->n; i++) {
-		r = &w->rows[i];
-		s->missing += !r->reported;
-		s->no_rdma += r->rdma == CHECK_RDMA_NONE;
-		s->rdma_unavl += r->rdma == CHECK_RDMA_UNAVL;
-		for (k = 0; k < r->nprobes; k++) {
-			const struct check_probe *p = &r->probes[k];
-
-			if (!check_pair_probed(w, i, p->to))
-				continue;
-			if (p->proto == CHECK_TCP) {
-				s->tcp_total++;
-				s->tcp_ok += p->ok != 0;
-			} else {
-				s->rdma_total++;
-				s->rdma_ok += p->ok != 0;
-			}
-		}
-	}
-	s->all_ok = s->tcp_ok == s->tcp_total && s->rdma_ok == s->rdma_total && !s->missing;
-	summary_line(w, s);
-}
-
 int check_mtu_warning(const struct check_world *w, char *buf, size_t len)
 {
 	uint32_t i, j, best = 0, bestc = 0, c;
@@ -217,13 +173,22 @@ int check_mtu_warning(const struct check_world *w, char *buf, size_t len)
 
 /* ---- report payload ---- */
 
-static json_t *probe_json(const struct check_probe *p)
+static json_t *probe_json(const struct check_world *w, const struct check_probe *p)
 {
-	return json_pack("{s:I, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:i, s:i}", "to",
-			 (json_int_t)p->to, "proto", p->proto == CHECK_RDMA ? "rdma" : "tcp", "ok",
-			 p->ok, "why", p->why, "min_us", (json_int_t)p->min_us, "median_us",
-			 (json_int_t)p->median_us, "max_us", (json_int_t)p->max_us, "write_us",
-			 (json_int_t)p->write_us, "gid_index", p->gid_index, "mtu", p->mtu);
+	json_t *j =
+	    json_pack("{s:I, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:i, s:i}", "to", (json_int_t)p->to,
+		      "proto", p->proto == CHECK_RDMA ? "rdma" : "tcp", "ok", p->ok, "why", p->why,
+		      "min_us", (json_int_t)p->min_us, "median_us", (json_int_t)p->median_us,
+		      "max_us", (json_int_t)p->max_us, "write_us", (json_int_t)p->write_us,
+		      "gid_index", p->gid_index, "mtu", p->mtu);
+
+	/* check --rails: "rail" names the rail; absent = the bootstrap iface */
+	if (j && p->rail &&
+	    json_object_set_new(j, "rail", json_string(check_rail_name(w, p->rail))) < 0) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
 }
 
 int check_report_encode(const struct check_world *w, uint32_t rank, char **out, size_t *len)
@@ -238,7 +203,7 @@ int check_report_encode(const struct check_world *w, uint32_t rank, char **out, 
 	r = &w->rows[rank];
 	arr = json_array();
 	for (k = 0; arr && k < r->nprobes; k++)
-		if (json_array_append_new(arr, probe_json(&r->probes[k])) < 0)
+		if (json_array_append_new(arr, probe_json(w, &r->probes[k])) < 0)
 			goto out;
 	j = json_pack("{s:I, s:i, s:i, s:s, s:O}", "rank", (json_int_t)rank, "mtu", r->mtu, "rdma",
 		      r->rdma, "why", r->why, "probes", arr);
@@ -284,9 +249,27 @@ static int get_text(json_t *o, const char *k, char *buf, size_t len)
 	return 0;
 }
 
-static int probe_parse(json_t *o, uint32_t n, uint32_t from, struct check_probe *p)
+/* The optional "rail" member: a name, mapped to this world's index. */
+static int rail_parse(struct check_world *w, json_t *o, struct check_probe *p)
+{
+	json_t *x = json_object_get(o, "rail");
+	int k;
+
+	if (!x)
+		return 0;
+	if (!json_is_string(x) || json_string_length(x) >= CHECK_RAIL_NAME)
+		return -1;
+	k = check_rail_index(w, json_string_value(x));
+	if (k < 0)
+		return -1;
+	p->rail = k;
+	return 0;
+}
+
+static int probe_parse(struct check_world *w, json_t *o, uint32_t from, struct check_probe *p)
 {
 	json_int_t to, v[4], gid, mtu;
+	uint32_t n = w->n;
 	const char *proto;
 	json_t *ok;
 
@@ -304,7 +287,7 @@ static int probe_parse(json_t *o, uint32_t n, uint32_t from, struct check_probe 
 	    get_int(o, "max_us", 0, US_MAX, &v[2]) < 0 ||
 	    get_int(o, "write_us", 0, US_MAX, &v[3]) < 0 ||
 	    get_int(o, "gid_index", -1, 65535, &gid) < 0 || get_int(o, "mtu", 0, 65536, &mtu) < 0 ||
-	    get_text(o, "why", p->why, sizeof(p->why)) < 0)
+	    get_text(o, "why", p->why, sizeof(p->why)) < 0 || rail_parse(w, o, p) < 0)
 		return -1;
 	p->to = (uint32_t)to;
 	p->proto = strcmp(proto, "rdma") == 0 ? CHECK_RDMA : CHECK_TCP;
@@ -324,18 +307,19 @@ static int fail(char *why, size_t whylen, const char *what)
 	return GX_EPROTO;
 }
 
-/* The probes array of one row; at most 2 per target (TCP, RDMA), no duplicates. */
+/* The probes array of one row; at most 2 per target and rail (TCP, RDMA), no duplicates. */
 static int probes_parse(struct check_world *w, uint32_t from, json_t *arr, struct check_row *row)
 {
 	struct check_probe p;
 	size_t k;
 	json_t *x;
 
-	if (!json_is_array(arr) || json_array_size(arr) > 2 * (size_t)w->n)
+	if (!json_is_array(arr) || json_array_size(arr) > 2 * (size_t)w->n * (1 + CHECK_MAX_RAILS))
 		return -1;
 	json_array_foreach(arr, k, x)
 	{
-		if (probe_parse(x, w->n, from, &p) < 0 || check_find(w, from, p.to, p.proto))
+		if (probe_parse(w, x, from, &p) < 0 ||
+		    check_find_rail(w, from, p.to, p.proto, p.rail))
 			return -1;
 		if (check_row_add(w, from, &p) < 0)
 			return -1;
@@ -407,6 +391,13 @@ static int summary_parse(json_t *o, struct check_summary *s)
 	s->rdma_unavl = (uint32_t)v[5];
 	s->missing = (uint32_t)v[6];
 	s->all_ok = json_is_true(json_object_get(o, "ok"));
+	/* check --rails (optional: absent in results without rails) */
+	if (json_object_get(o, "rails_total") &&
+	    (get_int(o, "rails_ok", 0, INT64_MAX, &v[0]) < 0 ||
+	     get_int(o, "rails_total", 0, INT64_MAX, &v[1]) < 0))
+		return -1;
+	s->rail_ok = json_object_get(o, "rails_total") ? (size_t)v[0] : 0;
+	s->rail_total = json_object_get(o, "rails_total") ? (size_t)v[1] : 0;
 	return 0;
 }
 
@@ -419,7 +410,7 @@ static int result_rows(struct check_world *w, json_t *doc)
 	size_t k;
 
 	if (!json_is_array(peers) || json_array_size(peers) != w->n || !json_is_array(probes) ||
-	    json_array_size(probes) > 2 * (size_t)w->n * w->n)
+	    json_array_size(probes) > 2 * (size_t)w->n * w->n * (1 + CHECK_MAX_RAILS))
 		return -1;
 	json_array_foreach(peers, k, x)
 	{
@@ -437,8 +428,8 @@ static int result_rows(struct check_world *w, json_t *doc)
 	json_array_foreach(probes, k, x)
 	{
 		if (get_int(x, "from", 0, (json_int_t)w->n - 1, &from) < 0 ||
-		    probe_parse(x, w->n, (uint32_t)from, &p) < 0 ||
-		    check_find(w, (uint32_t)from, p.to, p.proto) ||
+		    probe_parse(w, x, (uint32_t)from, &p) < 0 ||
+		    check_find_rail(w, (uint32_t)from, p.to, p.proto, p.rail) ||
 		    check_row_add(w, (uint32_t)from, &p) < 0)
 			return -1;
 	}

@@ -288,6 +288,10 @@ static int parse_flag(int argc, char **argv, int *i, struct agent_opts *o, char 
 		*(int *)((char *)o + d->off) = 1;
 		return 0;
 	}
+	/* a bare --rails (check --rails --json) means auto */
+	if (!eq && strcmp(d->name, "rails") == 0 &&
+	    (*i + 1 >= argc || argv[*i + 1][0] == '-' || find_cmd(argv[*i + 1]) != AGENT_CMD_NONE))
+		return apply(d, "auto", o) < 0 ? GX_EUSAGE : 0;
 	if (eq) {
 		v = eq + 1;
 	} else {

@@ -75,14 +75,18 @@ static const char usage_netdetect[] =
     "List interfaces and RDMA devices, the chosen bootstrap interface, rails, and why.\n";
 
 static const char usage_check[] =
-    "Usage: gxboot check [OPTIONS] [--mode star|all] [--size BYTES] [--json]\n"
+    "Usage: gxboot check [OPTIONS] [--mode star|all] [--size BYTES] [--rails [auto|LIST]] "
+    "[--json]\n"
     "All-pairs (or star) TCP and RDMA-CM reachability among the peers on the chosen\n"
-    "interface. Exit 1 when any pair is unreachable. Port: --check-port, else --port + 1.\n";
+    "interface. --rails also probes rail k <-> rail k between every pair (TCP on each rail's\n"
+    "netdev, RDMA-CM on its device; without RDMA, auto = every up secondary netdev).\n"
+    "Exit 1 when any pair or rail probe fails. Port: --check-port, else --port + 1.\n";
 
 static const char usage_serve[] =
     "Usage: gxboot serve [OPTIONS]\n"
-    "Rendezvous (or load --out/rendezvous.json after init), then serve remote-exec requests\n"
-    "from token holders on the secondary address. Needs a token.\n";
+    "Rendezvous (or load --out/rendezvous.json after 'init --serve'), then serve remote-exec\n"
+    "requests from token holders on the secondary address, port --port + 2. Needs a token.\n"
+    "Exits with the job's status when the coordinator says the job ended.\n";
 
 static const char usage_rsh[] =
     "Usage: gxboot rsh [ssh flags ignored] HOST CMD...\n"

@@ -3,7 +3,9 @@
  * nd_choose.c - the bootstrap interface, by the rules of issue 4 in order
  * (README.md "The choice"): 1 --iface / --rdma-dev, 2 network-status, 3 an up
  * secondary carrying an RDMA port, 4 any up addressed secondary, 5 nothing (or
- * the default-route link with --allow-primary). Each step is logged in reason.
+ * the default-route link with --allow-primary). Step 2 without network-status:
+ * a netdev the SR-IOV device plugin names (PCIDEVICE_*, nd_pcidev.c). Each step
+ * is logged in reason.
  */
 #include "netdetect/nd_int.h"
 #include "rdzv/gx.h"
@@ -202,6 +204,96 @@ static const struct nd_net *nd_pick_net(struct nd_ctx *c)
 	return NULL;
 }
 
+/* Where a device's RDMA name came from, for the reason text. */
+static void nd_pd_src(const struct nd_pcidev *pd, char *buf, size_t len)
+{
+	if (!pd->var[0])
+		snprintf(buf, len, "device-info pci-address %s (sysfs)", pd->addr);
+	else if (strcmp(pd->rdma_src, "_INFO") == 0)
+		snprintf(buf, len, "%s_INFO", pd->var);
+	else
+		snprintf(buf, len, "%s (%s %s)", pd->var, pd->addr, pd->rdma_src);
+}
+
+/* 1 when a port of RDMA device dev serves link l. */
+static int nd_dev_serves(const struct nd_inventory *inv, const char *dev, const struct nd_link *l)
+{
+	const struct nd_device *d = nd_dev_by_name(inv, dev);
+	size_t j;
+
+	for (j = 0; d && j < d->nports; j++)
+		if (nd_port_link(inv, &d->ports[j]) == l)
+			return 1;
+	return 0;
+}
+
+/* The RDMA device a PCIDEVICE / device-info entry names for l: preferred when it serves l. */
+static void nd_pd_rdma(struct nd_ctx *c, const struct nd_pcidev *pd, const struct nd_link *l)
+{
+	char src[256];
+
+	if (!pd->rdma_dev[0])
+		return;
+	nd_pd_src(pd, src, sizeof(src));
+	if (nd_dev_serves(c->inv, pd->rdma_dev, l)) {
+		c->ns_rdma = pd->rdma_dev;
+		nd_reason(c->r, "2: rdma-device %s from %s", pd->rdma_dev, src);
+	} else if (c->req->rdma_mode != ND_RDMA_OFF && c->inv->ndevs) {
+		nd_result_warn(c->r, "%s names RDMA device %s for %s, but it has no GID of %s", src,
+			       pd->rdma_dev, l->name, l->name);
+	}
+}
+
+/* network-status chose net n on l: the device plugin's word on its RDMA device. */
+static void nd_net_pcidev(struct nd_ctx *c, const struct nd_net *n, const struct nd_link *l)
+{
+	const struct nd_pcidev *pd = nd_pcidev_by_addr(c->inv, n->pci);
+
+	if (!pd)
+		pd = nd_pcidev_by_netdev(c->inv, l->name);
+	if (!pd || !pd->rdma_dev[0])
+		return;
+	if (!c->ns_rdma) {
+		nd_pd_rdma(c, pd, l);
+		return;
+	}
+	if (strcmp(pd->rdma_dev, c->ns_rdma) != 0)
+		nd_result_warn(c->r, "network-status names rdma-device %s for %s, %s says %s",
+			       c->ns_rdma, l->name, pd->var[0] ? pd->var : "sysfs", pd->rdma_dev);
+}
+
+/* Step 2 without network-status: a netdev the SR-IOV device plugin handed this pod
+ * (PCIDEVICE_*), the lowest name first. 1 chosen, 0 go on. */
+static int nd_step2_pcidev(struct nd_ctx *c)
+{
+	const struct nd_pcidev *best = NULL;
+	const struct nd_link *bl = NULL, *l;
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < c->inv->npcidevs; i++) {
+		const struct nd_pcidev *pd = &c->inv->pcidevs[i];
+
+		l = pd->var[0] ? nd_link_by_name(c->inv, pd->netdev) : NULL;
+		if (!l)
+			continue;
+		why = nd_secondary_why(l);
+		if (why)
+			nd_reason(c->r, "2: %s from %s %s", l->name, pd->var, why);
+		else if (!bl || strverscmp(l->name, bl->name) < 0) {
+			best = pd;
+			bl = l;
+		}
+	}
+	if (!best)
+		return 0;
+	nd_reason(c->r, "2: %s is %s from %s", bl->name, best->addr, best->var);
+	c->pd = best;
+	c->chosen = bl;
+	nd_pd_rdma(c, best, bl);
+	return 1;
+}
+
 /* 1 chosen, 0 go on, <0 error. */
 static int nd_step2(struct nd_ctx *c)
 {
@@ -218,7 +310,7 @@ static int nd_step2(struct nd_ctx *c)
 			return nd_fail(c, GX_EUSAGE, "--network %s needs --network-status%s",
 				       c->req->network, "");
 		nd_reason(c->r, "2: no network-status");
-		return 0;
+		return nd_step2_pcidev(c);
 	}
 	n = nd_pick_net(c);
 	if (!n && c->req->network)
@@ -226,7 +318,7 @@ static int nd_step2(struct nd_ctx *c)
 			       c->req->network, "");
 	if (!n) {
 		nd_reason(c->r, "2: network-status lists no secondary network");
-		return 0;
+		return nd_step2_pcidev(c);
 	}
 	l = nd_link_by_name(c->inv, n->iface);
 	if (!l)
@@ -241,6 +333,7 @@ static int nd_step2(struct nd_ctx *c)
 	nd_reason(c->r, "2: network-status network %s is %s%s%s", n->name, l->name,
 		  c->ns_rdma ? " with rdma-device " : "", c->ns_rdma ? c->ns_rdma : "");
 	c->chosen = l;
+	nd_net_pcidev(c, n, l);
 	return 1;
 }
 
@@ -379,6 +472,8 @@ static void nd_rank_why(struct nd_ctx *c, const struct nd_link *l, char *buf, si
 
 	if (c->step == 1)
 		snprintf(buf, len, "not the one asked for (%s)", ch->name);
+	else if (c->step == 2 && c->pd)
+		snprintf(buf, len, "%s names %s", c->pd->var, ch->name);
 	else if (c->step == 2)
 		snprintf(buf, len, "network-status names %s", ch->name);
 	else if (c->step == 3 && !nd_has_rdma_port(c->inv, l))

@@ -32,6 +32,7 @@ void nd_inventory_free(struct nd_inventory *inv)
 	}
 	free(inv->devs);
 	nd_nets_free(inv->nets, inv->nnets);
+	free(inv->pcidevs);
 	free(inv);
 }
 
@@ -195,11 +196,24 @@ static void nd_env_facts(struct nd_inventory *inv)
 	inv->ipc_lock = nd_has_ipc_lock();
 }
 
+/* SR-IOV device plugin env (nd_pcidev.c): a rejected variable is a warning, not a failure. */
+static int nd_pcidev_env(const struct nd_request *req, struct nd_inventory *inv, char *warn,
+			 size_t len)
+{
+	int rc = nd_pcidev_load(NULL, req->sysfs_root, inv, warn, len);
+
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0)
+		warn[0] = '\0';
+	return 0;
+}
+
 int nd_detect(const struct nd_request *req, struct nd_result **ret, char *err, size_t errlen)
 {
 	struct nd_inventory *inv = calloc(1, sizeof(*inv));
 	struct nd_result *r = NULL;
-	char nswarn[256] = "";
+	char nswarn[256] = "", pdwarn[256] = "";
 	int64_t t0 = gx_now_us();
 	int rc;
 
@@ -217,6 +231,8 @@ int nd_detect(const struct nd_request *req, struct nd_result **ret, char *err, s
 		if (inv->nets_loaded)
 			nswarn[0] = '\0';
 	}
+	if (rc == 0)
+		rc = nd_pcidev_env(req, inv, pdwarn, sizeof(pdwarn));
 	if (rc < 0)
 		goto out;
 	nd_env_facts(inv);
@@ -226,6 +242,8 @@ int nd_detect(const struct nd_request *req, struct nd_result **ret, char *err, s
 		inv = NULL;
 		if (nswarn[0])
 			nd_result_warn(r, "%s", nswarn);
+		if (pdwarn[0])
+			nd_result_warn(r, "%s", pdwarn);
 		*ret = r;
 	}
 	gx_debug("netdetect: %lld us, %s", (long long)(gx_now_us() - t0), gx_strerror(rc));

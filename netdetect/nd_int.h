@@ -86,6 +86,17 @@ struct nd_net {
 	char rdma_dev[ND_DEVSIZ];
 };
 
+/* One device the SR-IOV network device plugin handed this pod (nd_pcidev.c), or the
+ * pci-address of a network-status device-info resolved through sysfs (var ""). */
+struct nd_pcidev {
+	char var[128]; /* "PCIDEVICE_NVIDIA_COM_RDMA_VF"; "" = network-status device-info */
+	char addr[64]; /* "0000:3b:00.2" (PCI BDF) or an auxiliary id "mlx5_core.sf.4" */
+	char rdma_dev[ND_DEVSIZ]; /* "" unknown */
+	char rdma_src[8];	  /* where rdma_dev came from: "_INFO", "sysfs", "uverbs", "" */
+	char uverbs[32];	  /* "uverbs3" from _INFO rdma.uverbs, "" */
+	char netdev[ND_IFNAMSIZ]; /* its netdev in this namespace (sysfs), "" none */
+};
+
 struct nd_inventory {
 	struct nd_link *links;
 	size_t nlinks;
@@ -94,7 +105,9 @@ struct nd_inventory {
 	int rdma_err; /* listing devices failed: -ENOSYS when the kernel has no RDMA */
 	struct nd_net *nets;
 	size_t nnets;
-	int nets_loaded;  /* a network-status file was read */
+	int nets_loaded; /* a network-status file was read */
+	struct nd_pcidev *pcidevs;
+	size_t npcidevs;
 	uint64_t memlock; /* RLIMIT_MEMLOCK soft limit; ND_MEMLOCK_INF unlimited */
 	int ipc_lock;	  /* CAP_IPC_LOCK effective */
 };
@@ -170,6 +183,38 @@ int nd_netstatus_parse(const char *text, size_t len, struct nd_net **nets, size_
 int nd_netstatus_load(const char *path, struct nd_inventory *inv, char *err, size_t errlen);
 void nd_nets_free(struct nd_net *nets, size_t n);
 
+/* ---- nd_pcidev.c: SR-IOV network device plugin env (README.md "Sources") -- */
+#define ND_PCIDEV_MAX 64	       /* devices kept from the environment */
+#define ND_PCIDEV_LIST_MAX 4096	       /* bytes of one PCIDEVICE_<RESOURCE> value */
+#define ND_PCIDEV_INFO_MAX (64u << 10) /* bytes of one PCIDEVICE_<RESOURCE>_INFO value */
+#define ND_SYSFS_ROOT "/sys"
+
+/* 1 for "dddd:bb:dd.f" (hex) or an auxiliary device id ("mlx5_core.sf.4"). */
+int nd_pcidev_addr_ok(const char *addr);
+/*
+ * PCIDEVICE_<RESOURCE>=<addr,...> and PCIDEVICE_<RESOURCE>_INFO={"<addr>":{"rdma":
+ * {"rdma_dev":..,"uverbs":..},...}} from envp (NULL-terminated "NAME=VALUE"). *devs
+ * (free()) gets every valid address with what _INFO says of it. 0; GX_EJSON with one
+ * line in err when a variable was rejected (the valid ones are still returned);
+ * -ENOMEM (nothing returned).
+ */
+int nd_pcidev_parse(char *const *envp, struct nd_pcidev **devs, size_t *n, char *err,
+		    size_t errlen);
+/* The RDMA device of PCI / auxiliary device addr under sysroot (bus/<pci|auxiliary>/devices/
+ * <addr>/infiniband/<dev>): 0, -ENOENT, -EINVAL (not an address). Several: the first in byte
+ * order, as the plugin's rdma_dev. */
+int nd_sysfs_rdma(const char *sysroot, const char *addr, char *dev, size_t len);
+/* Its netdev in this namespace (.../<addr>/net/<ifname>): 0, -ENOENT, -EINVAL. */
+int nd_sysfs_netdev(const char *sysroot, const char *addr, char *ifname, size_t len);
+/* Fill netdev, and rdma_dev where _INFO did not name it (sysfs, then uverbs -> ibdev). */
+void nd_pcidev_resolve(const char *sysroot, struct nd_pcidev *devs, size_t n);
+/* Parse envp (NULL = environ), resolve under sysroot (NULL = /sys), add network-status
+ * device-info pci-addresses without rdma-device, into inv. Return as nd_pcidev_parse. */
+int nd_pcidev_load(char *const *envp, const char *sysroot, struct nd_inventory *inv, char *err,
+		   size_t errlen);
+const struct nd_pcidev *nd_pcidev_by_addr(const struct nd_inventory *inv, const char *addr);
+const struct nd_pcidev *nd_pcidev_by_netdev(const struct nd_inventory *inv, const char *ifname);
+
 /* ---- the choice (nd_choose.c, nd_rails.c, nd_detect.c) ----------------- */
 #define ND_MAX_WANT 32
 
@@ -194,6 +239,7 @@ struct nd_ctx {
 	int step;			     /* 1..5: the rule that chose */
 	const char *ns_rdma;		     /* rdma-device network-status gives the chosen net */
 	const char *ns_name;		     /* the network-status network chosen */
+	const struct nd_pcidev *pd;	     /* the PCIDEVICE_* device that chose (step 2) */
 	struct nd_devport want[ND_MAX_WANT]; /* --rdma-dev */
 	size_t nwant;
 	int rails_mode;

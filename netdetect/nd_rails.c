@@ -207,12 +207,26 @@ static void nd_choice_rdma(struct nd_ctx *c)
 }
 
 /* ---- rails ------------------------------------------------------------- */
+/* The netdev part of a rail: name, ifindex, MTU, first global address of the bootstrap family. */
+static void nd_rail_netdev(const struct nd_result *r, struct nd_rail *x, const struct nd_link *l)
+{
+	const struct nd_addr *a;
+
+	gx_strlcpy(x->iface, l->name, sizeof(x->iface));
+	x->ifindex = l->ifindex;
+	x->netdev_mtu = l->mtu;
+	a = nd_link_global(l, r->family == AF_INET6 ? AF_INET6 : AF_INET);
+	if (!a)
+		a = nd_link_global(l, r->family == AF_INET6 ? AF_INET : AF_INET6);
+	if (a)
+		gx_strlcpy(x->addr, a->str, sizeof(x->addr));
+}
+
 static int nd_rail_add(struct nd_ctx *c, const struct nd_device *d, const struct nd_port *p,
 		       const struct nd_link *l)
 {
 	struct nd_result *r = c->r;
 	struct nd_rail *grown, *x;
-	const struct nd_addr *a = NULL;
 	struct nd_gid_pick g;
 
 	grown = realloc(r->rails, (r->nrails + 1) * sizeof(*r->rails));
@@ -233,16 +247,8 @@ static int nd_rail_add(struct nd_ctx *c, const struct nd_device *d, const struct
 	x->gid_type = x->gid_index < 0		? ND_GID_NONE
 		      : x->gid_index == g.v2_v6 ? ND_GID_ROCE_V2
 						: g.type;
-	if (!l)
-		return 0;
-	gx_strlcpy(x->iface, l->name, sizeof(x->iface));
-	x->ifindex = l->ifindex;
-	x->netdev_mtu = l->mtu;
-	a = nd_link_global(l, r->family == AF_INET6 ? AF_INET6 : AF_INET);
-	if (!a)
-		a = nd_link_global(l, r->family == AF_INET6 ? AF_INET : AF_INET6);
-	if (a)
-		gx_strlcpy(x->addr, a->str, sizeof(x->addr));
+	if (l)
+		nd_rail_netdev(r, x, l);
 	return 0;
 }
 
@@ -363,6 +369,87 @@ static int nd_rails_check_list(struct nd_ctx *c)
 	return 0;
 }
 
+/* ---- netdev rails: TCP only, when no RDMA rail exists (README "Rails") ---- */
+static int nd_netdev_rail_add(struct nd_result *r, const struct nd_link *l)
+{
+	struct nd_rail *grown, *x;
+
+	grown = realloc(r->rails, (r->nrails + 1) * sizeof(*r->rails));
+	if (!grown)
+		return -ENOMEM;
+	r->rails = grown;
+	x = &r->rails[r->nrails++];
+	memset(x, 0, sizeof(*x)); /* dev "", port 0: no RDMA device */
+	x->gid_index = x->gid_v2_v4 = x->gid_v2_v6 = -1;
+	x->gid_type = ND_GID_NONE;
+	x->link_layer = ND_LL_UNSPEC;
+	x->rate_mbps = l->speed_mbps > 0 ? l->speed_mbps : 0;
+	nd_rail_netdev(r, x, l);
+	return 0;
+}
+
+/* l may carry a netdev rail: the bootstrap iface, or an up secondary with a global address. */
+static int nd_netdev_rail_ok(const struct nd_result *r, const struct nd_link *l)
+{
+	if (l->ifindex == r->ifindex && strcmp(l->name, r->iface) == 0)
+		return 1;
+	return nd_secondary_why(l) == NULL;
+}
+
+/* Sort v[0..n), drop repeats, add each as a netdev rail. */
+static int nd_netdev_rails_add(struct nd_result *r, const struct nd_link **v, size_t n)
+{
+	size_t i;
+	int rc = 0;
+
+	qsort(v, n, sizeof(*v), nd_name_cmp);
+	for (i = 0; i < n && rc == 0; i++)
+		if (i == 0 || v[i] != v[i - 1])
+			rc = nd_netdev_rail_add(r, v[i]);
+	return rc;
+}
+
+/* --rails net1,net2,... with no RDMA rail among them: every entry must be a usable netdev. */
+static int nd_rails_netdev_list(struct nd_ctx *c)
+{
+	const struct nd_link *v[ND_MAX_WANT], *l;
+	size_t i;
+
+	for (i = 0; i < c->nrails_list; i++) {
+		l = nd_link_by_name(c->inv, c->rails_list[i]);
+		if (!l || !nd_netdev_rail_ok(c->r, l)) {
+			snprintf(c->err, c->errlen,
+				 "--rails %s: not an RDMA rail, nor an up netdev with a global "
+				 "address (%s)",
+				 c->rails_list[i], l ? nd_secondary_why(l) : "no such netdev");
+			return GX_ENOSECONDARY;
+		}
+		v[i] = l;
+	}
+	nd_reason(c->r, "rails: netdevs %s (TCP only: no RDMA rail)", c->req->rails);
+	return nd_netdev_rails_add(c->r, v, c->nrails_list);
+}
+
+int nd_rails_netdevs(struct nd_result *r)
+{
+	const struct nd_inventory *inv = r->inv;
+	const struct nd_link **v = NULL;
+	size_t i, n = 0;
+	int rc;
+
+	if (r->nrails || !inv)
+		return (int)r->nrails;
+	v = calloc(inv->nlinks + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < inv->nlinks; i++)
+		if (nd_netdev_rail_ok(r, &inv->links[i]) && !inv->links[i].is_loopback)
+			v[n++] = &inv->links[i];
+	rc = nd_netdev_rails_add(r, v, n);
+	free(v);
+	return rc < 0 ? rc : (int)r->nrails;
+}
+
 /* DECISIONS 11: one index that is the bootstrap family's RoCE v2 entry on every rail. */
 static void nd_nccl_gid(struct nd_result *r)
 {
@@ -445,7 +532,7 @@ static int nd_rdma_env(struct nd_ctx *c)
 int nd_choose_rdma(struct nd_ctx *c)
 {
 	struct nd_result *r = c->r;
-	int rc = 0;
+	int rc = 0, netdevs;
 
 	r->nccl_gid_index = -1;
 	r->gid_index = -1;
@@ -453,7 +540,7 @@ int nd_choose_rdma(struct nd_ctx *c)
 	if (c->req->rdma_mode == ND_RDMA_OFF) {
 		snprintf(r->nccl_gid_why, sizeof(r->nccl_gid_why), "--rdma off");
 		nd_reason(r, "RDMA off");
-		return 0;
+		return c->rails_mode == ND_RAILS_LIST ? nd_rails_netdev_list(c) : 0;
 	}
 	nd_memlock_check(c);
 	nd_choice_rdma(c);
@@ -461,7 +548,10 @@ int nd_choose_rdma(struct nd_ctx *c)
 		rc = nd_rails_explicit(c);
 	else if (c->rails_mode != ND_RAILS_NONE)
 		rc = nd_rails_auto(c);
-	if (rc == 0 && !c->nwant)
+	/* no RDMA at all: the list names netdev rails (never in NCCL_IB_HCA) */
+	netdevs =
+	    rc == 0 && !c->nwant && c->rails_mode == ND_RAILS_LIST && !r->nrails && !r->rdma_usable;
+	if (rc == 0 && !c->nwant && !netdevs)
 		rc = nd_rails_check_list(c);
 	if (rc == 0)
 		rc = nd_rdma_env(c);
@@ -472,5 +562,8 @@ int nd_choose_rdma(struct nd_ctx *c)
 	nd_nccl_gid(r);
 	if (c->memlock_low)
 		snprintf(r->nccl_gid_why, sizeof(r->nccl_gid_why), "RDMA unusable (memlock)");
+	/* after the RDMA verdicts: netdev rails never count as RDMA */
+	if (rc == 0 && netdevs)
+		rc = nd_rails_netdev_list(c);
 	return rc;
 }

@@ -48,10 +48,16 @@ struct nd_request {
 	int rdma_mode;		    /* enum nd_rdma_mode */
 	const char *rails;	    /* "auto" (NULL), "none", or a list of netdevs / DEV[:PORT] */
 	int keep_on_error;	    /* on GX_ENOSECONDARY / GX_ENORDMA still hand back *ret */
+	const char *sysfs_root;	    /* PCIDEVICE_* lookups under it; NULL = "/sys" (tests) */
 };
 
+/*
+ * One rail. A netdev rail (README "Rails": --rails LIST of netdevs with no RDMA
+ * rail among them, or nd_rails_netdevs()) has dev "", port 0, no GID: TCP only,
+ * never in NCCL_IB_HCA / UCX_NET_DEVICES (those need rdma_usable).
+ */
 struct nd_rail {
-	char dev[ND_DEVSIZ];
+	char dev[ND_DEVSIZ]; /* "" for a netdev rail */
 	int port;
 	char iface[ND_IFNAMSIZ]; /* "" when an explicit --rdma-dev port has no GID of ours */
 	int ifindex;
@@ -123,6 +129,13 @@ void nd_result_free(struct nd_result *r);
 json_t *nd_result_json(const struct nd_result *r);
 /* Human table. */
 void nd_result_print(FILE *f, const struct nd_result *r);
+
+/*
+ * When r has no rail: list every up secondary netdev with a global address (and
+ * the bootstrap iface) as a netdev rail, in strverscmp name order (check --rails
+ * on TCP-only pods). The number of rails after the call, or -ENOMEM.
+ */
+int nd_rails_netdevs(struct nd_result *r);
 
 /* Rails as "mlx5_0:1,mlx5_3:1" (no "=" prefix); 0, -ENOENT (no rails), -ENOSPC. */
 int nd_rails_hca(const struct nd_result *r, char *buf, size_t len);

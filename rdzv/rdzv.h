@@ -32,12 +32,12 @@ struct rdzv_peer {
 	int gid_index; /* -1 = none */
 	int link_layer;
 	uint32_t slots;
-	int nd_err;		    /* 0, or the pod's own netdetect error (DECISIONS 4) */
-	char nd_why[256];	    /* its one line */
-	char seen_from[46];	    /* coordinator: source address of the secondary VERIFY */
-	char primary[46];	    /* coordinator: source address of the phase-1 JOIN */
-	int mtu;		    /* the secondary netdev's MTU, 0 unknown */
-	char rails[192];	    /* "dev:port/netdev/addr,..." netdev-name order (issue 15) */
+	int nd_err;	    /* 0, or the pod's own netdetect error (DECISIONS 4) */
+	char nd_why[256];   /* its one line */
+	char seen_from[46]; /* coordinator: source address of the secondary VERIFY */
+	char primary[46];   /* coordinator: source address of the phase-1 JOIN */
+	int mtu;	    /* the secondary netdev's MTU, 0 unknown */
+	char rails[320];    /* "dev:port/netdev/addr,..." netdev-name order: 8 rails (issue 15) */
 	int64_t join_ms, verify_ms; /* coordinator's monotonic clock */
 	uint32_t flags;		    /* RDZV_PF_* */
 };

@@ -35,7 +35,7 @@ static void check_world_bounds(const struct check_world *w)
 	size_t k;
 
 	for (i = 0; i < w->n; i++) {
-		if (w->rows[i].nprobes > 2 * (size_t)w->n * w->n)
+		if (w->rows[i].nprobes > 2 * (size_t)w->n * w->n * (1 + CHECK_MAX_RAILS))
 			abort();
 		printable(w->rows[i].why, sizeof(w->rows[i].why));
 		for (k = 0; k < w->rows[i].nprobes; k++) {

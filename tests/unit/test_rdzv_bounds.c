@@ -1,0 +1,1129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rdzv_bounds.c - issue 11 "resource bounds": every limit of
+ * rdzv/PROTOCOL.md "Bounds" and the per-connection deadlines of "Coordinator"
+ * and "Member", driven through the real code, once at the bound (accepted) and
+ * once past it (refused with the documented outcome): RDZV_MAX_BODY, the
+ * 256-byte handshake cap, RDZV_MAX_TABLE_BODY, RDZV_MAX_WORLD,
+ * RDZV_MAX_OBSERVERS, the connection bound, accept -> HELLO (RDZV_HELLO_MS),
+ * HELLO -> JOIN (RDZV_HANDSHAKE_MS), RDZV_PING_MS, RDZV_DEADLINE_GRACE_MS, the
+ * member's ASSIGN deadline and M_SILENCE_MS, RDZV_LIST_NAMES, string field
+ * sizes, the TLV length, the RDMA ACC bounds. A coordinator runs in a gx_ev
+ * loop on loopback; raw clients and a fake coordinator speak the wire format
+ * with the module's own codec (rdzv_conn, rdzv_put_*, rdzv_proof). Time bounds
+ * are checked as "not before the bound, within the bound plus the timer's
+ * period and slack" (DECISIONS 27: no speed assertions). ~45 s wall.
+ */
+#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_member_int.h"
+#include "rdzv/rdzv_rdma_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static const unsigned char TOKEN[] = "bounds-test-token-0123456789abcdef";
+#define JOB "job-bounds"
+#define T_UNKNOWN 999 /* a TLV no decoder knows: skipped (padding) */
+
+struct slot {
+	struct rdzv_member *m;
+	int done, rc;
+	int rank;
+	char err[1024];
+	int64_t at;
+};
+
+struct h {
+	struct gx_ev *ev;
+	uint32_t n; /* names */
+	char **names;
+	uint16_t port;
+	struct rdzv_coord *co;
+	int co_done, co_rc;
+	char co_err[1024];
+	int64_t co_at;
+	struct slot *s;
+	struct rdzv_config base;
+};
+
+static uint16_t free_port(void)
+{
+	union gx_sockaddr sa;
+	socklen_t len;
+	int fd = -1;
+
+	assert_int_equal(gx_addr_parse("127.0.0.1", 0, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &fd), 0);
+	len = sizeof(sa);
+	assert_int_equal(getsockname(fd, &sa.sa, &len), 0);
+	close(fd);
+	return ntohs(sa.in4.sin_port);
+}
+
+static void h_init(struct h *h, uint32_t n, int64_t deadline_ms)
+{
+	uint32_t i;
+
+	memset(h, 0, sizeof(*h));
+	gx_raise_nofile();
+	assert_int_equal(gx_ev_new(&h->ev), 0);
+	h->n = n;
+	h->names = calloc(n, sizeof(char *));
+	h->s = calloc(n + 16, sizeof(*h->s));
+	assert_non_null(h->names);
+	assert_non_null(h->s);
+	for (i = 0; i < n; i++) {
+		h->names[i] = malloc(32);
+		assert_non_null(h->names[i]);
+		snprintf(h->names[i], 32, "job-worker-%u", i);
+	}
+	h->port = free_port();
+	h->base.world = n;
+	h->base.names = h->names;
+	h->base.job_id = JOB;
+	h->base.token = TOKEN;
+	h->base.token_len = sizeof(TOKEN) - 1;
+	h->base.port = h->port;
+	h->base.coord_name = h->names[0];
+	h->base.deadline_ms = gx_now_ms() + deadline_ms;
+	assert_int_equal(
+	    gx_addr_parse("127.0.0.1", h->port, &h->base.coord_addr, &h->base.coord_addrlen), 0);
+}
+
+static void h_free(struct h *h)
+{
+	uint32_t i;
+
+	rdzv_coord_free(h->co);
+	for (i = 0; i < h->n + 16; i++)
+		rdzv_member_free(h->s[i].m);
+	for (i = 0; i < h->n; i++)
+		free(h->names[i]);
+	free(h->names);
+	free(h->s);
+	gx_ev_free(h->ev);
+}
+
+static void co_done(void *arg, int rc, const struct rdzv_result *res)
+{
+	struct h *h = arg;
+
+	h->co_done++;
+	h->co_rc = rc;
+	h->co_at = gx_now_ms();
+	snprintf(h->co_err, sizeof(h->co_err), "%s", res->err);
+}
+
+static void m_done(void *arg, int rc, const struct rdzv_result *res)
+{
+	struct slot *s = arg;
+
+	s->done++;
+	s->rc = rc;
+	s->rank = res->rank;
+	s->at = gx_now_ms();
+	snprintf(s->err, sizeof(s->err), "%s", res->err);
+}
+
+static void coord_cfg(struct h *h, struct rdzv_config *cfg)
+{
+	*cfg = h->base;
+	cfg->is_coordinator = 1;
+	snprintf(cfg->self.name, sizeof(cfg->self.name), "%s", h->names[0]);
+	snprintf(cfg->self.addr4, sizeof(cfg->self.addr4), "127.0.0.1");
+	snprintf(cfg->self.iface, sizeof(cfg->self.iface), "lo");
+	cfg->self.slots = 1;
+	cfg->self.gid_index = -1;
+	gx_addr_parse("127.0.0.1", 0, &cfg->listen_addr, &cfg->listen_addrlen);
+}
+
+static void start_coord_at(struct h *h, int64_t deadline_ms)
+{
+	struct rdzv_config cfg;
+
+	coord_cfg(h, &cfg);
+	cfg.deadline_ms = deadline_ms;
+	assert_int_equal(rdzv_coord_start(h->ev, &cfg, co_done, h, &h->co), 0);
+}
+
+static void start_coord(struct h *h)
+{
+	start_coord_at(h, h->base.deadline_ms);
+}
+
+static void member_cfg(struct h *h, uint32_t i, struct rdzv_config *cfg)
+{
+	*cfg = h->base;
+	cfg->is_coordinator = 0;
+	snprintf(cfg->self.name, sizeof(cfg->self.name), "%s", h->names[i]);
+	cfg->self.index = i;
+	randombytes_buf(&cfg->self.incarnation, sizeof(cfg->self.incarnation));
+	snprintf(cfg->self.addr4, sizeof(cfg->self.addr4), "127.0.0.%u", 1 + i);
+	snprintf(cfg->self.iface, sizeof(cfg->self.iface), "lo");
+	cfg->self.slots = 1;
+	cfg->self.gid_index = -1;
+}
+
+static void start_member_in(struct h *h, struct gx_ev *ev, uint32_t slot,
+			    const struct rdzv_config *cfg)
+{
+	h->s[slot].done = 0;
+	assert_int_equal(rdzv_member_start(ev, cfg, m_done, &h->s[slot], &h->s[slot].m), 0);
+}
+
+static void start_member(struct h *h, uint32_t i)
+{
+	struct rdzv_config cfg;
+
+	member_cfg(h, i, &cfg);
+	start_member_in(h, h->ev, i, &cfg);
+}
+
+/* Run ev in short slices for ms, or until *flag becomes nonzero. */
+static void pump_ev(struct gx_ev *ev, int64_t ms, const int *flag)
+{
+	int64_t until = gx_now_ms() + ms;
+
+	while ((!flag || !*flag) && gx_now_ms() < until)
+		gx_ev_run_until(ev, gx_now_ms() + 20 < until ? gx_now_ms() + 20 : until);
+}
+
+static void pump(struct h *h, int64_t ms)
+{
+	pump_ev(h->ev, ms, NULL);
+}
+
+/* ---- a raw client speaking the wire format with the module's codec ------- */
+struct cli {
+	struct rdzv_conn c;
+	unsigned char k[RDZV_KEY_LEN];
+};
+
+static void cli_open(struct h *h, struct cli *x)
+{
+	union gx_sockaddr sa;
+	socklen_t len;
+	int fd = -1;
+
+	assert_int_equal(gx_addr_parse("127.0.0.1", h->port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_connect(&sa, len, NULL, 0, &fd), 0);
+	rdzv_conn_init(&x->c, fd, 0);
+	randombytes_buf(x->c.nm, RDZV_NONCE_LEN);
+	assert_int_equal(rdzv_auth_key(TOKEN, sizeof(TOKEN) - 1, JOB, x->k), 0);
+}
+
+static void send_all(int fd, const unsigned char *p, size_t n)
+{
+	struct pollfd pf = {.fd = fd, .events = POLLOUT};
+	ssize_t k;
+
+	while (n > 0) {
+		k = send(fd, p, n, MSG_NOSIGNAL);
+		if (k < 0 && errno == EAGAIN) {
+			assert_int_equal(poll(&pf, 1, 2000), 1);
+			continue;
+		}
+		assert_true(k > 0);
+		p += k;
+		n -= (size_t)k;
+	}
+}
+
+/* One frame of body len (MAC'd once the session is up), written by hand so that
+ * sizes past the bounds can be sent at all (rdzv_conn_send refuses them). */
+static void cli_send(struct cli *x, uint16_t type, const unsigned char *body, size_t len)
+{
+	size_t mac = x->c.session ? RDZV_MAC_LEN : 0;
+	unsigned char *f = malloc(RDZV_HDR_LEN + len + mac);
+
+	assert_non_null(f);
+	rdzv_hdr_encode(f, type, (uint32_t)(len + mac));
+	memcpy(f + RDZV_HDR_LEN, body, len);
+	if (mac)
+		rdzv_mac(x->c.skey, 'M', x->c.seq_tx++, type, body, len, f + RDZV_HDR_LEN + len);
+	send_all(x->c.fd, f, RDZV_HDR_LEN + len + mac);
+	free(f);
+}
+
+/* The next frame's type (CHALLENGE: nc is kept), 0 when the coordinator closed
+ * the connection without one, -1 when nothing came within ms. */
+static int cli_expect(struct h *h, struct cli *x, int64_t ms)
+{
+	int64_t until = gx_now_ms() + ms;
+	struct rdzv_msg *m = malloc(sizeof(*m));
+	unsigned char *body = NULL;
+	uint16_t type = 0;
+	size_t len;
+	int rc;
+
+	assert_non_null(m);
+	for (;;) {
+		rc = rdzv_conn_read(&x->c, &type, &body, &len);
+		if (rc != 0 || gx_now_ms() >= until)
+			break;
+		pump(h, 20);
+	}
+	if (rc == 1 && type == RDZV_CHALLENGE) {
+		assert_int_equal(rdzv_msg_decode(type, body, len, m), 0);
+		memcpy(x->c.nc, m->nonce, RDZV_NONCE_LEN);
+	}
+	free(body);
+	free(m);
+	return rc == 1 ? type : rc < 0 ? 0 : -1;
+}
+
+/* Add an unknown TLV so the body is exactly `to` bytes. */
+static void pad_to(struct rdzv_buf *b, size_t to)
+{
+	unsigned char *zeros = calloc(1, to);
+
+	assert_non_null(zeros);
+	assert_true(to >= b->len + 4);
+	rdzv_put(b, T_UNKNOWN, zeros, to - b->len - 4);
+	free(zeros);
+	assert_int_equal(b->err, 0);
+	assert_int_equal(b->len, to);
+}
+
+static void cli_hello(struct cli *x, size_t len)
+{
+	struct rdzv_buf b = {0};
+
+	rdzv_put(&b, T_NONCE, x->c.nm, RDZV_NONCE_LEN);
+	rdzv_put_u32(&b, T_HAS_TOKEN, 1);
+	rdzv_put_str(&b, T_NAME, "job-worker-1");
+	rdzv_put_u32(&b, T_INDEX, 1);
+	rdzv_put_str(&b, T_JOB_ID, JOB);
+	pad_to(&b, len);
+	cli_send(x, RDZV_HELLO, b.p, b.len);
+	rdzv_buf_free(&b);
+}
+
+static void cli_auth(struct cli *x, size_t len)
+{
+	unsigned char proof[RDZV_MAC_LEN];
+	struct rdzv_buf b = {0};
+
+	rdzv_proof(x->k, 0, x->c.nm, x->c.nc, JOB, proof);
+	rdzv_put(&b, T_PROOF, proof, sizeof(proof));
+	pad_to(&b, len);
+	cli_send(x, RDZV_AUTH, b.p, b.len);
+	rdzv_buf_free(&b);
+}
+
+/* HELLO, CHALLENGE, AUTH, PROOF: the session is up. */
+static void cli_session(struct h *h, struct cli *x)
+{
+	cli_open(h, x);
+	cli_hello(x, 128);
+	assert_int_equal(cli_expect(h, x, 3000), RDZV_CHALLENGE);
+	cli_auth(x, 64);
+	assert_int_equal(cli_expect(h, x, 3000), RDZV_PROOF);
+	rdzv_conn_session(&x->c, x->k);
+}
+
+static void cli_join(struct cli *x, size_t len)
+{
+	struct rdzv_buf b = {0};
+	struct rdzv_peer p;
+
+	memset(&p, 0, sizeof(p));
+	snprintf(p.name, sizeof(p.name), "job-worker-1");
+	p.index = 1;
+	p.incarnation = 42;
+	snprintf(p.iface, sizeof(p.iface), "lo");
+	snprintf(p.addr4, sizeof(p.addr4), "127.0.0.2");
+	p.slots = 1;
+	p.gid_index = -1;
+	rdzv_put_peer(&b, T_PEER, &p);
+	pad_to(&b, len);
+	cli_send(x, RDZV_JOIN, b.p, b.len);
+	rdzv_buf_free(&b);
+}
+
+/* ---- RDZV_MAX_BODY: every message a coordinator reads ---------------------- */
+static void test_max_body_hello(void **state)
+{
+	struct cli at, past;
+	struct h h;
+
+	(void)state;
+	h_init(&h, 2, 10000);
+	start_coord(&h);
+	cli_open(&h, &at);
+	cli_open(&h, &past);
+	cli_hello(&at, RDZV_MAX_BODY);
+	cli_hello(&past, RDZV_MAX_BODY + 1);
+	assert_int_equal(cli_expect(&h, &at, 3000), RDZV_CHALLENGE);
+	assert_int_equal(cli_expect(&h, &past, 3000), 0); /* dropped at the header */
+	rdzv_conn_reset(&at.c);
+	rdzv_conn_reset(&past.c);
+	h_free(&h);
+}
+
+static void test_max_body_join(void **state)
+{
+	struct cli at, past;
+	struct h h;
+
+	(void)state;
+	h_init(&h, 3, 10000); /* job-worker-2 never comes: an ASSIGN, no COMMIT */
+	start_coord(&h);
+	cli_session(&h, &at);
+	cli_join(&at, RDZV_MAX_BODY);
+	assert_int_equal(cli_expect(&h, &at, 3000), RDZV_ASSIGN);
+	rdzv_conn_reset(&at.c);
+	pump(&h, 100);
+	cli_session(&h, &past);
+	cli_join(&past, RDZV_MAX_BODY + 1); /* correctly MAC'd: only the size is wrong */
+	assert_int_equal(cli_expect(&h, &past, 3000), 0);
+	rdzv_conn_reset(&past.c);
+	assert_int_equal(h.co_done, 0); /* the coordinator goes on */
+	h_free(&h);
+}
+
+/* CHALLENGE, AUTH, PROOF, PING, PONG: at most 256 bytes. */
+static void test_handshake_cap(void **state)
+{
+	struct cli at, past;
+	struct h h;
+
+	(void)state;
+	assert_int_equal(rdzv_max_body(RDZV_AUTH), 256);
+	h_init(&h, 2, 10000);
+	start_coord(&h);
+	cli_open(&h, &at);
+	cli_open(&h, &past);
+	cli_hello(&at, 128);
+	cli_hello(&past, 128);
+	assert_int_equal(cli_expect(&h, &at, 3000), RDZV_CHALLENGE);
+	assert_int_equal(cli_expect(&h, &past, 3000), RDZV_CHALLENGE);
+	cli_auth(&at, 256);
+	cli_auth(&past, 257); /* a valid proof, one byte too long */
+	assert_int_equal(cli_expect(&h, &at, 3000), RDZV_PROOF);
+	assert_int_equal(cli_expect(&h, &past, 3000), 0);
+	rdzv_conn_reset(&at.c);
+	rdzv_conn_reset(&past.c);
+	h_free(&h);
+}
+
+/* ---- RDZV_MAX_TABLE_BODY: a COMMIT on a member; never on a coordinator ------ */
+static void conn_pair(struct rdzv_conn *tx, int tx_coord, struct rdzv_conn *rx, int rx_coord)
+{
+	unsigned char k[RDZV_KEY_LEN];
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	rdzv_conn_init(tx, sv[0], tx_coord);
+	rdzv_conn_init(rx, sv[1], rx_coord);
+	randombytes_buf(k, sizeof(k));
+	randombytes_buf(tx->nm, RDZV_NONCE_LEN);
+	randombytes_buf(tx->nc, RDZV_NONCE_LEN);
+	memcpy(rx->nm, tx->nm, RDZV_NONCE_LEN);
+	memcpy(rx->nc, tx->nc, RDZV_NONCE_LEN);
+	rdzv_conn_session(tx, k);
+	rdzv_conn_session(rx, k);
+}
+
+/* Move one frame of len bytes from tx to rx: rx's read result. */
+static int move_frame(struct rdzv_conn *tx, struct rdzv_conn *rx, uint16_t type,
+		      const unsigned char *body, size_t len, size_t *got)
+{
+	unsigned char *in = NULL;
+	uint16_t t;
+	int rc, i;
+
+	rc = rdzv_conn_send(tx, type, body, len);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < 100000; i++) {
+		assert_true(rdzv_conn_flush(tx) >= 0);
+		rc = rdzv_conn_read(rx, &t, &in, got);
+		if (rc != 0)
+			break;
+	}
+	if (rc == 1) {
+		assert_int_equal(t, type);
+		assert_memory_equal(in, body, len);
+	}
+	free(in);
+	return rc;
+}
+
+/* A header claiming len bytes (+ MAC in a session) on tx's socket: rx's read result. */
+static int raw_header(struct rdzv_conn *tx, struct rdzv_conn *rx, uint16_t type, size_t len)
+{
+	unsigned char hdr[RDZV_HDR_LEN], *in = NULL;
+	uint16_t t;
+	size_t got;
+	int rc;
+
+	rdzv_hdr_encode(hdr, type, (uint32_t)(len + (rx->session ? RDZV_MAC_LEN : 0)));
+	send_all(tx->fd, hdr, sizeof(hdr));
+	rc = rdzv_conn_read(rx, &t, &in, &got);
+	free(in);
+	return rc;
+}
+
+static void test_max_table_body(void **state)
+{
+	unsigned char *body = malloc(RDZV_MAX_TABLE_BODY + 1);
+	struct rdzv_conn tx, rx;
+	size_t got = 0, i;
+
+	(void)state;
+	assert_non_null(body);
+	for (i = 0; i < RDZV_MAX_TABLE_BODY + 1; i++)
+		body[i] = (unsigned char)(i * 131);
+	/* member side: a COMMIT of exactly RDZV_MAX_TABLE_BODY is read whole */
+	conn_pair(&tx, 1, &rx, 0);
+	assert_int_equal(move_frame(&tx, &rx, RDZV_COMMIT, body, RDZV_MAX_TABLE_BODY, &got), 1);
+	assert_int_equal(got, RDZV_MAX_TABLE_BODY);
+	/* one byte more: the sender refuses, a header claiming it is refused before reading */
+	assert_int_equal(rdzv_conn_send(&tx, RDZV_COMMIT, body, RDZV_MAX_TABLE_BODY + 1),
+			 GX_EPROTO);
+	assert_int_equal(raw_header(&tx, &rx, RDZV_COMMIT, RDZV_MAX_TABLE_BODY + 1), GX_EPROTO);
+	assert_null(rx.body); /* nothing was allocated for it */
+	rdzv_conn_reset(&tx);
+	rdzv_conn_reset(&rx);
+	/* before the session even a COMMIT is held to RDZV_MAX_BODY (no table from strangers) */
+	conn_pair(&tx, 1, &rx, 0);
+	tx.session = rx.session = 0;
+	assert_int_equal(move_frame(&tx, &rx, RDZV_COMMIT, body, RDZV_MAX_BODY, &got), 1);
+	assert_int_equal(raw_header(&tx, &rx, RDZV_COMMIT, RDZV_MAX_BODY + 1), GX_EPROTO);
+	rdzv_conn_reset(&tx);
+	rdzv_conn_reset(&rx);
+	/* other types on a member: RDZV_MAX_BODY */
+	conn_pair(&tx, 1, &rx, 0);
+	assert_int_equal(move_frame(&tx, &rx, RDZV_ASSIGN, body, RDZV_MAX_BODY, &got), 1);
+	assert_int_equal(raw_header(&tx, &rx, RDZV_ASSIGN, RDZV_MAX_BODY + 1), GX_EPROTO);
+	rdzv_conn_reset(&tx);
+	rdzv_conn_reset(&rx);
+	/* a coordinator never accepts more than RDZV_MAX_BODY, COMMIT included */
+	conn_pair(&tx, 0, &rx, 1);
+	assert_int_equal(move_frame(&tx, &rx, RDZV_COMMIT, body, RDZV_MAX_BODY, &got), 1);
+	assert_int_equal(raw_header(&tx, &rx, RDZV_COMMIT, RDZV_MAX_BODY + 1), GX_EPROTO);
+	rdzv_conn_reset(&tx);
+	rdzv_conn_reset(&rx);
+	free(body);
+}
+
+/* ---- RDZV_MAX_WORLD ---------------------------------------------------------- */
+static void test_max_world(void **state)
+{
+	uint32_t n = RDZV_MAX_WORLD + 1, i;
+	struct rdzv_coord *co = NULL;
+	struct rdzv_member *m = NULL;
+	struct rdzv_config cfg;
+	struct h h;
+
+	(void)state;
+	h_init(&h, n, 10000);
+	h.base.world = RDZV_MAX_WORLD;
+	coord_cfg(&h, &cfg);
+	assert_int_equal(rdzv_coord_start(h.ev, &cfg, co_done, &h, &co), 0);
+	rdzv_coord_free(co);
+	co = NULL;
+	cfg.world = RDZV_MAX_WORLD + 1;
+	assert_int_equal(rdzv_coord_start(h.ev, &cfg, co_done, &h, &co), GX_EUSAGE);
+	assert_null(co);
+	member_cfg(&h, 1, &cfg);
+	cfg.world = RDZV_MAX_WORLD + 1;
+	assert_int_equal(rdzv_member_start(h.ev, &cfg, m_done, &h.s[1], &m), GX_EUSAGE);
+	assert_null(m);
+	cfg.world = RDZV_MAX_WORLD;
+	assert_int_equal(rdzv_member_start(h.ev, &cfg, m_done, &h.s[1], &m), 0);
+	rdzv_member_free(m);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(h.s[i].done, 0);
+	h_free(&h);
+}
+
+/* ---- RDZV_MAX_OBSERVERS ---------------------------------------------------- */
+static void start_observer(struct h *h, uint32_t slot)
+{
+	struct rdzv_config cfg;
+
+	member_cfg(h, 1, &cfg);
+	snprintf(cfg.self.name, sizeof(cfg.self.name), "mpi-launcher-%u", slot);
+	cfg.self.index = RDZV_OBSERVER;
+	cfg.self.addr4[0] = '\0';
+	cfg.self.iface[0] = '\0';
+	start_member_in(h, h->ev, slot, &cfg);
+}
+
+static void test_max_observers(void **state)
+{
+	uint32_t i, first = 2, extra = 2 + RDZV_MAX_OBSERVERS;
+	struct h h;
+
+	(void)state;
+	h_init(&h, 2, 15000);
+	start_coord(&h);
+	for (i = 0; i < RDZV_MAX_OBSERVERS; i++)
+		start_observer(&h, first + i);
+	pump(&h, 500);
+	assert_int_equal(h.co->nobservers, RDZV_MAX_OBSERVERS);
+	start_observer(&h, extra); /* one past the bound */
+	pump_ev(h.ev, 3000, &h.s[extra].done);
+	assert_int_equal(h.s[extra].done, 1);
+	assert_int_equal(h.s[extra].rc, GX_EREJECTED);
+	assert_non_null(strstr(h.s[extra].err, "too many observers"));
+	start_member(&h, 1);
+	pump_ev(h.ev, 5000, &h.co_done);
+	pump(&h, 300);
+	assert_int_equal(h.co_rc, 0);
+	for (i = 0; i < RDZV_MAX_OBSERVERS; i++) {
+		assert_int_equal(h.s[first + i].done, 1);
+		assert_int_equal(h.s[first + i].rc, 0);
+		assert_int_equal(h.s[first + i].rank, -1);
+	}
+	h_free(&h);
+}
+
+/* ---- connections: min(max(2N + 64, RDZV_MIN_CONNS), RDZV_MAX_CONNS, NOFILE - 64) */
+static size_t conn_bound(uint32_t world)
+{
+	size_t bound = 2 * (size_t)world + 64;
+	struct rlimit rl;
+
+#ifdef RDZV_MIN_CONNS
+	if (bound < RDZV_MIN_CONNS)
+		bound = RDZV_MIN_CONNS;
+#endif
+	if (bound > RDZV_MAX_CONNS)
+		bound = RDZV_MAX_CONNS;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > 128 && rl.rlim_cur - 64 < bound)
+		bound = rl.rlim_cur - 64;
+	return bound;
+}
+
+static void test_max_conns(void **state)
+{
+	struct rlimit rl;
+	struct cli *x;
+	size_t bound, i;
+	struct h h;
+
+	(void)state;
+	h_init(&h, 2, 15000);
+	start_coord(&h);
+	bound = conn_bound(2);
+	assert_int_equal(h.co->maxconns, bound);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur != RLIM_INFINITY && 2 * bound + 128 > rl.rlim_cur) {
+		/* both ends live in this process */
+		printf("# skipped: RLIMIT_NOFILE %llu < 2 x %zu + 128\n",
+		       (unsigned long long)rl.rlim_cur, bound);
+		h_free(&h);
+		skip();
+	}
+	x = calloc(bound + 1, sizeof(*x));
+	assert_non_null(x);
+	for (i = 0; i < bound; i++) { /* each sends a HELLO: it holds its slot for a while */
+		cli_open(&h, &x[i]);
+		cli_hello(&x[i], 128);
+	}
+	pump(&h, 400);
+	assert_int_equal(h.co->nconns, bound); /* at the bound: all accepted */
+	cli_open(&h, &x[bound]);	       /* past it: accept pauses, it stays in the backlog */
+	pump(&h, 300);
+	assert_true(h.co->paused);
+	assert_int_equal(h.co->nconns, bound);
+	start_member(&h, 1); /* a member waits in the backlog too ... */
+	pump(&h, 300);
+	assert_int_equal(h.co->nconns, bound);
+	assert_int_equal(h.s[1].done, 0);
+	for (i = 0; i <= bound; i++)
+		rdzv_conn_reset(&x[i].c);
+	pump_ev(h.ev, 5000, &h.co_done); /* ... and completes once slots free */
+	pump(&h, 300);
+	assert_int_equal(h.co_rc, 0);
+	assert_int_equal(h.s[1].rc, 0);
+	free(x);
+	h_free(&h);
+}
+
+/* ---- per-connection deadlines on the coordinator ---------------------------
+ * accept -> HELLO: RDZV_HELLO_MS (where the build has it; else RDZV_HANDSHAKE_MS);
+ * HELLO -> JOIN processed: RDZV_HANDSHAKE_MS. */
+#ifdef RDZV_HELLO_MS
+#define T_HELLO_MS RDZV_HELLO_MS
+#else
+#define T_HELLO_MS RDZV_HANDSHAKE_MS
+#endif
+
+/* Pump until fd is readable (closed or data) or ms pass; the time it took, -1 none. */
+static int64_t wait_readable(struct h *h, int fd, int64_t ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int64_t t0 = gx_now_ms();
+
+	while (poll(&p, 1, 0) == 0 && gx_now_ms() - t0 < ms)
+		pump(h, 20);
+	return poll(&p, 1, 0) == 1 ? gx_now_ms() - t0 : -1;
+}
+
+static void test_hello_deadline(void **state)
+{
+	struct cli silent, late;
+	struct pollfd p;
+	int64_t t0;
+	char c;
+	struct h h;
+
+	(void)state;
+	h_init(&h, 2, 20000);
+	start_coord(&h);
+	t0 = gx_now_ms();
+	cli_open(&h, &silent);
+	cli_open(&h, &late);
+	pump(&h, T_HELLO_MS - 500);
+	p = (struct pollfd){.fd = silent.c.fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 0), 0); /* within the bound: still open */
+	cli_hello(&late, 128);		     /* a HELLO late but inside the bound is answered */
+	assert_int_equal(cli_expect(&h, &late, 400), RDZV_CHALLENGE);
+	/* past it: closed by the next sweeps (slack 1 s) */
+	assert_true(wait_readable(&h, silent.c.fd, 500 + 1000) >= 0);
+	assert_int_equal(recv(silent.c.fd, &c, 1, 0), 0); /* closed */
+	assert_true(gx_now_ms() - t0 >= T_HELLO_MS);
+	rdzv_conn_reset(&silent.c);
+	rdzv_conn_reset(&late.c);
+	h_free(&h);
+}
+
+static void test_handshake_deadline(void **state)
+{
+	struct cli idle, late;
+	int64_t t0;
+	struct h h;
+
+	(void)state;
+	h_init(&h, 3, 20000); /* job-worker-2 never comes: an ASSIGN, no COMMIT */
+	start_coord(&h);
+	cli_session(&h, &idle); /* HELLO, AUTH; then no JOIN */
+	t0 = gx_now_ms();
+	cli_session(&h, &late);
+	pump(&h, RDZV_HANDSHAKE_MS - 1000);
+	cli_join(&late, 256); /* inside the bound: joined */
+	assert_int_equal(cli_expect(&h, &late, 800), RDZV_ASSIGN);
+	/* past it: the session without a JOIN loses its slot */
+	assert_true(wait_readable(&h, idle.c.fd, 2500) >= 0);
+	assert_int_equal(cli_expect(&h, &idle, 100), 0);
+	assert_true(gx_now_ms() - t0 >= RDZV_HANDSHAKE_MS - 200); /* idle's HELLO came first */
+	rdzv_conn_reset(&idle.c);
+	rdzv_conn_reset(&late.c);
+	h_free(&h);
+}
+
+/* ---- RDZV_PING_MS: the old connection's window to answer (DECISIONS 6) ------ */
+static void ping_window(int answer)
+{
+	struct gx_ev *ev2 = NULL;
+	struct rdzv_config cfg;
+	int64_t until;
+	struct h h;
+
+	h_init(&h, 3, 20000); /* job-worker-2 comes last: no COMMIT before it */
+	assert_int_equal(gx_ev_new(&ev2), 0);
+	start_coord(&h);
+	member_cfg(&h, 1, &cfg); /* A: joins in its own loop, which is then frozen */
+	start_member_in(&h, ev2, 3, &cfg);
+	until = gx_now_ms() + 3000;
+	while (h.co->njoined < 1 && gx_now_ms() < until) {
+		pump(&h, 10);
+		pump_ev(ev2, 10, NULL);
+	}
+	assert_int_equal(h.co->njoined, 1);
+	start_member(&h, 1); /* B: the same name, a new incarnation */
+	pump(&h, RDZV_PING_MS / 2);
+	assert_non_null(h.co->st[1].pending); /* B waits while A may answer */
+	if (answer) {
+		pump_ev(ev2, 100, NULL); /* A answers the PING inside the window */
+		pump_ev(h.ev, 3000, &h.co_done);
+		assert_int_equal(h.co_done, 1);
+		assert_int_equal(h.co_rc, GX_ECONFLICT);
+		assert_non_null(strstr(h.co_err, "conflicting peers"));
+	} else {
+		pump(&h, RDZV_PING_MS / 2 + 2 * RDZV_SWEEP_MS + 200);
+		assert_int_equal(h.co_done, 0);
+		assert_null(h.co->st[1].pending); /* no PONG in the window: B took the slot */
+		assert_non_null(h.co->st[1].conn);
+		start_member(&h, 2);
+		pump_ev(h.ev, 5000, &h.co_done);
+		pump(&h, 300);
+		assert_int_equal(h.co_rc, 0);
+		assert_int_equal(h.s[1].rc, 0); /* B is rank 1 */
+		assert_int_equal(h.s[1].rank, 1);
+		assert_int_equal(h.s[2].rc, 0);
+	}
+	rdzv_member_free(h.s[3].m);
+	h.s[3].m = NULL;
+	gx_ev_free(ev2);
+	h_free(&h);
+}
+
+static void test_ping_window(void **state)
+{
+	(void)state;
+	ping_window(1);
+	ping_window(0);
+}
+
+/* ---- RDZV_DEADLINE_GRACE_MS: a joined member waits for the coordinator's ABORT */
+static void grace(int64_t coord_after)
+{
+	int64_t d;
+	struct h h;
+
+	h_init(&h, 3, 1500); /* member 2 never comes */
+	d = h.base.deadline_ms;
+	start_coord_at(&h, d + coord_after);
+	start_member(&h, 1);
+	pump_ev(h.ev, coord_after + RDZV_DEADLINE_GRACE_MS + 4000, &h.s[1].done);
+	assert_int_equal(h.s[1].done, 1);
+	assert_int_equal(h.s[1].rc, GX_EPEERS);
+	if (coord_after < RDZV_DEADLINE_GRACE_MS) {
+		/* inside the grace: the coordinator's ABORT and its line */
+		assert_int_equal(h.co_done, 1);
+		assert_string_equal(h.s[1].err, h.co_err);
+		assert_non_null(strstr(h.s[1].err, "job-worker-2"));
+	} else {
+		/* past it: the member's own line, not before deadline + grace */
+		assert_int_equal(h.co_done, 0);
+		assert_true(h.s[1].at >= d + RDZV_DEADLINE_GRACE_MS);
+	}
+	h_free(&h);
+}
+
+static void test_deadline_grace(void **state)
+{
+	(void)state;
+	grace(RDZV_DEADLINE_GRACE_MS - 2000);
+	grace(RDZV_DEADLINE_GRACE_MS + 2000);
+}
+
+/* ---- the member's per-connection deadlines (PROTOCOL.md "Member") ----------
+ * A phase-1 connection must reach ASSIGN within RDZV_HANDSHAKE_MS of its start and
+ * is dead after M_SILENCE_MS (16 s) without a frame. A fake coordinator built from
+ * the codec answers the handshake and then ASSIGNs / pushes WAITING when told. */
+#define FK_MAX 48
+
+struct fk_conn {
+	struct rdzv_conn c;
+	int open, idx; /* idx: the JOIN's index, -1 before (or a phase-2 connection) */
+	int64_t t_open, t_closed, t_assigned, t_waiting;
+};
+
+struct fake {
+	int lfd;
+	unsigned char k[RDZV_KEY_LEN];
+	struct fk_conn v[FK_MAX];
+	size_t n;
+};
+
+static void fk_send(struct fk_conn *x, uint16_t type, struct rdzv_buf *b)
+{
+	assert_int_equal(b->err, 0);
+	assert_int_equal(rdzv_conn_send(&x->c, type, b->p, b->len), 0);
+	rdzv_buf_free(b);
+}
+
+static void fk_frame(struct fake *f, struct fk_conn *x, uint16_t type, const unsigned char *body,
+		     size_t len)
+{
+	struct rdzv_msg *m = malloc(sizeof(*m));
+	unsigned char proof[RDZV_MAC_LEN];
+	struct rdzv_buf b = {0};
+
+	assert_non_null(m);
+	assert_int_equal(rdzv_msg_decode(type, body, len, m), 0);
+	if (type == RDZV_HELLO) {
+		memcpy(x->c.nm, m->nonce, RDZV_NONCE_LEN);
+		randombytes_buf(x->c.nc, RDZV_NONCE_LEN);
+		rdzv_put(&b, T_NONCE, x->c.nc, RDZV_NONCE_LEN);
+		rdzv_put_u32(&b, T_HAS_TOKEN, 1);
+		fk_send(x, RDZV_CHALLENGE, &b);
+	} else if (type == RDZV_AUTH) {
+		assert_int_equal(rdzv_proof_verify(f->k, 0, x->c.nm, x->c.nc, JOB, m->proof), 0);
+		rdzv_proof(f->k, 1, x->c.nm, x->c.nc, JOB, proof);
+		rdzv_put(&b, T_PROOF, proof, sizeof(proof));
+		fk_send(x, RDZV_PROOF, &b);
+		rdzv_conn_session(&x->c, f->k);
+	} else if (type == RDZV_JOIN) {
+		x->idx = (int)m->peer.index; /* VERIFY (phase 2) is never answered */
+	}
+	free(m);
+}
+
+static void fk_poll(struct fake *f)
+{
+	unsigned char *body;
+	uint16_t type;
+	size_t i, len;
+	int fd, rc;
+
+	while ((fd = accept4(f->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		struct fk_conn *x = &f->v[f->n++];
+
+		assert_true(f->n <= FK_MAX);
+		memset(x, 0, sizeof(*x));
+		rdzv_conn_init(&x->c, fd, 1);
+		x->open = 1;
+		x->idx = -1;
+		x->t_open = gx_now_ms();
+	}
+	for (i = 0; i < f->n; i++) {
+		struct fk_conn *x = &f->v[i];
+
+		while (x->open && (rc = rdzv_conn_read(&x->c, &type, &body, &len)) != 0) {
+			if (rc < 0) {
+				x->open = 0;
+				x->t_closed = gx_now_ms();
+				rdzv_conn_reset(&x->c);
+				break;
+			}
+			fk_frame(f, x, type, body, len);
+			free(body);
+		}
+	}
+}
+
+static void fk_assign(struct fk_conn *x, uint32_t world)
+{
+	struct rdzv_buf b = {0};
+	struct rdzv_peer co;
+
+	memset(&co, 0, sizeof(co));
+	snprintf(co.name, sizeof(co.name), "job-worker-0");
+	co.incarnation = 1;
+	snprintf(co.iface, sizeof(co.iface), "lo");
+	snprintf(co.addr4, sizeof(co.addr4), "127.0.0.1");
+	co.slots = 1;
+	co.gid_index = -1;
+	rdzv_put_u32(&b, T_RANK, (uint32_t)x->idx);
+	rdzv_put_u32(&b, T_WORLD, world);
+	rdzv_put_u64(&b, T_ROUND, 7);
+	rdzv_put_str(&b, T_MASTER, "127.0.0.1");
+	rdzv_put_peer(&b, T_PEER, &co);
+	fk_send(x, RDZV_ASSIGN, &b);
+	x->t_assigned = gx_now_ms();
+}
+
+static void fk_waiting(struct fk_conn *x)
+{
+	struct rdzv_buf b = {0};
+
+	rdzv_put_u32(&b, T_COUNT, 1);
+	rdzv_put_str(&b, T_TEXT, "job-worker-9");
+	fk_send(x, RDZV_WAITING, &b);
+	x->t_waiting = gx_now_ms();
+}
+
+/* The nth (0-based) phase-1 connection that JOINed as index idx, or NULL. */
+static struct fk_conn *fk_join(struct fake *f, int idx, int nth)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		if (f->v[i].idx == idx && nth-- == 0)
+			return &f->v[i];
+	return NULL;
+}
+
+static void test_member_deadlines(void **state)
+{
+	struct fk_conn *a = NULL, *b1 = NULL, *b2 = NULL;
+	union gx_sockaddr sa;
+	struct fake f;
+	socklen_t len;
+	int64_t t0;
+	size_t i;
+	struct h h;
+
+	(void)state;
+	h_init(&h, 3, 60000);
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(rdzv_auth_key(TOKEN, sizeof(TOKEN) - 1, JOB, f.k), 0);
+	assert_int_equal(gx_addr_parse("127.0.0.1", h.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &f.lfd), 0);
+	t0 = gx_now_ms();
+	start_member(&h, 1); /* a: ASSIGN late but inside the bound; WAITING before 16 s */
+	start_member(&h, 2); /* b: first JOIN never answered; then ASSIGN and silence */
+	while (!(b2 && !b2->open) && gx_now_ms() - t0 < 45000) {
+		pump(&h, 20);
+		fk_poll(&f);
+		a = fk_join(&f, 1, 0);
+		b1 = fk_join(&f, 2, 0);
+		b2 = fk_join(&f, 2, 1);
+		if (a && a->open && !a->t_assigned &&
+		    gx_now_ms() - a->t_open >= RDZV_HANDSHAKE_MS - 1500)
+			fk_assign(a, 3);
+		if (a && a->open && a->t_assigned && !a->t_waiting &&
+		    gx_now_ms() - a->t_assigned >= M_SILENCE_MS - 2000)
+			fk_waiting(a);
+		if (b2 && b2->open && !b2->t_assigned)
+			fk_assign(b2, 3);
+	}
+	assert_non_null(a);
+	assert_non_null(b1);
+	assert_non_null(b2);
+	/* ASSIGN deadline: a answered at 3.5 s kept its connection; b's unanswered JOIN was
+	 * dropped, not before RDZV_HANDSHAKE_MS, and b came back */
+	assert_int_equal(b1->open, 0);
+	assert_int_equal(b1->t_assigned, 0);
+	assert_true(b1->t_closed - t0 >= RDZV_HANDSHAKE_MS);
+	assert_true(b1->t_closed - t0 <= RDZV_HANDSHAKE_MS + 2 * M_TICK_MS);
+	/* silence: b dropped its assigned connection, not before M_SILENCE_MS; a, whose last
+	 * frame (WAITING) is younger, is still connected although its ASSIGN is older */
+	assert_int_equal(b2->open, 0);
+	assert_true(b2->t_closed - b2->t_assigned >= M_SILENCE_MS);
+	assert_true(b2->t_closed - b2->t_assigned <= M_SILENCE_MS + 2 * M_TICK_MS);
+	assert_int_equal(a->open, 1);
+	assert_true(a->t_waiting > 0);
+	assert_true(gx_now_ms() - a->t_assigned >= M_SILENCE_MS);
+	assert_int_equal(h.s[1].done + h.s[2].done, 0); /* both still trying */
+	for (i = 0; i < f.n; i++)
+		rdzv_conn_reset(&f.v[i].c);
+	close(f.lfd);
+	h_free(&h);
+}
+
+/* ---- RDZV_LIST_NAMES: names quoted in one line ----------------------------- */
+static void list_names(uint32_t missing, const char *tail)
+{
+	char last[32];
+	struct h h;
+
+	h_init(&h, missing + 1, 600);
+	start_coord(&h);
+	pump_ev(h.ev, 5000, &h.co_done);
+	assert_int_equal(h.co_rc, GX_EPEERS);
+	snprintf(last, sizeof(last), "job-worker-%u", RDZV_LIST_NAMES);
+	assert_non_null(strstr(h.co_err, last));
+	snprintf(last, sizeof(last), "job-worker-%u", RDZV_LIST_NAMES + 1);
+	assert_null(strstr(h.co_err, last));
+	if (tail)
+		assert_string_equal(h.co_err + strlen(h.co_err) - strlen(tail), tail);
+	else
+		assert_null(strstr(h.co_err, " more"));
+	h_free(&h);
+}
+
+static void test_list_names(void **state)
+{
+	(void)state;
+	list_names(RDZV_LIST_NAMES, NULL);
+	list_names(RDZV_LIST_NAMES + 1, " and 1 more");
+}
+
+/* ---- string fields and TLV lengths ------------------------------------------ */
+static int peer_with(uint16_t t, size_t n)
+{
+	char *s = malloc(n + 1);
+	struct rdzv_buf b = {0};
+	struct rdzv_peer p;
+	int rc;
+
+	assert_non_null(s);
+	memset(s, 'a', n);
+	s[n] = '\0';
+	rdzv_put_str(&b, t, s);
+	assert_int_equal(b.err, 0);
+	rc = rdzv_peer_decode(b.p, b.len, &p);
+	rdzv_buf_free(&b);
+	free(s);
+	return rc;
+}
+
+static void test_field_sizes(void **state)
+{
+	static const struct {
+		uint16_t t;
+		size_t max;
+	} f[] = {
+	    {T_NAME, 253}, {T_IFACE, 15}, {T_RDMA_DEV, 63}, {T_ADDR6, 45}, {T_ND_WHY, 255},
+	};
+	struct rdzv_buf b = {0};
+	struct rdzv_msg *m = malloc(sizeof(*m));
+	unsigned char *big = calloc(1, 0x10000);
+	size_t i;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(big);
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		assert_int_equal(peer_with(f[i].t, f[i].max), 0);
+		assert_int_equal(peer_with(f[i].t, f[i].max + 1), GX_EPROTO);
+	}
+	/* free text (REJECT / ABORT reason): 1023 */
+	memset(big, 't', 1024);
+	rdzv_put(&b, T_TEXT, big, 1023);
+	assert_int_equal(rdzv_msg_decode(RDZV_ABORT, b.p, b.len, m), 0);
+	rdzv_buf_free(&b);
+	rdzv_put(&b, T_TEXT, big, 1024);
+	assert_int_equal(rdzv_msg_decode(RDZV_ABORT, b.p, b.len, m), GX_EPROTO);
+	rdzv_buf_free(&b);
+	/* one TLV value: a u16 length */
+	memset(big, 0, 0x10000);
+	rdzv_put(&b, T_UNKNOWN, big, 0xffff);
+	assert_int_equal(b.err, 0);
+	rdzv_buf_free(&b);
+	rdzv_put(&b, T_UNKNOWN, big, 0x10000);
+	assert_int_equal(b.err, GX_EPROTO);
+	rdzv_buf_free(&b);
+	free(big);
+	free(m);
+}
+
+/* ---- RDMA-CM ACC: mtu 256..4096 (power of two), max_write <= RDZV_RDMA_MAX_WRITE */
+static int acc_with(uint32_t mtu, uint32_t max_write)
+{
+	struct rdzv_rdma_acc a = {.mtu = mtu, .max_write = max_write, .rkey = 7, .addr = 4096};
+	unsigned char buf[RDZV_RDMA_ACC_LEN];
+
+	rdzv_rdma_enc_acc(&a, buf);
+	memset(&a, 0, sizeof(a));
+	return rdzv_rdma_dec_acc(buf, sizeof(buf), &a);
+}
+
+static void test_rdma_acc_bounds(void **state)
+{
+	(void)state;
+	assert_int_equal(acc_with(4096, RDZV_RDMA_MAX_WRITE), 0);
+	assert_int_equal(acc_with(256, 1), 0);
+	assert_int_equal(acc_with(0, 1), 0); /* unknown MTU */
+	assert_int_equal(acc_with(4096, RDZV_RDMA_MAX_WRITE + 1), GX_EPROTO);
+	assert_int_equal(acc_with(8192, 1), GX_EPROTO);
+	assert_int_equal(acc_with(128, 1), GX_EPROTO);
+	assert_int_equal(acc_with(1000, 1), GX_EPROTO);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_max_body_hello),     cmocka_unit_test(test_max_body_join),
+	    cmocka_unit_test(test_handshake_cap),      cmocka_unit_test(test_max_table_body),
+	    cmocka_unit_test(test_max_world),	       cmocka_unit_test(test_max_observers),
+	    cmocka_unit_test(test_max_conns),	       cmocka_unit_test(test_hello_deadline),
+	    cmocka_unit_test(test_handshake_deadline), cmocka_unit_test(test_ping_window),
+	    cmocka_unit_test(test_deadline_grace),     cmocka_unit_test(test_member_deadlines),
+	    cmocka_unit_test(test_list_names),	       cmocka_unit_test(test_field_sizes),
+	    cmocka_unit_test(test_rdma_acc_bounds),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
