@@ -743,7 +743,8 @@ static void ping_window(int answer)
 	member_cfg(&h, 1, &cfg); /* A: joins in its own loop, which is then frozen */
 	start_member_in(&h, ev2, 3, &cfg);
 	until = gx_now_ms() + 3000;
-	while (h.co->njoined < 1 && gx_now_ms() < until) {
+	/* (fault-3 needs A verified too: then only the PING window holds the COMMIT) */
+	while ((h.co->njoined < 1 || (answer == 2 && h.co->nverified < 1)) && gx_now_ms() < until) {
 		pump(&h, 10);
 		pump_ev(ev2, 10, NULL);
 	}
@@ -751,7 +752,20 @@ static void ping_window(int answer)
 	start_member(&h, 1); /* B: the same name, a new incarnation */
 	pump(&h, RDZV_PING_MS / 2);
 	assert_non_null(h.co->st[1].pending); /* B waits while A may answer */
-	if (answer) {
+	if (answer == 2) {
+		/* fault-3: the last peer joins inside the window: no COMMIT while B waits
+		 * (the coordinator used to COMMIT with the frozen A; B then exited 3) */
+		start_member(&h, 2);
+		pump(&h, RDZV_PING_MS / 4);
+		assert_int_equal(h.co_done, 0);
+		assert_non_null(h.co->st[1].pending);
+		pump_ev(h.ev, 5000, &h.co_done);
+		pump(&h, 300);
+		assert_int_equal(h.co_rc, 0);
+		assert_int_equal(h.s[1].rc, 0); /* B, not A, is rank 1 */
+		assert_int_equal(h.s[1].rank, 1);
+		assert_int_equal(h.s[2].rc, 0);
+	} else if (answer) {
 		pump_ev(ev2, 100, NULL); /* A answers the PING inside the window */
 		pump_ev(h.ev, 3000, &h.co_done);
 		assert_int_equal(h.co_done, 1);
@@ -781,6 +795,7 @@ static void test_ping_window(void **state)
 	(void)state;
 	ping_window(1);
 	ping_window(0);
+	ping_window(2);
 }
 
 /* ---- RDZV_DEADLINE_GRACE_MS: a joined member waits for the coordinator's ABORT */
