@@ -28,6 +28,7 @@ extern char **environ;
 #define NETSTATUS_POLL_MS 500
 
 static int wait_netstatus(struct agent_run *r);
+static void table_changed(void *arg, const struct rdzv_peer *tab, size_t n);
 
 static const char dns_trap_hint[] =
     "the coordinator's name has only given NXDOMAIN for 30 s: in init-container mode the "
@@ -236,6 +237,8 @@ static int start_rdzv(struct agent_run *r)
 	cfg.stay = !is_coord && (r->serving || r->peers.observer); /* the job-end notice */
 	cfg.ended = agent_run_ended;
 	cfg.ended_arg = r;
+	cfg.changed = table_changed;
+	cfg.changed_arg = r;
 	r->coord_lookup = r->peers.coord_fqdn ? r->peers.coord_fqdn : r->peers.names[0];
 	if (is_coord)
 		rc = rdzv_coord_start(r->ev, &cfg, rdzv_done, r, &r->coord);
@@ -510,7 +513,44 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 	free(text);
 	if (rc < 0)
 		agent_out_clean(r->o->out, 1);
+	r->files_written = rc == 0;
 	return rc;
+}
+
+/*
+ * Coordinator after the COMMIT: a pod got its rank late (elastic joiner,
+ * restarted pod). Keep the table and rewrite hostfile + rendezvous.json so
+ * `gxboot hosts` and the hostfile list the live peers (issue 17). env stays.
+ */
+static void table_changed(void *arg, const struct rdzv_peer *tab, size_t n)
+{
+	struct agent_run *r = arg;
+	struct rdzv_peer *t;
+	char err[512] = "", *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	t = realloc(r->res.table, n * sizeof(*t));
+	if (!t)
+		return;
+	memcpy(t, tab, n * sizeof(*t));
+	r->res.table = t;
+	r->res.ntable = n;
+	if (!r->files_written)
+		return;
+	agent_signals_block(1);
+	rc = hostfile_text(r, &text, &len, err, sizeof(err));
+	if (rc == 0)
+		rc = write_text(r, "hostfile", text, len, err, sizeof(err));
+	free(text);
+	if (rc == 0)
+		rc = write_json(r, "rendezvous.json", rendezvous_json(r, err, sizeof(err)), err,
+				sizeof(err));
+	agent_signals_block(0);
+	if (rc < 0)
+		gx_warn("peer table changed, %s not refreshed: %s", r->o->out, err);
+	else
+		gx_info("peer table changed: %zu peers, hostfile and rendezvous.json rewritten", n);
 }
 
 /* ---- the command ---- */

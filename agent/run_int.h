@@ -59,6 +59,7 @@ struct agent_run {
 	char rsh_agent[4200];	 /* "<this binary> rsh" when the peers serve, else "" */
 	char rsh_key_file[4200]; /* --out/rsh.key when written */
 	int ended, end_status;	 /* the job-end notice (END; -1: session dropped) */
+	int files_written;	 /* --out holds this run's files (table refreshes) */
 	char end_why[300];
 };
 

@@ -140,6 +140,13 @@ struct rdzv_config {
 	int stay;
 	void (*ended)(void *arg, int status, const char *why);
 	void *ended_arg;
+	/*
+	 * Coordinator, after the COMMIT: a pod got (or got back) its rank, e.g. an
+	 * elastic joiner or a restarted pod. tab / n: the peer table now (elastic:
+	 * the slots in use), valid during the call. For `gxboot hosts` (issue 17).
+	 */
+	void (*changed)(void *arg, const struct rdzv_peer *tab, size_t n);
+	void *changed_arg;
 };
 
 struct rdzv_result {

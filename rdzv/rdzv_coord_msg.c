@@ -216,6 +216,9 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	verify_reply(co, cc, 0, NULL);
 	if (co->committed) {
 		co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
+		co->res.ntable = co->cfg.elastic ? co->nassigned : co->world;
+		if (co->cfg.changed)
+			co->cfg.changed(co->cfg.changed_arg, co->tab, co->res.ntable);
 		return 0;
 	}
 	if (co->nverified + 1 == co->world && !co->res.t_verified_ms)

@@ -7,7 +7,8 @@
 # RAY_ADDRESS; the workers start 2 s later (autoscaling) and connect to it.
 # Asserts: the head's command started before any worker existed (the head never waits);
 # RAY_ADDRESS = <head net1>:6379 everywhere; each worker's node IP is its own net1 address and
-# the head saw it connect from there; workers got ranks 1 and 2; all exit 0.
+# the head saw it connect from there; workers got ranks 1 and 2; all exit 0; the head's
+# rendezvous.json follows the late joiners: `gxboot hosts` lists all three.
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -51,4 +52,9 @@ for i in 1 2; do
   ranks="$ranks $(sed -n 's/.*rank=\([0-9]*\)$/\1/p' "$GX_DIR/pod$i.log")"
 done
 [ "$(echo $ranks | tr ' ' '\n' | sort | tr '\n' ' ')" = "1 2 " ] || fail "worker ranks:$ranks"
+# issue 17: the head's hostfile / `gxboot hosts` follow the live table (it started alone)
+want=$(printf '%s:1\n' "$H" "$(pod_net1 1)" "$(pod_net1 2)" | sort)
+got=$("$GXBOOT" hosts --out "$GX_DIR/out0" | sort)
+[ "$got" = "$want" ] || fail "gxboot hosts on the head: got '$got', want '$want'" "$GX_DIR/pod0.log"
+gx_expect_in 0 "peer table changed: 3 peers"
 echo "Ray elastic: head alone at once, workers joined later with ranks$ranks over net1"

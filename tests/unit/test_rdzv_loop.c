@@ -945,9 +945,19 @@ static void start_elastic(struct w *w, uint32_t slot, const char *name)
 	start_member_cfg(w, slot, &cfg);
 }
 
+static void count_changed(void *arg, const struct rdzv_peer *tab, size_t n)
+{
+	size_t *last = arg;
+
+	assert_non_null(tab);
+	assert_string_equal(tab[0].name, "job-worker-0");
+	*last = n;
+}
+
 static void test_elastic(void **state)
 {
 	struct rdzv_config cfg;
+	size_t changed = 0;
 	struct w w;
 
 	(void)state;
@@ -957,6 +967,8 @@ static void test_elastic(void **state)
 	cfg.nnames = 1;
 	cfg.min_peers = 1;
 	cfg.keep_serving = 1;
+	cfg.changed = count_changed; /* the live table for `gxboot hosts` */
+	cfg.changed_arg = &changed;
 	w.base.elastic = 1;
 	w.base.nnames = 1;
 	w.base.min_peers = 1;
@@ -976,6 +988,7 @@ static void test_elastic(void **state)
 	assert_int_equal(w.s[1].res.world, 3);
 	assert_string_equal(w.s[1].res.master_addr, "127.0.0.1");
 	assert_string_equal(w.co_res.table[w.s[1].res.rank].name, "ray-worker-a");
+	assert_int_equal(changed, 3); /* both late joiners reported */
 	/* a returning name keeps its rank */
 	rdzv_member_free(w.s[1].m);
 	w.s[1].m = NULL;
