@@ -134,6 +134,10 @@ int gx_tcp_connect(const union gx_sockaddr *dst, socklen_t dlen, const union gx_
 		goto out;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* a bound source takes its port at connect() by 4-tuple: many gxboots in one netns
+	 * (hostNetwork, benchmarks) do not run out of ephemeral ports */
+	if (src)
+		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
 	if (src && bind(fd, &src->sa, slen) < 0) {
 		err = -errno;
 		goto out;
