@@ -163,6 +163,24 @@ static json_t *nd_j_warnings(const struct nd_result *r)
 	return a;
 }
 
+/* The SR-IOV device plugin's devices (PCIDEVICE_*, device-info): what was mapped to what. */
+static json_t *nd_j_pcidevs(const struct nd_inventory *inv)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; a && inv && i < inv->npcidevs; i++) {
+		const struct nd_pcidev *d = &inv->pcidevs[i];
+
+		json_array_append_new(a,
+				      json_pack("{s:s, s:s, s:s, s:s, s:s}", "source",
+						d->var[0] ? d->var : "network-status device-info",
+						"address", d->addr, "netdev", d->netdev, "rdma_dev",
+						d->rdma_dev, "rdma_from", d->rdma_src));
+	}
+	return a;
+}
+
 json_t *nd_result_json(const struct nd_result *r)
 {
 	const struct nd_inventory *inv = r->inv;
@@ -173,11 +191,11 @@ json_t *nd_result_json(const struct nd_result *r)
 			 gx_strerror(inv->rdma_err));
 	else if (inv && !inv->ndevs)
 		snprintf(status, sizeof(status), "no RDMA devices");
-	return json_pack("{s:o, s:o, s:s, s:o, s:o, s:o, s:i, s:s, s:o}", "links", nd_j_links(inv),
-			 "rdma", nd_j_rdma(inv), "rdma_status", status, "choice", nd_j_choice(r),
-			 "passed_over", nd_j_passed(r), "rails", nd_j_rails(r), "nccl_gid_index",
-			 r->nccl_gid_index, "nccl_gid_why", r->nccl_gid_why, "warnings",
-			 nd_j_warnings(r));
+	return json_pack(
+	    "{s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:i, s:s, s:o}", "links", nd_j_links(inv), "rdma",
+	    nd_j_rdma(inv), "rdma_status", status, "pcidevices", nd_j_pcidevs(inv), "choice",
+	    nd_j_choice(r), "passed_over", nd_j_passed(r), "rails", nd_j_rails(r), "nccl_gid_index",
+	    r->nccl_gid_index, "nccl_gid_why", r->nccl_gid_why, "warnings", nd_j_warnings(r));
 }
 
 /* ---- human table ---------------------------------------------------------- */
