@@ -89,22 +89,29 @@ static int status_code(int st)
 	return 1;
 }
 
-static void reap(struct gx_ev *ev, struct sup *s)
+/* Every zombie: CMD's status is kept, the others go to the hooks. */
+static void reap_all(struct sup *s)
 {
 	pid_t p;
 	int st;
 
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-		if (p != s->child) {
-			if (s->h && s->h->reaped)
-				s->h->reaped(s->h->arg, p, st);
-			else
-				gx_debug("reaped zombie %d", (int)p);
-			continue;
+		if (p == s->child) {
+			s->status = status_code(st);
+			s->done = 1;
+		} else if (s->h && s->h->reaped) {
+			s->h->reaped(s->h->arg, p, st);
+		} else {
+			gx_debug("reaped zombie %d", (int)p);
 		}
-		s->status = status_code(st);
-		s->done = 1;
 	}
+}
+
+static void reap(struct gx_ev *ev, struct sup *s)
+{
+	int st;
+
+	reap_all(s);
 	if (!s->done && s->child < 0 && s->h && s->h->stop &&
 	    s->h->stop(s->h->arg, s->signo, &st)) {
 		s->status = st;
@@ -177,17 +184,6 @@ static int signal_children(struct sup *s, int sig)
 			n++;
 	}
 	return n;
-}
-
-static void reap_all(struct sup *s)
-{
-	pid_t p;
-	int st;
-
-	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-		if (s->h && s->h->reaped)
-			s->h->reaped(s->h->arg, p, st);
-	}
 }
 
 /*

@@ -5,6 +5,7 @@
  * "host:slots" line per peer, the secondary address as host) and for `rsh`'s
  * HOST mapping (peer name, its FQDN, its eth0 or secondary address).
  */
+#include "agent/peers_int.h"
 #include "agent/rsh_int.h"
 
 #include <errno.h>
@@ -90,18 +91,6 @@ out:
 	return rc;
 }
 
-/* "job-worker-1" matches "job-worker-1.job.default.svc.cluster.local" and back. */
-static int same_name(const char *peer, const char *host)
-{
-	size_t lp = strcspn(peer, "."), lh = strcspn(host, ".");
-
-	if (strcasecmp(peer, host) == 0)
-		return 1;
-	if (lp != lh || strncasecmp(peer, host, lp) != 0)
-		return 0;
-	return peer[lp] == '\0' || host[lh] == '\0';
-}
-
 const struct rsh_peer *rsh_peer_find(const struct rsh_peer *p, size_t n, const char *host)
 {
 	char a[46];
@@ -115,7 +104,7 @@ const struct rsh_peer *rsh_peer_find(const struct rsh_peer *p, size_t n, const c
 		return NULL;
 	}
 	for (i = 0; i < n; i++) {
-		if (same_name(p[i].name, host))
+		if (agent_name_match(p[i].name, host))
 			return &p[i];
 	}
 	return NULL;

@@ -395,8 +395,7 @@ static size_t label_len(const char *s, size_t len)
 	return dot ? (size_t)(dot - s) : len;
 }
 
-/* 2: same full name; 1: same first label and one side is a single label. */
-static int name_match(const char *a, const char *b)
+int agent_name_match(const char *a, const char *b)
 {
 	size_t la = name_len(a), lb = name_len(b), fa = label_len(a, la), fb = label_len(b, lb);
 
@@ -427,7 +426,7 @@ int agent_self_index(char *const *names, size_t n, const char *self,
 	for (i = 0; i < n; i++) {
 		m = ip_match(names[i], self, is_local_ip);
 		if (m < 0)
-			m = self && *self ? name_match(names[i], self) : 0;
+			m = self && *self ? agent_name_match(names[i], self) : 0;
 		if (m == 3) {
 			*idx = i;
 			return 0;

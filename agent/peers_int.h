@@ -38,6 +38,10 @@ int agent_peers_expand_max(const char *list, size_t max, char ***names, size_t *
 			   size_t errlen);
 void agent_names_free(char **names, size_t n);
 
+/* Host names compared without case or a trailing dot: 2 the same full name, 1 the
+ * same first label where one side is a single label (a pod name vs its FQDN), 0 no. */
+int agent_name_match(const char *a, const char *b);
+
 /*
  * Index of this pod in names. A name matches self by full name (case does not
  * matter, a trailing dot neither) or by first DNS label when either side is a

@@ -485,23 +485,33 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	return agent_env_build(&in, environ, env, err, errlen);
 }
 
-/* env last: it is what `gxboot exec` loads, so it only exists beside a whole set. */
-static int write_files(struct agent_run *r, const struct agent_env *env, char *err, size_t errlen)
+/* The table's files: hostfile (when the table is known) and rendezvous.json. */
+static int write_table_files(struct agent_run *r, char *err, size_t errlen)
 {
 	char *text = NULL;
 	size_t len = 0;
 	int rc = 0;
 
-	agent_out_clean(r->o->out, 0);
 	if (r->res.ntable) {
 		rc = hostfile_text(r, &text, &len, err, errlen);
 		if (rc == 0)
 			rc = write_text(r, "hostfile", text, len, err, errlen);
 		free(text);
-		text = NULL;
 	}
 	if (rc == 0)
 		rc = write_json(r, "rendezvous.json", rendezvous_json(r, err, errlen), err, errlen);
+	return rc;
+}
+
+/* env last: it is what `gxboot exec` loads, so it only exists beside a whole set. */
+static int write_files(struct agent_run *r, const struct agent_env *env, char *err, size_t errlen)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	agent_out_clean(r->o->out, 0);
+	rc = write_table_files(r, err, errlen);
 	if (rc == 0)
 		rc = write_json(r, "env.json", agent_env_json(env), err, errlen);
 	if (rc == 0)
@@ -517,6 +527,21 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 	return rc;
 }
 
+/* Into --out (created if missing), the terminating signals held off meanwhile. */
+static int store_files(struct agent_run *r, const struct agent_env *env, char *err, size_t errlen)
+{
+	int rc;
+
+	agent_signals_block(1);
+	if (mkdir(r->o->out, 0755) < 0 && errno != EEXIST)
+		gx_debug("mkdir %s: %s", r->o->out, strerror(errno));
+	rc = write_files(r, env, err, errlen);
+	agent_signals_block(0);
+	if (rc < 0 && rc > -GX_EBASE)
+		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
+	return rc;
+}
+
 /*
  * Coordinator after the COMMIT: a pod got its rank late (elastic joiner,
  * restarted pod). Keep the table and rewrite hostfile + rendezvous.json so
@@ -526,8 +551,7 @@ static void table_changed(void *arg, const struct rdzv_peer *tab, size_t n)
 {
 	struct agent_run *r = arg;
 	struct rdzv_peer *t;
-	char err[512] = "", *text = NULL;
-	size_t len = 0;
+	char err[512] = "";
 	int rc;
 
 	t = realloc(r->res.table, n * sizeof(*t));
@@ -539,13 +563,7 @@ static void table_changed(void *arg, const struct rdzv_peer *tab, size_t n)
 	if (!r->files_written)
 		return;
 	agent_signals_block(1);
-	rc = hostfile_text(r, &text, &len, err, sizeof(err));
-	if (rc == 0)
-		rc = write_text(r, "hostfile", text, len, err, sizeof(err));
-	free(text);
-	if (rc == 0)
-		rc = write_json(r, "rendezvous.json", rendezvous_json(r, err, sizeof(err)), err,
-				sizeof(err));
+	rc = write_table_files(r, err, sizeof(err));
 	agent_signals_block(0);
 	if (rc < 0)
 		gx_warn("peer table changed, %s not refreshed: %s", r->o->out, err);
@@ -702,26 +720,6 @@ int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size
 	return 0;
 }
 
-int agent_run_write_files(struct agent_run *r, char *err, size_t errlen)
-{
-	struct agent_env env = {0};
-	int rc;
-
-	rc = build_env(r, &env, err, errlen);
-	if (rc < 0)
-		goto out;
-	agent_signals_block(1);
-	if (mkdir(r->o->out, 0755) < 0 && errno != EEXIST)
-		gx_debug("mkdir %s: %s", r->o->out, strerror(errno));
-	rc = write_files(r, &env, err, errlen);
-	agent_signals_block(0);
-	if (rc < 0 && rc > -GX_EBASE)
-		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
-out:
-	agent_env_free(&env);
-	return rc;
-}
-
 static int finish(struct agent_run *r, char *err, size_t errlen)
 {
 	struct agent_env env = {0};
@@ -729,15 +727,8 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 	int rc;
 
 	rc = build_env(r, &env, err, errlen);
-	if (rc < 0)
-		goto out;
-	agent_signals_block(1);
-	if (mkdir(r->o->out, 0755) < 0 && errno != EEXIST)
-		gx_debug("mkdir %s: %s", r->o->out, strerror(errno));
-	rc = write_files(r, &env, err, errlen);
-	agent_signals_block(0);
-	if (rc < 0 && rc > -GX_EBASE)
-		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
+	if (rc == 0)
+		rc = store_files(r, &env, err, errlen);
 	if (rc == 0 && r->o->cmd == AGENT_CMD_INIT && r->peers.elastic && r->peers.self == 0)
 		gx_warn("an elastic coordinator stops answering when init exits: pods that start "
 			"later wait for it (run it as the entrypoint: gxboot -- CMD)");

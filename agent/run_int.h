@@ -65,8 +65,6 @@ struct agent_run {
 
 int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size_t errlen);
 int agent_run_meet(struct agent_run *r, char *err, size_t errlen);
-/* After meet: env, env.json, hostfile (when the table is known), rendezvous.json. */
-int agent_run_write_files(struct agent_run *r, char *err, size_t errlen);
 void agent_run_free(struct agent_run *r);
 
 /*
