@@ -71,6 +71,57 @@ static const struct opt_def opt_defs[] = {
     {"size", OT_LONG, OFF(size), NULL, 1L << 30},
     {"json", OT_BOOL, OFF(json), NULL, 0},
 };
+_Static_assert(sizeof(opt_defs) / sizeof(opt_defs[0]) <= 64, "options given: a 64-bit mask");
+
+/*
+ * Which commands take an option given as a flag (issue 23: an option a command
+ * would ignore is a usage error naming the commands that take it). GXBOOT_*
+ * variables are pod-wide (an init container and the main container share
+ * them), so only flags are checked. An option not listed here is taken by all.
+ */
+#define CMD_BIT(c) (1u << AGENT_CMD_##c)
+#define CMDS_MEET (CMD_BIT(RUN) | CMD_BIT(INIT) | CMD_BIT(SERVE) | CMD_BIT(CHECK) | CMD_BIT(HOSTS))
+#define CMDS_NET                                                                                   \
+	(CMD_BIT(RUN) | CMD_BIT(INIT) | CMD_BIT(SERVE) | CMD_BIT(CHECK) | CMD_BIT(NETDETECT))
+#define CMDS_FILES (CMD_BIT(RUN) | CMD_BIT(INIT) | CMD_BIT(SERVE))
+
+static const struct {
+	const char *name;
+	unsigned cmds;
+} opt_cmds[] = {
+    {"peers", CMDS_MEET},
+    {"nnodes", CMDS_MEET},
+    {"self", CMDS_MEET},
+    {"job-id", CMDS_MEET},
+    {"port", CMDS_MEET},
+    {"check-port", CMD_BIT(CHECK)},
+    {"timeout", CMDS_MEET},
+    {"token-file", CMDS_MEET},
+    {"require-token", CMDS_MEET},
+    {"dns-server", CMDS_MEET},
+    {"full-table", CMDS_FILES | CMD_BIT(CHECK)},
+    {"dry-run", CMDS_FILES | CMD_BIT(CHECK)},
+    {"elastic", CMDS_MEET},
+    {"ray", CMDS_MEET},
+    {"iface", CMDS_NET},
+    {"network", CMDS_NET},
+    {"network-status", CMDS_NET},
+    {"allow-primary", CMDS_NET},
+    {"rdma", CMDS_NET},
+    {"rdma-dev", CMDS_NET},
+    {"rails", CMDS_NET},
+    {"out", CMDS_FILES | CMD_BIT(EXEC) | CMD_BIT(HOSTS) | CMD_BIT(RSH)},
+    {"master-port", CMDS_FILES},
+    {"slots", CMDS_FILES | CMD_BIT(HOSTS)},
+    {"hostfile-format", CMDS_FILES | CMD_BIT(HOSTS)},
+    {"override-env", CMDS_FILES | CMD_BIT(EXEC)},
+    {"no-rewrite", CMD_BIT(RUN)},
+    {"supervise", CMD_BIT(RUN) | CMD_BIT(SERVE)},
+    {"serve", CMD_BIT(RUN) | CMD_BIT(INIT) | CMD_BIT(SERVE)},
+    {"mode", CMD_BIT(CHECK)},
+    {"size", CMD_BIT(CHECK)},
+    {"json", CMD_BIT(NETDETECT) | CMD_BIT(CHECK)},
+};
 
 static const char *const cmd_names[] = {
     [AGENT_CMD_NONE] = "gxboot",     [AGENT_CMD_RUN] = "run",
@@ -248,7 +299,8 @@ static enum agent_cmd find_cmd(const char *s)
 }
 
 /* One "--name[=value]" (or -v/-q/-h) at argv[*i]; advances *i past its value. */
-static int parse_flag(int argc, char **argv, int *i, struct agent_opts *o, char *err, size_t errlen)
+static int parse_flag(int argc, char **argv, int *i, struct agent_opts *o, uint64_t *given,
+		      char *err, size_t errlen)
 {
 	const char *a = argv[*i], *name, *eq, *v;
 	const struct opt_def *d;
@@ -271,6 +323,7 @@ static int parse_flag(int argc, char **argv, int *i, struct agent_opts *o, char 
 	}
 	if (strcmp(a, "--require-rdma") == 0) {
 		o->rdma = AGENT_RDMA_REQUIRE;
+		*given |= 1ull << (find_opt("rdma", 4) - opt_defs);
 		return 0;
 	}
 	if (strncmp(a, "--", 2) != 0) {
@@ -284,6 +337,7 @@ static int parse_flag(int argc, char **argv, int *i, struct agent_opts *o, char 
 		set_err(err, errlen, "unknown option '%s' (see --help)%s", a, "");
 		return GX_EUSAGE;
 	}
+	*given |= 1ull << (d - opt_defs);
 	if (d->type == OT_BOOL && !eq) {
 		*(int *)((char *)o + d->off) = 1;
 		return 0;
@@ -366,6 +420,54 @@ static int skip_ssh_flag(int argc, char **argv, int *i)
 	return 1;
 }
 
+static unsigned opt_takers(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(opt_cmds) / sizeof(opt_cmds[0]); i++)
+		if (strcmp(opt_cmds[i].name, name) == 0)
+			return opt_cmds[i].cmds;
+	return ~0u;
+}
+
+/* "netdetect, check" for the commands in mask into buf. */
+static void cmd_list(unsigned mask, char *buf, size_t len)
+{
+	size_t off = 0;
+	int c, n;
+
+	buf[0] = '\0';
+	for (c = AGENT_CMD_RUN; c <= AGENT_CMD_HOSTS && off < len; c++) {
+		if (!(mask & (1u << c)))
+			continue;
+		n = snprintf(buf + off, len - off, "%s%s", off ? ", " : "", cmd_names[c]);
+		off += n > 0 ? (size_t)n : 0;
+	}
+}
+
+/* A flag the command would ignore is a usage error (--help and help take any). */
+static int check_taken(const struct agent_opts *o, uint64_t given, char *err, size_t errlen)
+{
+	char name[64], takers[128];
+	unsigned mask;
+	size_t i;
+
+	if (o->help || o->cmd == AGENT_CMD_HELP || o->cmd == AGENT_CMD_VERSION)
+		return 0;
+	for (i = 0; i < sizeof(opt_defs) / sizeof(opt_defs[0]); i++) {
+		mask = opt_takers(opt_defs[i].name);
+		if (!(given & (1ull << i)) || (mask & (1u << o->cmd)))
+			continue;
+		snprintf(name, sizeof(name), "--%s", opt_defs[i].name);
+		cmd_list(mask, takers, sizeof(takers));
+		snprintf(err, errlen, "'%s' does not take %s (it is an option of: %s)",
+			 o->cmd == AGENT_CMD_RUN ? "gxboot -- CMD" : cmd_names[o->cmd], name,
+			 takers);
+		return GX_EUSAGE;
+	}
+	return 0;
+}
+
 static int check_combination(struct agent_opts *o, char *err, size_t errlen)
 {
 	if ((o->cmd == AGENT_CMD_RUN) && o->argc == 0 && !o->help && !o->dry_run) {
@@ -399,6 +501,7 @@ static int check_combination(struct agent_opts *o, char *err, size_t errlen)
 int agent_opts_parse(int argc, char **argv, char **envp, struct agent_opts *o, char *err,
 		     size_t errlen)
 {
+	uint64_t given = 0;
 	int i, rc;
 
 	set_defaults(o);
@@ -417,7 +520,7 @@ int agent_opts_parse(int argc, char **argv, char **envp, struct agent_opts *o, c
 		if (o->cmd == AGENT_CMD_RSH && !o->rsh_host && skip_ssh_flag(argc, argv, &i))
 			continue;
 		if (a[0] == '-' && a[1] != '\0')
-			rc = parse_flag(argc, argv, &i, o, err, errlen);
+			rc = parse_flag(argc, argv, &i, o, &given, err, errlen);
 		else
 			rc = parse_positional(argc, argv, &i, o, err, errlen);
 		if (rc < 0)
@@ -425,5 +528,8 @@ int agent_opts_parse(int argc, char **argv, char **envp, struct agent_opts *o, c
 	}
 	if (o->cmd == AGENT_CMD_NONE)
 		o->cmd = o->help && o->argc == 0 ? AGENT_CMD_HELP : AGENT_CMD_RUN;
+	rc = check_taken(o, given, err, errlen);
+	if (rc < 0)
+		return rc;
 	return check_combination(o, err, errlen);
 }

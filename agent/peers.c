@@ -528,6 +528,7 @@ static int from_option(const struct agent_detect *c, struct agent_peers *p, char
 	if (rc < 0)
 		return rc;
 	p->source = "--peers";
+	agent_detect_coord(c, p, AGENT_COORD_AS_GIVEN);
 	rc = agent_self_index(p->names, p->n, c->self, c->is_local_ip, &p->self);
 	if (rc == -ENOENT && (c->o->elastic || c->o->nnodes_max > c->o->nnodes_min)) {
 		p->self = AGENT_SELF_NONE; /* an elastic pod not listed joins by name */

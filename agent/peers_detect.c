@@ -176,18 +176,64 @@ out:
 	free(txt);
 }
 
-/* The coordinator's full name with a trailing dot, when the cluster domain is known. */
-static char *coord_fqdn(const struct agent_detect *c, const char *name)
+/*
+ * This pod's full name from root/etc/hosts (kubelet writes "<ip> <host>.<sub>.
+ * <ns>.svc.<domain> <host>" when the pod has a subdomain): the part after the
+ * host label into buf ("" when unknown).
+ */
+void agent_detect_hosts_domain(const struct agent_detect *c, const char *host, char *buf,
+			       size_t len)
 {
-	char ns[256], cluster[256], out[512], ip[64];
-	size_t labels = 1, i, l = strlen(name);
+	char *txt = NULL, *line, *save = NULL, *tok, *s2 = NULL;
+	size_t hl = strcspn(host, ".");
 
-	if (gx_addr_normalize(name, ip, sizeof(ip)) == 0 || l == 0)
+	buf[0] = '\0';
+	if (agent_detect_read(c->root, "/etc/hosts", &txt) < 0)
+		return;
+	for (line = strtok_r(txt, "\n", &save); line && !buf[0];
+	     line = strtok_r(NULL, "\n", &save)) {
+		line[strcspn(line, "#")] = '\0';
+		for (tok = strtok_r(line, " \t\r", &s2); tok; tok = strtok_r(NULL, " \t\r", &s2))
+			if (strncasecmp(tok, host, hl) == 0 && tok[hl] == '.' &&
+			    gx_valid_hostname(tok)) {
+				gx_strlcpy(buf, tok + hl + 1, len);
+				break;
+			}
+	}
+	free(txt);
+}
+
+/*
+ * A bare sibling name (issue 23, FIELD.md): a kubelet puts the pod's namespace,
+ * not its subdomain, in the search list, so "job-worker-1" alone is NXDOMAIN.
+ * The sibling lives in this pod's own subdomain, which /etc/hosts names:
+ * "<name>.<this pod's domain>.", or NULL when this pod has no subdomain.
+ */
+static char *sibling_fqdn(const struct agent_detect *c, const char *name)
+{
+	char sub[256], out[512], ip[64];
+	size_t l;
+
+	if (gx_addr_normalize(c->self, ip, sizeof(ip)) == 0)
 		return NULL;
-	if (name[l - 1] == '.')
-		return strdup(name);
-	for (i = 0; i < l; i++)
-		labels += name[i] == '.';
+	agent_detect_hosts_domain(c, c->self, sub, sizeof(sub));
+	l = strlen(sub);
+	if (!l)
+		return NULL;
+	snprintf(out, sizeof(out), "%s.%s%s", name, sub, sub[l - 1] == '.' ? "" : ".");
+	if (!gx_valid_hostname(out))
+		return NULL;
+	gx_debug("peers: '%s' is a bare name: resolving it in this pod's subdomain as %s", name,
+		 out);
+	return strdup(out);
+}
+
+/* The coordinator's full name with a trailing dot, when the cluster domain is known. */
+static char *guess_fqdn(const struct agent_detect *c, const char *name, size_t labels)
+{
+	char ns[256], cluster[256], out[512];
+	size_t l = strlen(name);
+
 	search_domain(c, "svc.", cluster, sizeof(cluster));
 	if (!cluster[0])
 		return NULL;
@@ -202,6 +248,28 @@ static char *coord_fqdn(const struct agent_detect *c, const char *name)
 	else
 		return NULL;
 	return gx_valid_hostname(out) ? strdup(out) : NULL;
+}
+
+void agent_detect_coord(const struct agent_detect *c, struct agent_peers *p, int how)
+{
+	const char *name = p->names[0];
+	char ip[64];
+	size_t labels = 1, i, l = strlen(name);
+
+	if (gx_addr_normalize(name, ip, sizeof(ip)) == 0 || l == 0)
+		return;
+	if (name[l - 1] == '.') {
+		p->coord_fqdn = strdup(name);
+		return;
+	}
+	for (i = 0; i < l; i++)
+		labels += name[i] == '.';
+	if (labels == 1 && how != AGENT_COORD_SERVICE) {
+		p->coord_fqdn = sibling_fqdn(c, name);
+		p->coord_nosub = !p->coord_fqdn;
+	}
+	if (!p->coord_fqdn && how != AGENT_COORD_AS_GIVEN)
+		p->coord_fqdn = guess_fqdn(c, name, labels);
 }
 
 /* Finishes p from list l: this pod's index (or fallback), the coordinator's name. */
@@ -231,7 +299,8 @@ int agent_detect_finish(const struct agent_detect *c, struct agent_peers *p, str
 			 agent_printable(c->self, pr, sizeof(pr)), p->n, source);
 		return GX_EUSAGE;
 	}
-	p->coord_fqdn = coord_fqdn(c, p->names[0]);
+	agent_detect_coord(
+	    c, p, strcmp(source, "PyTorchJob") == 0 ? AGENT_COORD_SERVICE : AGENT_COORD_SIBLING);
 	return 0;
 }
 
@@ -452,7 +521,7 @@ static int src_mpi(const struct agent_detect *c, struct agent_peers *p, char *wh
 		p->self = AGENT_SELF_NONE;
 		p->observer = 1; /* the launcher, not listed unless runLauncherAsWorker */
 	}
-	p->coord_fqdn = coord_fqdn(c, p->names[0]);
+	agent_detect_coord(c, p, AGENT_COORD_SIBLING);
 	rc = 1;
 out:
 	agent_names_free(l.v, l.n);

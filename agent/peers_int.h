@@ -62,6 +62,7 @@ struct agent_peers {
 	size_t self;	    /* this pod's index, AGENT_SELF_NONE for an observer */
 	const char *source; /* "--peers", "TorchX", "Volcano", "MPI Operator", ... (static) */
 	char *coord_fqdn;   /* the coordinator's full name with a trailing dot, or NULL */
+	int coord_nosub;    /* the coordinator's name is bare and this pod has no subdomain */
 	long slots_hint;    /* slots from the source (MPI hostfile), 0 = none */
 	int observer;	    /* this pod is not a peer (MPI launcher) */
 	/* elastic (Ray issue): the coordinator never waits; a pod not listed
@@ -131,6 +132,24 @@ const char *agent_detect_env(char **envp, const char *name);
 int agent_detect_long(char **envp, const char *name, long max, long *v);
 /* root/path (at most 4 MiB) into a NUL-terminated malloc'd buffer; -errno. */
 int agent_detect_read(const char *root, const char *path, char **out);
+/*
+ * This pod's domain from root/etc/hosts (kubelet writes "<ip> <host>.<sub>.
+ * <ns>.svc.<domain> <host>" when the pod has a subdomain): the part after the
+ * host label into buf ("" when unknown).
+ */
+void agent_detect_hosts_domain(const struct agent_detect *c, const char *host, char *buf,
+			       size_t len);
+
+/* How agent_detect_coord qualifies the coordinator's name. */
+enum agent_coord_how {
+	AGENT_COORD_SIBLING,  /* a pod of the gang: bare -> this pod's subdomain, else guess */
+	AGENT_COORD_SERVICE,  /* a Service (PyTorchJob): namespace rules only */
+	AGENT_COORD_AS_GIVEN, /* --peers: only a bare sibling is qualified */
+};
+
+/* Sets p->coord_fqdn (and coord_nosub) for p->names[0]. */
+void agent_detect_coord(const struct agent_detect *c, struct agent_peers *p, int how);
+
 /* Moves l into p; finds self (fallback index when it is not listed); coord_fqdn. */
 int agent_detect_finish(const struct agent_detect *c, struct agent_peers *p, struct agent_names *l,
 			const char *source, long fallback, char *err, size_t errlen);

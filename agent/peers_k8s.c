@@ -15,32 +15,6 @@
 #include <string.h>
 #include <strings.h>
 
-/*
- * This pod's full name from root/etc/hosts (kubelet writes "<ip> <host>.<sub>.
- * <ns>.svc.<domain> <host>" when the pod has a subdomain): the part after the
- * host label into buf ("" when unknown).
- */
-static void hosts_domain(const struct agent_detect *c, const char *host, char *buf, size_t len)
-{
-	char *txt = NULL, *line, *save = NULL, *tok, *s2 = NULL;
-	size_t hl = strcspn(host, ".");
-
-	buf[0] = '\0';
-	if (agent_detect_read(c->root, "/etc/hosts", &txt) < 0)
-		return;
-	for (line = strtok_r(txt, "\n", &save); line && !buf[0];
-	     line = strtok_r(NULL, "\n", &save)) {
-		line[strcspn(line, "#")] = '\0';
-		for (tok = strtok_r(line, " \t\r", &s2); tok; tok = strtok_r(NULL, " \t\r", &s2))
-			if (strncasecmp(tok, host, hl) == 0 && tok[hl] == '.' &&
-			    gx_valid_hostname(tok)) {
-				gx_strlcpy(buf, tok + hl + 1, len);
-				break;
-			}
-	}
-	free(txt);
-}
-
 /* ---- Kubeflow PyTorchJob --------------------------------------------------------- */
 
 /* Pushes "<prefix><i><domain>" for i in [from, to). */
@@ -304,7 +278,7 @@ int agent_src_indexed_as(const struct agent_detect *c, struct agent_peers *p, co
 	if (c->self[hl] == '.')
 		gx_strlcpy(sub, c->self + hl + 1, sizeof(sub));
 	else
-		hosts_domain(c, c->self, sub, sizeof(sub));
+		agent_detect_hosts_domain(c, c->self, sub, sizeof(sub));
 	/* keep "<pod>.<subdomain>": the namespace comes from the search list */
 	sub[strcspn(sub, ".")] = '\0';
 	snprintf(dom, sizeof(dom), "%s%s", sub[0] ? "." : "", sub);

@@ -36,6 +36,12 @@ static const char dns_trap_hint[] =
     "--publish-not-ready-addresses; StatefulSet: publishNotReadyAddresses: true; "
     "PyTorchJob: use entrypoint mode)";
 
+/* A bare coordinator name on a pod without a subdomain (issue 23, FIELD.md). */
+static const char nosub_hint[] =
+    "; this pod has no subdomain (no full name for it in /etc/hosts), so a bare peer name "
+    "resolves only as a Service of the namespace: give the pods spec.hostname and "
+    "spec.subdomain = the headless Service's name, or write the peers as <pod>.<service>";
+
 /* An observer without a secondary of its own names the peers' interface. */
 static int nd_ok(const struct agent_run *r)
 {
@@ -298,8 +304,8 @@ static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
 	if (rc == GX_EPEERS && r->dns_hint_shown)
 		snprintf(err + strlen(err), errlen - strlen(err), "; %s", dns_trap_hint);
 	else if (rc == GX_EPEERS && r->peers.self != 0 && !r->ever_resolved)
-		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved)",
-			 r->coord_lookup);
+		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved%s)",
+			 r->coord_lookup, r->peers.coord_nosub ? nosub_hint : "");
 	istio_hint(r, rc, err, errlen);
 	return rc;
 }

@@ -45,6 +45,7 @@ struct sess {
 	int stdin_eof;
 	int64_t t0, deadline;
 	uint64_t kill_id;
+	int client_sig; /* the last signal the client forwarded (mpirun ending its daemons) */
 	char peer[64];
 	char first[64]; /* the command's first word, for the log */
 };
@@ -193,7 +194,11 @@ static void maybe_exit(struct sess *s)
 		return;
 	ex[0] = WIFSIGNALED(s->status) ? 1 : 0;
 	ex[1] = (unsigned char)(ex[0] ? WTERMSIG(s->status) : WEXITSTATUS(s->status));
-	if (ex[0])
+	/* mpirun ends its daemons with a signal at every job's end (ssh: SIGHUP) */
+	if (ex[0] && ex[1] == s->client_sig)
+		snprintf(how, sizeof(how), "ended by signal %d from the client (a normal end)",
+			 ex[1]);
+	else if (ex[0])
 		snprintf(how, sizeof(how), "killed by signal %d", ex[1]);
 	else
 		snprintf(how, sizeof(how), "exit %d", ex[1]);
@@ -337,8 +342,10 @@ static int on_frame(struct sess *s, uint8_t type, const unsigned char *p, size_t
 			close_fd(s->sv, &s->in_fd);
 		return 0;
 	case RSH_SIGNAL:
-		if (len == 1 && allowed_signal(p[0]) && s->pid > 0)
+		if (len == 1 && allowed_signal(p[0]) && s->pid > 0) {
+			s->client_sig = p[0];
 			kill(-s->pid, p[0]);
+		}
 		return 0;
 	default:
 		return GX_EPROTO;

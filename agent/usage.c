@@ -44,7 +44,11 @@ static const char usage_main[] =
     "  --json  -v  -q\n"
     "\n"
     "Every option also reads GXBOOT_<NAME> (e.g. GXBOOT_PEERS); a flag wins.\n"
-    "Exit: 0 ok, 2 usage, 3 peers missing, 4 no secondary interface, 5 rendezvous failed.\n";
+    "Bare peer names (job-worker-1) are qualified with this pod's subdomain from /etc/hosts.\n"
+    "Exit: 0 ok (run: CMD's status), 1 check failed, 2 usage (also an option the command\n"
+    "does not take), 3 peers missing at --timeout, 4 no usable secondary interface,\n"
+    "5 rendezvous failed, 126/127 CMD cannot run / not found, 128+n CMD killed by signal n;\n"
+    "rsh: the remote status, 255 when the peer cannot be reached or refuses.\n";
 
 static const char usage_run[] =
     "Usage: gxboot [OPTIONS] -- CMD [ARGS...]\n"

@@ -4,7 +4,7 @@
 # what `file` says (it cannot run here). PASS/FAIL/SKIP lines; exit 0/1 (77 = skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PKGS=(gcc-aarch64-linux-gnu libibverbs-dev:arm64 librdmacm-dev:arm64 libnl-3-dev:arm64
+PKGS=(gcc-aarch64-linux-gnu libc6-dev:arm64 libibverbs-dev:arm64 librdmacm-dev:arm64 libnl-3-dev:arm64
   libnl-route-3-dev:arm64 libc-ares-dev:arm64 libsodium-dev:arm64 libjansson-dev:arm64)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -5,12 +5,10 @@
 #  b) job-worker-2's net1 down: every pod exits 1 (DECISIONS 22: the broken pod stays in over
 #     the primary network), every pod's output names job-worker-2, the coordinator's matrix
 #     shows ✗ in row and column 2, and the exit line names job-worker-2.
-# Skipped (77) while this build says check is not available.
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
 gx_need_gxboot
-gx_skip_unless check
 cluster_create 4 || fail "cluster_create"
 T=$(cluster_token)
 P=(--peers 'job-worker-{0..3}' --token-file "$T" --timeout 15)

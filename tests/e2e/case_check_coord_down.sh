@@ -6,7 +6,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless check
 gx_need_gxboot
 cluster_create 3 || fail "cluster_create"
 T=$(cluster_token)

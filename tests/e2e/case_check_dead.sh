@@ -7,7 +7,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
 gx_need_gxboot
-gx_skip_unless check
 cluster_create 4 || fail "cluster_create"
 T=$(cluster_token)
 # job-worker-3 can finish its whole check (probes, report) before the SIGSTOP lands: then

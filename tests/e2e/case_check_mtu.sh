@@ -6,7 +6,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
 gx_need_gxboot
-gx_skip_unless check
 cluster_create 4 || fail "cluster_create"
 ip -n "$(pod_ns 3)" link set net1 mtu 1400
 T=$(cluster_token)

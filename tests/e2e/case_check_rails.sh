@@ -17,7 +17,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
 gx_need_gxboot
-gx_skip_unless check
 cluster_create 4 || fail "cluster_create"
 T=$(cluster_token)
 P=(--peers 'job-worker-{0..3}' --token-file "$T" --timeout 15)

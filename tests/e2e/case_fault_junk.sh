@@ -12,7 +12,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 N=16
 IDLE=${GX_FAULT_IDLE:-500}           # the issue's figures; overridable to probe the limits

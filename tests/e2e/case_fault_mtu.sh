@@ -8,7 +8,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 cluster_create 3 || fail "cluster_create"
 ip -n "$(pod_ns 2)" link set net1 mtu 1400

@@ -7,7 +7,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed"; exit 77; }
 cluster_create 3 || fail "cluster_create"

@@ -9,12 +9,16 @@ cluster_need_root
 GX_UNPUBLISHED="2" cluster_create 3 || fail "cluster_create"
 
 [ "$(pod_exec 1 hostname)" = job-worker-1 ] || fail "pod hostname"
-got=$(pod_exec 1 getent hosts job-worker-0 | awk '{print $1}')
-[ "$got" = "$(pod_eth0 0)" ] || fail "job-worker-0 resolves to '$got', want $(pod_eth0 0)"
-pod_exec 1 getent hosts job-worker-2 >/dev/null && fail "unpublished job-worker-2 resolves"
+# a kubelet's DNS (FIELD.md): the sibling's bare name is NXDOMAIN, <name>.<subdomain> resolves
+pod_exec 1 getent hosts job-worker-0 >/dev/null && fail "bare job-worker-0 resolves: not a kubelet's search list"
+got=$(pod_exec 1 getent hosts job-worker-0.job | awk '{print $1}')
+[ "$got" = "$(pod_eth0 0)" ] || fail "job-worker-0.job resolves to '$got', want $(pod_eth0 0)"
+got=$(pod_exec 1 getent hosts job-worker-1 | awk '{print $1}')
+[ "$got" = "$(pod_eth0 1)" ] || fail "the pod's own name resolves to '$got' (/etc/hosts), want $(pod_eth0 1)"
+pod_exec 1 getent hosts job-worker-2.job >/dev/null && fail "unpublished job-worker-2 resolves"
 cluster_publish 2
 sleep 0.3
-got=$(pod_exec 1 getent hosts job-worker-2 | awk '{print $1}')
+got=$(pod_exec 1 getent hosts job-worker-2.job | awk '{print $1}')
 [ "$got" = "$(pod_eth0 2)" ] || fail "late record: job-worker-2 resolves to '$got'"
 
 # TCP over eth0 works, then the cut closes it (but not DNS); net1 stays open.
@@ -33,7 +37,7 @@ tcp_ok 1 "$(pod_net1 0)" 29411 || fail "tcp over net1"
 cluster_cut_eth0 1 none
 tcp_ok 1 "$(pod_eth0 0)" 29411 && fail "tcp over eth0 after the cut"
 tcp_ok 1 "$(pod_net1 0)" 29411 || fail "tcp over net1 after the cut"
-pod_exec 1 getent hosts job-worker-0 >/dev/null || fail "DNS after the cut"
+pod_exec 1 getent hosts job-worker-0.job >/dev/null || fail "DNS after the cut"
 kill "$GX_PID"
 for i in 0 2; do cluster_cut_eth0 "$i" none; done
 

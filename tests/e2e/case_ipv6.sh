@@ -10,7 +10,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 GX_NET1_V6=1 cluster_create 2 || fail "cluster_create"
 export GX_NET1_V6=1

@@ -8,7 +8,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 GX_UNPUBLISHED="0" cluster_create 3 || fail "cluster_create"
 T=$(cluster_token)
@@ -16,7 +15,7 @@ for i in 0 1 2; do cluster_cut_eth0 "$i"; done
 P=(--peers 'job-worker-{0..2}' --token-file "$T" --timeout 20)
 for i in 1 2; do gx_start "$i" "${P[@]}" -- "${GX_REPORT[@]}"; done
 sleep 3
-pod_exec 1 getent hosts job-worker-0 >/dev/null && fail "job-worker-0 resolved before it was published"
+pod_exec 1 getent hosts job-worker-0.job >/dev/null && fail "job-worker-0 resolved before it was published"
 cluster_publish 0
 sleep 1
 gx_start 0 "${P[@]}" -- "${GX_REPORT[@]}"

@@ -9,7 +9,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 pod_name() { if [ "$1" = 0 ]; then echo lws-0; else echo "lws-0-$1"; fi; }
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 cluster_create 3 || fail "cluster_create"
 echo "$(pod_eth0 0) lws-0.lws.default.svc.cluster.local" >>"$GX_DIR/dns.hosts"

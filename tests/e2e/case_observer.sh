@@ -10,7 +10,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 created_etc_mpi=0
 [ -d /etc/mpi ] || { mkdir /etc/mpi && created_etc_mpi=1; }

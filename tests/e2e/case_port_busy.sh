@@ -5,7 +5,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 cluster_create 1 || fail "cluster_create"
 pod_bg 0 "$GX_DIR/holder.log" /usr/bin/python3 -c '

@@ -10,7 +10,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless serve
 gx_need_gxboot
 MPIPROG=$GX_ROOT/build/tools/mpi_allreduce
 [ -x "$MPIPROG" ] || make -C "$GX_ROOT" --no-print-directory tools >/dev/null || fail "make tools"

@@ -6,15 +6,16 @@
 # Asserts: the coordinator exits 0, its env names `<gxboot> rsh` as OMPI / PRRTE agent and
 # GXBOOT_RSH_KEY_FILE (0600 rsh.key, not the token); ranks 2k,2k+1 ran on job-worker-k (the
 # orted ran inside the serving pods' namespaces: their hostname) with sum=21; each server
-# logged one line per session from the coordinator's net1 address; the servers got the
-# job's status (END) and exited 0 on their own; no token in any env file.
+# logged one line per session from the coordinator's net1 address (orted's exit 0, or the
+# teardown signal mpirun sends through rsh, logged as a normal end); the servers got the
+# job's status (END) and exited 0 on their own, leaving no process in their pods; no token
+# in any env file.
 # Part 2: mpirun -np 6 sleep 300 under the same setup; once the sleeps run in pods 1 and 2,
 # mpirun is SIGKILLed: within 10 s no process of the job is left in any pod, the coordinator
 # exits 137 and the servers exit 137 too (the job's status).
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless serve
 gx_need_gxboot
 MPIPROG=$GX_ROOT/build/tools/mpi_allreduce
 [ -x "$MPIPROG" ] || make -C "$GX_ROOT" --no-print-directory tools >/dev/null || fail "make tools"
@@ -42,12 +43,17 @@ tok=$(cat "$T")
 for i in 0 1 2; do
   ! grep -rqF "$tok" "$GX_DIR/out$i" || fail "the job token is in job-worker-$i's files"
 done
-# the servers end with the job's status, by themselves
-gx_wait_all 10 1 2
+# the servers end with the job's status, by themselves; each logged its orted session from
+# the coordinator's net1 address. How orted ended is mpirun's race, not the job's result: it
+# exits 0, or mpirun's teardown signal (forwarded by gxboot rsh) ends it first, which serve
+# logs as a normal end (issue 23)
+gx_wait_all 20 1 2
 gx_expect_rc 0 1 2
 for i in 1 2; do
-  gx_expect_in "$i" "rsh: $(pod_net1 0) ran '.*': exit 0"
+  gx_expect_in "$i" "rsh: $(pod_net1 0) ran '[^']*': (exit 0|ended by signal [0-9]+ from the client \\(a normal end\\))"
   gx_expect_in "$i" "the job ended with status 0"
+  left=$(for p in $(ip netns pids "$(pod_ns "$i")" 2>/dev/null); do echo "$p"; done)
+  [ -z "$left" ] || fail "job-worker-$i: processes left after the job: $(for p in $left; do tr '\0' ' ' <"/proc/$p/cmdline"; echo; done)" "$GX_DIR/pod$i.log"
 done
 echo "mpirun -np 6 through gxboot rsh / serve on net1 OK (no ssh, no ip netns exec)"
 

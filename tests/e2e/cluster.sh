@@ -6,7 +6,9 @@
 #             which is the host's bridge address: ip_forward stays 0, so it routes nowhere
 #     net1  = veth on the secondary bridge 192.168.<y>.<10+i>/24 (unknown to DNS)
 #   dnsmasq on 10.<x>.1.254:53 only: job-worker-<i>.job.default.svc.cluster.local -> eth0
-#   /etc/netns/<ns>/{resolv.conf,hosts} as a kubelet writes them (ndots:5, search list).
+#   /etc/netns/<ns>/{resolv.conf,hosts} exactly as a kubelet writes them (ndots:5, search list
+#   <ns>.svc.cluster.local svc.cluster.local cluster.local: bare job-worker-<i> is NXDOMAIN,
+#   job-worker-<i>.job resolves; /etc/hosts "<eth0> job-worker-<i>.job.default.svc... job-worker-<i>")
 #
 # API (i = pod index; every command is passed as separate arguments, never through a shell):
 #   cluster_create N                 create pods 0..N-1, DNS records for all (see GX_UNPUBLISHED)
@@ -27,6 +29,7 @@
 #   GX_NET_B (192.168.y), GX_NET_C (192.168.y+1), GX_DNS (dnsmasq address), GX_HOSTMAP
 #   (lines "net1-IP eth0-IP ns hostname", for the netns rsh agent).
 # Set before cluster_create: GX_UNPUBLISHED="2 3" (pods without DNS record at start),
+#   GX_NOSUBDOMAIN="1" (pods without a subdomain: /etc/hosts has no FQDN for them),
 #   GX_IPV6=1 keeps IPv6 on in the pods (link-local only; default off),
 #   GX_NET1_V6=1 gives net1 only a global IPv6 address (fd00:<x>::<10+i>/64, nodad),
 #   GX_KEEP=1 keeps GX_DIR after teardown, GX_STATE_ROOT (run.sh: where leftovers are swept).
@@ -106,6 +109,17 @@ gx_bridge() { # gx_bridge NAME [ADDR/PLEN]
   ip link set "$1" up
 }
 
+# The kubelet's /etc/hosts (pkg/kubelet/kubelet_pods.go managedHostsFileContent): the pod's
+# FQDN only when it has a subdomain; GX_NOSUBDOMAIN="i ..." makes pods without one.
+gx_kubelet_hosts() { # gx_kubelet_hosts IP i
+  printf '# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n'
+  printf 'fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n'
+  case " ${GX_NOSUBDOMAIN:-} " in
+  *" $2 "*) printf '%s\t%s\n' "$1" "$(pod_name "$2")" ;;
+  *) printf '%s\t%s\t%s\n' "$1" "$(pod_fqdn "$2")" "$(pod_name "$2")" ;;
+  esac
+}
+
 gx_pod_create() { # gx_pod_create i
   local i=$1 ns eth net
   ns=$(pod_ns "$i")
@@ -139,12 +153,12 @@ gx_pod_create() { # gx_pod_create i
     ip -n "$ns" addr add "$net/24" dev net1
   fi
   ip -n "$ns" link set net1 up
-  # what the kubelet writes into a pod
+  # exactly what a kubelet writes into a pod with hostname + subdomain (FIELD.md): the
+  # search list holds the namespace, NOT the subdomain, so a bare sibling name is NXDOMAIN
   mkdir -p "/etc/netns/$ns"
-  printf 'search %s default.svc.cluster.local svc.cluster.local cluster.local\nnameserver %s\noptions ndots:5\n' \
-    "$GX_SVC" "$GX_DNS" >"/etc/netns/$ns/resolv.conf"
-  printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n%s\t%s %s\n' \
-    "$eth" "$(pod_fqdn "$i")" "$(pod_name "$i")" >"/etc/netns/$ns/hosts"
+  printf 'search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver %s\noptions ndots:5\n' \
+    "$GX_DNS" >"/etc/netns/$ns/resolv.conf"
+  gx_kubelet_hosts "$eth" "$i" >"/etc/netns/$ns/hosts"
   echo "$net $eth $ns $(pod_name "$i")" >>"$GX_HOSTMAP"
 }
 
@@ -394,13 +408,6 @@ PY=/usr/bin/python3
 # gx_need_gxboot SUBCMD : skip (77) when the binary or a subcommand is missing.
 gx_need_gxboot() {
   [ -x "$GXBOOT" ] || { echo "SKIP: $GXBOOT not built (make all)"; exit 77; }
-}
-
-# gx_skip_unless SUBCMD : exit 77 when this build says SUBCMD is not available yet.
-gx_skip_unless() {
-  local out
-  out=$("$GXBOOT" "$1" --dry-run --peers job-worker-0 --timeout 1 2>&1 </dev/null)
-  case "$out" in *"not available"*) echo "SKIP: $1 not built"; exit 77 ;; esac
 }
 
 # gx_start i ARGS... : gxboot ARGS in pod i, --out $GX_DIR/out<i>, log $GX_DIR/pod<i>.log;

@@ -73,7 +73,6 @@ static void test_every_option(void **state)
 			"j1",
 			"--port",
 			"1234",
-			"--check-port=1240",
 			"--timeout",
 			"30",
 			"--token-file",
@@ -104,17 +103,13 @@ static void test_every_option(void **state)
 			"--hostfile-format",
 			"horovod",
 			"--override-env",
-			"--no-rewrite",
-			"--supervise",
-			"--mode",
-			"star",
-			"--size",
-			"4096",
-			"--json",
 			"-v",
 			"-v",
 			"-q",
 			NULL};
+	char *check[] = {"gxboot", "check", "--check-port=1240", "--mode", "star", "--size", "4096",
+			 "--json", NULL};
+	char *run[] = {"gxboot", "--no-rewrite", "--supervise", "--", "true", NULL};
 	struct agent_opts o;
 
 	(void)state;
@@ -126,7 +121,6 @@ static void test_every_option(void **state)
 	assert_string_equal(o.self, "w-1");
 	assert_string_equal(o.job_id, "j1");
 	assert_int_equal(o.port, 1234);
-	assert_int_equal(o.check_port, 1240);
 	assert_int_equal(o.timeout, 30);
 	assert_string_equal(o.token_file, "/t");
 	assert_int_equal(o.require_token, 1);
@@ -145,13 +139,17 @@ static void test_every_option(void **state)
 	assert_int_equal(o.slots, 8);
 	assert_int_equal(o.hostfile_format, AGENT_HF_HOROVOD);
 	assert_int_equal(o.override_env, 1);
-	assert_int_equal(o.no_rewrite, 1);
-	assert_int_equal(o.supervise, 1);
+	assert_int_equal(o.verbosity, 1);
+	assert_int_equal(o.argc, 0);
+	/* the options only check and the run command take */
+	assert_int_equal(parse(check, NULL, &o), 0);
+	assert_int_equal(o.check_port, 1240);
 	assert_int_equal(o.check_mode, AGENT_CHECK_STAR);
 	assert_int_equal(o.size, 4096);
 	assert_int_equal(o.json, 1);
-	assert_int_equal(o.verbosity, 1);
-	assert_int_equal(o.argc, 0);
+	assert_int_equal(parse(run, NULL, &o), 0);
+	assert_int_equal(o.no_rewrite, 1);
+	assert_int_equal(o.supervise, 1);
 }
 
 static void test_commands_and_positionals(void **state)
@@ -300,6 +298,40 @@ static void test_bad_values(void **state)
 	expect_usage(plain, env_port, "GXBOOT_PORT");
 }
 
+/* Issue 23: a flag the command ignores is a usage error naming who takes it. */
+static void test_option_not_taken(void **state)
+{
+	char *json_run[] = {"gxboot", "--json", "--", "true", NULL};
+	char *mode_init[] = {"gxboot", "init", "--mode", "all", NULL};
+	char *size_serve[] = {"gxboot", "serve", "--size", "4096", NULL};
+	char *peers_nd[] = {"gxboot", "netdetect", "--peers", "a,b", NULL};
+	char *out_install[] = {"gxboot", "install", "--out", "/x", "/tmp", NULL};
+	char *rdma_exec[] = {"gxboot", "exec", "--require-rdma", "--", "true", NULL};
+	char *ok_check[] = {"gxboot", "check", "--json", "--mode", "all", "--size", "8", NULL};
+	char *ok_nd[] = {"gxboot", "netdetect", "--json", "--iface", "net1", NULL};
+	char *ok_help[] = {"gxboot", "init", "--mode", "all", "--help", NULL};
+	char *ok_hosts[] = {"gxboot", "hosts", "--out", "/run/x", NULL};
+	char *env_json[] = {"GXBOOT_JSON=1", "GXBOOT_MODE=all", NULL};
+	char *run[] = {"gxboot", "--", "true", NULL};
+	struct agent_opts o;
+
+	(void)state;
+	expect_usage(json_run, NULL,
+		     "'gxboot -- CMD' does not take --json (it is an option of: "
+		     "netdetect, check)");
+	expect_usage(mode_init, NULL, "'init' does not take --mode (it is an option of: check)");
+	expect_usage(size_serve, NULL, "'serve' does not take --size");
+	expect_usage(peers_nd, NULL, "'netdetect' does not take --peers");
+	expect_usage(out_install, NULL, "'install' does not take --out");
+	expect_usage(rdma_exec, NULL, "'exec' does not take --rdma");
+	assert_int_equal(parse(ok_check, NULL, &o), 0);
+	assert_int_equal(parse(ok_nd, NULL, &o), 0);
+	assert_int_equal(parse(ok_help, NULL, &o), 0);
+	assert_int_equal(parse(ok_hosts, NULL, &o), 0);
+	/* pod-wide GXBOOT_* variables are not flags: every command accepts them */
+	assert_int_equal(parse(run, env_json, &o), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +341,7 @@ int main(void)
 	    cmocka_unit_test(test_env_fallback_and_flag_wins),
 	    cmocka_unit_test(test_env_booleans),
 	    cmocka_unit_test(test_bad_values),
+	    cmocka_unit_test(test_option_not_taken),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

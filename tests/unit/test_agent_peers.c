@@ -233,6 +233,47 @@ static void expect_names(const struct agent_peers *p, const char *want)
 	assert_string_equal(buf, want);
 }
 
+/*
+ * Issue 23: a kubelet's search list has the namespace, not the subdomain, so a
+ * bare sibling name is qualified with this pod's subdomain from /etc/hosts; a
+ * name with a dot is used as given; a pod without a subdomain is flagged.
+ */
+static void test_discover_bare_sibling(void **state)
+{
+	struct agent_opts o;
+	struct agent_peers p;
+	char *env[] = {NULL};
+
+	(void)state;
+	opts_init(&o);
+	o.peers = "js-workers-0-{0..3}";
+	assert_int_equal(discover(&o, env, FIX "jobset", "js-workers-0-3", &p), 0);
+	assert_int_equal(p.self, 3);
+	assert_string_equal(p.coord_fqdn, "js-workers-0-0.js.default.svc.cluster.local.");
+	assert_false(p.coord_nosub);
+	agent_peers_free(&p);
+	/* --self with its subdomain finds the same /etc/hosts line */
+	o.self = "js-workers-0-3.js";
+	o.peers = "js-workers-0-{0..3}.js";
+	assert_int_equal(discover(&o, env, FIX "jobset", "ignored", &p), 0);
+	assert_int_equal(p.self, 3);
+	assert_null(p.coord_fqdn); /* a dotted name is used as given: the search list */
+	agent_peers_free(&p);
+	o.self = NULL;
+	/* no full name in /etc/hosts: no subdomain, the search list, and a flag */
+	o.peers = "w-{0..3}";
+	assert_int_equal(discover(&o, env, FIX "k8s", "w-1", &p), 0);
+	assert_null(p.coord_fqdn);
+	assert_true(p.coord_nosub);
+	agent_peers_free(&p);
+	/* an IP is never qualified */
+	o.peers = "10.0.0.1,w-1";
+	assert_int_equal(discover(&o, env, FIX "jobset", "w-1", &p), 0);
+	assert_null(p.coord_fqdn);
+	assert_false(p.coord_nosub);
+	agent_peers_free(&p);
+}
+
 static void test_discover_option(void **state)
 {
 	struct agent_opts o;
@@ -573,6 +614,7 @@ int main(void)
 	    cmocka_unit_test(test_discover_ray),
 	    cmocka_unit_test(test_discover_jobset),
 	    cmocka_unit_test(test_discover_unknown),
+	    cmocka_unit_test(test_discover_bare_sibling),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
