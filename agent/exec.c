@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <poll.h>
 #include <stdio.h>
 #include <signal.h>
 #include <string.h>
@@ -78,7 +77,18 @@ struct sup {
 	const struct agent_sup_hooks *h;
 	uint64_t tick;
 	int signo; /* no CMD: the stop signal received */
+	/* after CMD: ending what it left, in the same loop */
+	int leftovers, killed, gone;
+	int64_t kill_at;
 };
+
+static int signal_children(struct sup *s, int sig);
+
+/* Nothing of CMD's left: its group is empty and no child of ours is alive. */
+static int leftovers_gone(struct sup *s)
+{
+	return (s->child <= 0 || kill(-s->child, 0) < 0) && signal_children(s, 0) == 0;
+}
 
 static int status_code(int st)
 {
@@ -112,6 +122,12 @@ static void reap(struct gx_ev *ev, struct sup *s)
 	int st;
 
 	reap_all(s);
+	if (s->leftovers) {
+		s->gone = leftovers_gone(s);
+		if (s->gone)
+			gx_ev_stop(ev, 0);
+		return;
+	}
 	if (!s->done && s->child < 0 && s->h && s->h->stop &&
 	    s->h->stop(s->h->arg, s->signo, &st)) {
 		s->status = st;
@@ -193,9 +209,30 @@ static int signal_children(struct sup *s, int sig)
  * the job. SIGTERM, SIGKILL after 2 s; as their reaper we
  * collect them.
  */
-static void kill_leftovers(struct sup *s)
+static void leftover_tick(struct gx_ev *ev, uint64_t id, void *arg)
 {
-	int64_t end = gx_now_ms() + 2000;
+	struct sup *s = arg;
+
+	(void)id;
+	s->tick = 0;
+	reap(ev, s);
+	if (s->gone)
+		return;
+	if (!s->killed && gx_now_ms() >= s->kill_at) {
+		s->killed = 1;
+		if (s->child > 0)
+			kill(-s->child, SIGKILL);
+		if (signal_children(s, SIGKILL))
+			gx_warn("processes left by CMD ignored SIGTERM: killed");
+	}
+	/* SIGCHLD wakes us for our children; the group's other members have no
+	 * signal to wake us, so look again now and then */
+	s->tick = gx_ev_timer(ev, 20, leftover_tick, s);
+}
+
+static void kill_leftovers(struct gx_ev *ev, struct sup *s)
+{
+	int64_t end;
 	int left;
 
 	if (s->child > 0) {
@@ -205,17 +242,13 @@ static void kill_leftovers(struct sup *s)
 	left = signal_children(s, SIGTERM);
 	if (left)
 		gx_debug("%d processes outlived CMD: terminating", left);
-	while (gx_now_ms() < end) {
-		reap_all(s);
-		if ((s->child <= 0 || kill(-s->child, 0) < 0) && signal_children(s, 0) == 0)
-			return;
-		poll(NULL, 0, 20);
-	}
-	if (s->child > 0)
-		kill(-s->child, SIGKILL);
-	if (signal_children(s, SIGKILL))
-		gx_warn("processes left by CMD ignored SIGTERM: killed");
-	poll(NULL, 0, 20);
+	s->leftovers = 1;
+	s->kill_at = gx_now_ms() + 2000;
+	end = s->kill_at + 1000; /* SIGKILL'd processes get a second to be reaped */
+	gx_ev_timer_cancel(ev, s->tick);
+	s->tick = gx_ev_timer(ev, 0, leftover_tick, s);
+	while (!s->gone && gx_now_ms() < end)
+		(void)gx_ev_run_until(ev, end);
 	reap_all(s);
 }
 
@@ -271,7 +304,7 @@ int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct age
 	while (!s.done && rc >= 0)
 		rc = gx_ev_run(ev);
 	rc = s.done ? s.status : rc;
-	kill_leftovers(&s);
+	kill_leftovers(ev, &s);
 out:
 	gx_ev_timer_cancel(ev, s.tick);
 	if (s.sfd >= 0) {

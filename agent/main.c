@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int gx_log_level = GX_LOG_INFO;
 static struct agent_opts g_opts;
 
 /* The one clear line for a non-zero exit, also to /dev/termination-log. */
@@ -101,9 +100,7 @@ int main(int argc, char **argv)
 		fail_line(err);
 		exit(2);
 	}
-	gx_log_level = GX_LOG_INFO + g_opts.verbosity;
-	if (gx_log_level < GX_LOG_ERROR)
-		gx_log_level = GX_LOG_ERROR;
+	gx_log_set_level(GX_LOG_INFO + g_opts.verbosity);
 	if (g_opts.help || g_opts.cmd == AGENT_CMD_HELP) {
 		fputs(agent_usage(help_topic(&g_opts)), stdout);
 		exit(0);

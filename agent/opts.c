@@ -7,6 +7,7 @@
 #include "rdzv/gx.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,9 +138,14 @@ const char *agent_cmd_name(enum agent_cmd cmd)
 	return cmd_names[cmd];
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
+							  ...)
 {
-	snprintf(err, errlen, fmt, a, b);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 }
 
 static int parse_nnodes(const char *v, struct agent_opts *o)
@@ -327,14 +333,14 @@ static int parse_flag(int argc, char **argv, int *i, struct agent_opts *o, uint6
 		return 0;
 	}
 	if (strncmp(a, "--", 2) != 0) {
-		set_err(err, errlen, "unknown option '%s'%s", a, "");
+		set_err(err, errlen, "unknown option '%s'", a);
 		return GX_EUSAGE;
 	}
 	name = a + 2;
 	eq = strchr(name, '=');
 	d = find_opt(name, eq ? (size_t)(eq - name) : strlen(name));
 	if (!d) {
-		set_err(err, errlen, "unknown option '%s' (see --help)%s", a, "");
+		set_err(err, errlen, "unknown option '%s' (see --help)", a);
 		return GX_EUSAGE;
 	}
 	*given |= 1ull << (d - opt_defs);
@@ -350,7 +356,7 @@ static int parse_flag(int argc, char **argv, int *i, struct agent_opts *o, uint6
 		v = eq + 1;
 	} else {
 		if (*i + 1 >= argc) {
-			set_err(err, errlen, "option '%s' needs a value%s", a, "");
+			set_err(err, errlen, "option '%s' needs a value", a);
 			return GX_EUSAGE;
 		}
 		v = argv[++*i];
@@ -399,8 +405,8 @@ static int parse_positional(int argc, char **argv, int *i, struct agent_opts *o,
 		return 0;
 	}
 	if (o->cmd == AGENT_CMD_NONE || o->cmd == AGENT_CMD_RUN || o->cmd == AGENT_CMD_EXEC)
-		set_err(err, errlen,
-			"unexpected argument '%s': put '--' before the command to run%s", a, "");
+		set_err(err, errlen, "unexpected argument '%s': put '--' before the command to run",
+			a);
 	else
 		set_err(err, errlen, "unexpected argument '%s' for '%s'", a, cmd_names[o->cmd]);
 	(void)argc;
@@ -471,26 +477,24 @@ static int check_taken(const struct agent_opts *o, uint64_t given, char *err, si
 static int check_combination(struct agent_opts *o, char *err, size_t errlen)
 {
 	if ((o->cmd == AGENT_CMD_RUN) && o->argc == 0 && !o->help && !o->dry_run) {
-		set_err(err, errlen,
-			"no command to run: use 'gxboot [OPTIONS] -- CMD [ARGS...]'%s%s", "", "");
+		set_err(err, errlen, "no command to run: use 'gxboot [OPTIONS] -- CMD [ARGS...]'");
 		return GX_EUSAGE;
 	}
 	if (o->cmd == AGENT_CMD_EXEC && o->argc == 0 && !o->help) {
-		set_err(err, errlen,
-			"no command: use 'gxboot exec [--out DIR] -- CMD [ARGS...]'%s%s", "", "");
+		set_err(err, errlen, "no command: use 'gxboot exec [--out DIR] -- CMD [ARGS...]'");
 		return GX_EUSAGE;
 	}
 	if (o->cmd != AGENT_CMD_RUN && o->cmd != AGENT_CMD_EXEC && o->cmd != AGENT_CMD_RSH &&
 	    o->argc > 0) {
-		set_err(err, errlen, "'%s' takes no command after '--'%s", cmd_names[o->cmd], "");
+		set_err(err, errlen, "'%s' takes no command after '--'", cmd_names[o->cmd]);
 		return GX_EUSAGE;
 	}
 	if (o->cmd == AGENT_CMD_INSTALL && !o->install_dir && !o->help) {
-		set_err(err, errlen, "usage: gxboot install DIR%s%s", "", "");
+		set_err(err, errlen, "usage: gxboot install DIR");
 		return GX_EUSAGE;
 	}
 	if (o->cmd == AGENT_CMD_RSH && (!o->rsh_host || o->argc == 0) && !o->help) {
-		set_err(err, errlen, "usage: gxboot rsh HOST CMD...%s%s", "", "");
+		set_err(err, errlen, "usage: gxboot rsh HOST CMD...");
 		return GX_EUSAGE;
 	}
 	if (o->serve)

@@ -58,10 +58,11 @@ enum gx_log_level {
 };
 
 /*
- * The level is the one global the agent owns (defined in agent/main.c; unit
- * tests define it in tests/unit/test_support.c).
+ * The process's log level (default INFO): the program sets it once from -v/-q
+ * (agent/main.c), tests from GX_TEST_LOG. Levels outside ERROR..TRACE are clamped.
  */
-extern int gx_log_level;
+void gx_log_set_level(int level);
+int gx_log_get_level(void);
 
 /* "2026-11-23T10:00:00.123Z gxboot[pid] LEVEL: msg" on stderr. */
 void gx_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -16,6 +16,7 @@ struct gx_ev_fd {
 	gx_ev_fd_fn *fn;
 	void *arg;
 	uint32_t events;
+	uint32_t gen; /* which registration of this fd number (0: none) */
 	int used;
 };
 
@@ -33,6 +34,7 @@ struct gx_ev {
 	struct gx_ev_timer *heap;
 	size_t nheap, capheap;
 	uint64_t next_id;
+	uint32_t gen; /* the last registration's generation */
 	int stop;
 	int rc;
 };
@@ -89,9 +91,21 @@ static int grow_fds(struct gx_ev *ev, int fd)
 	return 0;
 }
 
+/*
+ * The event carries the fd and its registration's generation: an fd that a
+ * callback closes and a new socket that gets its number within one epoll_wait
+ * batch are told apart (redis ae guards the same case), so the batch's stale
+ * event never reaches the new owner.
+ */
+static uint64_t ev_data(const struct gx_ev *ev, int fd)
+{
+	return (uint64_t)ev->fds[fd].gen << 32 | (uint32_t)fd;
+}
+
 int gx_ev_add(struct gx_ev *ev, int fd, uint32_t events, gx_ev_fd_fn *fn, void *arg)
 {
-	struct epoll_event ee = {.events = events, .data.fd = fd};
+	struct epoll_event ee = {.events = events};
+	uint32_t gen;
 	int err, op;
 
 	if (fd < 0)
@@ -100,20 +114,24 @@ int gx_ev_add(struct gx_ev *ev, int fd, uint32_t events, gx_ev_fd_fn *fn, void *
 	if (err)
 		return err;
 	op = ev->fds[fd].used ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	gen = ev->fds[fd].used ? ev->fds[fd].gen : (++ev->gen ? ev->gen : ++ev->gen);
+	ee.data.u64 = (uint64_t)gen << 32 | (uint32_t)fd;
 	if (epoll_ctl(ev->epfd, op, fd, &ee) < 0)
 		return -errno;
-	ev->fds[fd] = (struct gx_ev_fd){.fn = fn, .arg = arg, .events = events, .used = 1};
+	ev->fds[fd] =
+	    (struct gx_ev_fd){.fn = fn, .arg = arg, .events = events, .gen = gen, .used = 1};
 	return 0;
 }
 
 int gx_ev_mod(struct gx_ev *ev, int fd, uint32_t events)
 {
-	struct epoll_event ee = {.events = events, .data.fd = fd};
+	struct epoll_event ee = {.events = events};
 
 	if (fd < 0 || fd >= ev->nfds || !ev->fds[fd].used)
 		return -ENOENT;
 	if (ev->fds[fd].events == events)
 		return 0;
+	ee.data.u64 = ev_data(ev, fd);
 	if (epoll_ctl(ev->epfd, EPOLL_CTL_MOD, fd, &ee) < 0)
 		return -errno;
 	ev->fds[fd].events = events;
@@ -264,10 +282,12 @@ int gx_ev_run_until(struct gx_ev *ev, int64_t deadline_ms)
 		if (n < 0 && errno != EINTR)
 			return -errno;
 		for (i = 0; i < n && !ev->stop; i++) {
-			int fd = evs[i].data.fd;
+			int fd = (int)(uint32_t)evs[i].data.u64;
 
-			/* an earlier callback in this batch may have removed it */
-			if (fd >= ev->nfds || !ev->fds[fd].used)
+			/* an earlier callback in this batch may have removed it, or
+			 * closed it and registered a new socket under its number */
+			if (fd >= ev->nfds || !ev->fds[fd].used ||
+			    ev->fds[fd].gen != (uint32_t)(evs[i].data.u64 >> 32))
 				continue;
 			ev->fds[fd].fn(ev, fd, evs[i].events, ev->fds[fd].arg);
 		}

@@ -108,10 +108,12 @@ int gx_tcp_listen(const union gx_sockaddr *sa, socklen_t len, int *fd_out)
 		err = -errno;
 		goto out;
 	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (sa->sa.sa_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, &sa->sa, len) < 0 || listen(fd, gx_somaxconn()) < 0) {
+	/* a listener in TIME_WAIT's way would turn a restart into "port in use"; and a
+	 * v6 listener that silently stayed dual-stack would take the v4 port too */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (sa->sa.sa_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, &sa->sa, len) < 0 || listen(fd, gx_somaxconn()) < 0) {
 		err = -errno;
 		goto out;
 	}
@@ -133,11 +135,13 @@ int gx_tcp_connect(const union gx_sockaddr *dst, socklen_t dlen, const union gx_
 		err = -errno;
 		goto out;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* latency only: a socket without it still works */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* a bound source takes its port at connect() by 4-tuple: many gxboots in one netns
-	 * (hostNetwork, benchmarks) do not run out of ephemeral ports */
+	 * (hostNetwork, benchmarks) do not run out of ephemeral ports; a kernel without it
+	 * (< 4.2) binds a port at bind() as before */
 	if (src)
-		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+		(void)setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
 	if (src && bind(fd, &src->sa, slen) < 0) {
 		err = -errno;
 		goto out;

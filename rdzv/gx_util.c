@@ -114,6 +114,21 @@ static const char *level_name(int level)
 	}
 }
 
+/* Logging is process-wide by nature, like c-ares's library state: one level. */
+static int log_level = GX_LOG_INFO;
+
+void gx_log_set_level(int level)
+{
+	log_level = level < GX_LOG_ERROR   ? GX_LOG_ERROR
+		    : level > GX_LOG_TRACE ? GX_LOG_TRACE
+					   : level;
+}
+
+int gx_log_get_level(void)
+{
+	return log_level;
+}
+
 void gx_vlog(int level, const char *fmt, va_list ap)
 {
 	char msg[2048];
@@ -122,7 +137,7 @@ void gx_vlog(int level, const char *fmt, va_list ap)
 	struct tm tm;
 	int n;
 
-	if (level > gx_log_level)
+	if (level > log_level)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	gmtime_r(&now.tv_sec, &tm);

@@ -353,7 +353,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	signal(SIGPIPE, SIG_IGN);
 	if (!getenv("GX_TEST_LOG"))
-		gx_log_level = GX_LOG_ERROR; /* every junk frame warns: too slow to print */
+		gx_log_set_level(GX_LOG_ERROR); /* every junk frame warns: too slow to print */
 	memset(&z, 0, sizeof(z));
 	if (gx_ev_new(&z.ev) < 0)
 		return 0;
