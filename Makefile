@@ -35,7 +35,7 @@ GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 VERSION := 1.0.0
 
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
-	-Wno-format-nonliteral -Wshadow -Wvla
+	-Wshadow -Wvla
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -I. $(WARN) -fno-common \
 	-DGX_VERSION='"$(VERSION)"' -DGX_GIT_REV='"$(GIT_REV)"' \
 	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)

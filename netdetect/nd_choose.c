@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,9 +115,14 @@ static int nd_find_cidr(struct nd_ctx *c, const char *spec, const struct nd_link
 	return -ENOENT;
 }
 
-static int nd_fail(struct nd_ctx *c, int rc, const char *fmt, const char *a, const char *b)
+__attribute__((format(printf, 3, 4))) static int nd_fail(struct nd_ctx *c, int rc, const char *fmt,
+							 ...)
 {
-	snprintf(c->err, c->errlen, fmt, a, b);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, c->errlen, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 
@@ -147,18 +153,16 @@ static int nd_step1_iface(struct nd_ctx *c)
 	if (strchr(spec, '/') || strchr(spec, ':') || inet_pton(AF_INET, spec, &v4) == 1) {
 		rc = nd_find_cidr(c, spec, &l);
 		if (rc == -EINVAL)
-			return nd_fail(c, GX_EUSAGE, "--iface %s: not an interface name or CIDR%s",
-				       spec, "");
+			return nd_fail(c, GX_EUSAGE, "--iface %s: not an interface name or CIDR",
+				       spec);
 		if (rc < 0)
 			return nd_fail(c, GX_ENOSECONDARY,
-				       "--iface %s: no local interface has an address in it%s",
-				       spec, "");
+				       "--iface %s: no local interface has an address in it", spec);
 		nd_reason(c->r, "1: --iface %s matches %s", spec, l->name);
 	} else {
 		l = nd_link_by_name(c->inv, spec);
 		if (!l)
-			return nd_fail(c, GX_ENOSECONDARY, "--iface %s: no such interface%s", spec,
-				       "");
+			return nd_fail(c, GX_ENOSECONDARY, "--iface %s: no such interface", spec);
 		nd_reason(c->r, "1: --iface %s", spec);
 	}
 	return nd_check_explicit(c, l, "--iface");
@@ -173,8 +177,7 @@ static int nd_step1_rdmadev(struct nd_ctx *c)
 	size_t j;
 
 	if (!d)
-		return nd_fail(c, GX_ENOSECONDARY, "--rdma-dev %s: no such RDMA device%s", w->dev,
-			       "");
+		return nd_fail(c, GX_ENOSECONDARY, "--rdma-dev %s: no such RDMA device", w->dev);
 	for (j = 0; j < d->nports && !l; j++)
 		if (!w->port || d->ports[j].num == w->port)
 			l = nd_port_link(c->inv, &d->ports[j]);
@@ -307,15 +310,15 @@ static int nd_step2(struct nd_ctx *c)
 				       "--network %s: %s holds no network-status annotation yet",
 				       c->req->network, c->req->network_status);
 		if (c->req->network)
-			return nd_fail(c, GX_EUSAGE, "--network %s needs --network-status%s",
-				       c->req->network, "");
+			return nd_fail(c, GX_EUSAGE, "--network %s needs --network-status",
+				       c->req->network);
 		nd_reason(c->r, "2: no network-status");
 		return nd_step2_pcidev(c);
 	}
 	n = nd_pick_net(c);
 	if (!n && c->req->network)
-		return nd_fail(c, GX_ENOSECONDARY, "--network %s: not in network-status%s",
-			       c->req->network, "");
+		return nd_fail(c, GX_ENOSECONDARY, "--network %s: not in network-status",
+			       c->req->network);
 	if (!n) {
 		nd_reason(c->r, "2: network-status lists no secondary network");
 		return nd_step2_pcidev(c);

@@ -171,11 +171,12 @@ static int local_is_secondary(struct rdzv_coord *co, struct cconn *cc, char *why
 	return 0;
 }
 
-static void note_set(struct cpeer *sp, const char *fmt, const char *a, const char *b)
+/* The peer's note: the text it reported (its netdetect line, its failed verification). */
+static void note_set(struct cpeer *sp, const char *text)
 {
 	char buf[512];
 
-	snprintf(buf, sizeof(buf), fmt, a, b);
+	snprintf(buf, sizeof(buf), "%s", text);
 	free(sp->note);
 	sp->note = strdup(buf);
 }
@@ -199,7 +200,7 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 		return 0;
 	}
 	if (!local_is_secondary(co, cc, why, sizeof(why))) {
-		note_set(sp, "%s%s", why, "");
+		note_set(sp, why);
 		verify_reply(co, cc, GX_ERDZV, why);
 		return 0;
 	}
@@ -373,7 +374,7 @@ int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsi
 		char text[300];
 
 		rdzv_sanitize(text, sizeof(text), m->text);
-		note_set(&co->st[cc->peer], "%s%s", text, "");
+		note_set(&co->st[cc->peer], text);
 		if (co->cfg.soft_verify)
 			co_soft_fail(co, (uint32_t)cc->peer, text);
 	} /* anything else: unknown or not for us, skipped */
