@@ -232,6 +232,8 @@ static int start_rdzv(struct agent_run *r)
 	cfg.soft_verify = r->soft_verify;
 	cfg.rdma = r->rdma ? r->rdma : rdma_ops(r);
 	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1 || r->peers.elastic);
+	if (cfg.keep_serving) /* servers tell a lost coordinator from one that is done */
+		cfg.self.flags |= RDZV_PF_STAYS;
 	cfg.progress = progress;
 	cfg.progress_arg = r;
 	cfg.stay = !is_coord && (r->serving || r->peers.observer); /* the job-end notice */

@@ -167,8 +167,8 @@ static int stop(void *arg, int signo, int *code)
 	if (!c->drain_by) {
 		if (signo)
 			start_drain(c, 128 + signo);
-		else if (r->ended)
-			start_drain(c, r->end_status);
+		else if (r->ended) /* a dropped session (status -1) is a failure, not errno */
+			start_drain(c, r->end_status >= 0 ? r->end_status : GX_ERDZV);
 		else
 			return 0;
 	}
@@ -188,6 +188,23 @@ static int drain_stop(void *arg, int signo, int *code)
 		return 0;
 	*code = c->status;
 	return 1;
+}
+
+/*
+ * A server's session to the coordinator ended before END. A coordinator that
+ * keeps its sessions (RDZV_PF_STAYS: --serve, --supervise, PID 1) lost it (pod
+ * deleted, node gone); any other closes them when its rendezvous is done.
+ */
+static void dropped_line(const struct agent_run *r, char *err, size_t errlen)
+{
+	if (r->res.coord.flags & RDZV_PF_STAYS)
+		snprintf(err, errlen, "the coordinator's session dropped before the job ended: %s",
+			 r->end_why);
+	else
+		snprintf(err, errlen,
+			 "the coordinator's session ended after the rendezvous: %s is not serving "
+			 "(run the coordinator with --serve, --supervise or as PID 1)",
+			 r->peers.names[0]);
 }
 
 static int serve_start(struct agent_run *r, struct ctl *c, char **envp, char *err, size_t errlen)
@@ -210,13 +227,13 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 {
 	struct ctl c = {.r = r};
 	struct agent_sup_hooks h = {.reaped = reaped, .owns = owns, .stop = stop, .arg = &c};
-	int rc, code = 0;
+	int rc;
 
 	rc = serve_start(r, &c, envp, err, errlen);
 	if (rc < 0)
 		goto out;
 	rc = agent_supervise(r->ev, argv, envp, &h);
-	if (rc < 0)
+	if (rc < 0 && c.status != GX_ERDZV) /* the loop failed, not the session */
 		goto out;
 	if (argv) { /* CMD exited with rc: tell, then drain */
 		start_drain(&c, rc);
@@ -224,13 +241,9 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 		if (agent_supervise(r->ev, NULL, envp, &h) < 0)
 			gx_debug("drain after CMD failed");
 	}
-	code = c.status;
-	rc = code;
-	if (!argv && r->ended && r->end_status < 0 && !r->coord) {
-		snprintf(err, errlen, "the coordinator's session dropped before the job ended: %s",
-			 r->end_why);
-		rc = GX_ERDZV;
-	}
+	rc = c.status;
+	if (rc == GX_ERDZV)
+		dropped_line(r, err, errlen);
 out:
 	agent_serve_free(c.sv);
 	return rc;
