@@ -444,6 +444,8 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	ri.iface = our_iface(r);
 	ri.job_id = r->job_id;
 	ri.source = r->peers.source;
+	ri.written_by = agent_cmd_name(r->o->cmd);
+	ri.round = r->res.round;
 	ri.timings = tm;
 	ri.ntimings = 3;
 	ri.peers = pi;

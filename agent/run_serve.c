@@ -251,25 +251,38 @@ out:
 
 /* ---- `serve` after `init` (DECISIONS 20): no second rendezvous ---- */
 
-/* 1 when --out/rendezvous.json is this job's (same job id), 0 when absent or another job's. */
+/*
+ * 1 when --out/rendezvous.json is this run's: this job's id, written by
+ * `init` (which every init-container run repeats first). A file another
+ * command wrote (an earlier `serve` or run with a reused --out) or another
+ * job's: 0, meet again (issue 31).
+ */
 static int init_done(const struct agent_run *r)
 {
+	const char *id, *by, *round;
 	char path[4200];
 	json_error_t je;
-	const char *id;
 	json_t *j;
-	int same;
+	int ok = 0;
 
 	snprintf(path, sizeof(path), "%s/rendezvous.json", r->o->out);
 	j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!j)
 		return 0;
 	id = json_string_value(json_object_get(j, "job_id"));
-	same = id && strcmp(id, r->job_id) == 0;
-	if (!same)
+	by = json_string_value(json_object_get(j, "written_by"));
+	round = json_string_value(json_object_get(j, "round"));
+	if (!id || strcmp(id, r->job_id) != 0)
 		gx_warn("%s belongs to another job (%s): meeting again", path, id ? id : "no id");
+	else if (!by || strcmp(by, "init") != 0)
+		gx_warn("%s is left from an earlier '%s' of this job (round %s), not from 'init': "
+			"meeting again",
+			path, by && gx_safe_text(by, 16) ? by : "gxboot",
+			round && gx_safe_text(round, 16) ? round : "unknown");
+	else
+		ok = 1;
 	json_decref(j);
-	return same;
+	return ok;
 }
 
 int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen)
@@ -284,7 +297,7 @@ int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", r->nd_err);
 		return r->nd_rc;
 	}
-	gx_info("serving after init: %s/rendezvous.json is this job's, no second rendezvous",
+	gx_info("serving after init: %s/rendezvous.json is this job's init, no second rendezvous",
 		r->o->out);
 	rc = rsh_key_derive(r->token.data, r->token.len, r->job_id, r->rsh_key);
 	agent_token_free(&r->token);

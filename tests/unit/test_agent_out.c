@@ -534,6 +534,8 @@ static void test_rendezvous_json(void **state)
 				     .iface = "net1",
 				     .job_id = "abc",
 				     .source = "--peers",
+				     .written_by = "init",
+				     .round = 0x0123456789abcdefULL,
 				     .timings = t,
 				     .ntimings = 2,
 				     .peers = peers,
@@ -545,6 +547,9 @@ static void test_rendezvous_json(void **state)
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "rank")), 1);
 	assert_string_equal(json_string_value(json_object_get(j, "master")), "192.168.9.10");
+	/* issue 31: serve after init trusts only what init wrote, with its round */
+	assert_string_equal(json_string_value(json_object_get(j, "written_by")), "init");
+	assert_string_equal(json_string_value(json_object_get(j, "round")), "0123456789abcdef");
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(j, "timings"), "rendezvous_ms")),
 	    120);
