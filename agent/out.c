@@ -244,8 +244,6 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *
 	rc = rc ?: agent_env_set(e, "HOROVOD_GLOO_IFACE", in->iface);
 	if (in->addr && strchr(in->addr, ':')) /* an IPv6-only secondary (issue 15) */
 		rc = rc ?: agent_env_set(e, "NCCL_SOCKET_FAMILY", "AF_INET6");
-	if (in->addr && strchr(in->addr, ':')) /* an IPv6-only secondary (issue 15) */
-		rc = rc ?: agent_env_set(e, "NCCL_SOCKET_FAMILY", "AF_INET6");
 	rc = rc ?: set_rails(in, e);
 	if (rc == 0 && in->ray_port > 0) {
 		char ra[80];

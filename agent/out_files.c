@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,7 +303,8 @@ static int info_ok(const struct agent_rdzv_info *ri)
 	if (!ri->iface || !gx_valid_ifname(ri->iface))
 		return 0;
 	if ((ri->job_id && !gx_valid_jobid(ri->job_id)) ||
-	    (ri->source && !gx_safe_text(ri->source, 128)))
+	    (ri->source && !gx_safe_text(ri->source, 128)) ||
+	    (ri->written_by && !gx_safe_text(ri->written_by, 16)))
 		return 0;
 	return ri->world >= 1 && ri->rank >= -1 && ri->rank < ri->world;
 }
@@ -343,6 +345,13 @@ json_t *agent_rendezvous_json(const struct agent_rdzv_info *ri, char *err, size_
 	rc |= json_object_set_new(o, "iface", json_string(ri->iface));
 	rc |= set_str(o, "job_id", ri->job_id);
 	rc |= set_str(o, "source", ri->source);
+	rc |= set_str(o, "written_by", ri->written_by);
+	if (ri->round) {
+		char rd[24];
+
+		snprintf(rd, sizeof(rd), "%016" PRIx64, ri->round);
+		rc |= set_str(o, "round", rd);
+	}
 	rc |= json_object_set_new(o, "timings", timings_json(ri));
 	for (i = 0; i < ri->npeers && rc == 0; i++) {
 		if (!peer_ok(&ri->peers[i])) {

@@ -149,6 +149,9 @@ struct agent_rdzv_info {
 	const char *iface;
 	const char *job_id;
 	const char *source; /* where the peers came from */
+	const char
+	    *written_by; /* the command: "init", "run", "serve" (issue 31: serve after init) */
+	uint64_t round;	 /* the rendezvous' round id (0: none) */
 	const struct agent_timing *timings;
 	size_t ntimings;
 	const struct agent_rdzv_peer_info *peers; /* those known here */

@@ -420,32 +420,36 @@ static int ip_match(const char *name, const char *self, int (*is_local_ip)(const
 int agent_self_index(char *const *names, size_t n, const char *self,
 		     int (*is_local_ip)(const char *ip), size_t *idx)
 {
-	size_t i, exact = SIZE_MAX, shortm = SIZE_MAX, nshort = 0;
+	size_t i, exact = SIZE_MAX, shortm = SIZE_MAX, local = SIZE_MAX, nshort = 0;
 	int m;
 
 	for (i = 0; i < n; i++) {
 		m = ip_match(names[i], self, is_local_ip);
-		if (m < 0)
-			m = self && *self ? agent_name_match(names[i], self) : 0;
 		if (m == 3) {
 			*idx = i;
 			return 0;
 		}
+		if (m == 2 && local == SIZE_MAX)
+			local = i;
+		if (m >= 0)
+			continue;
+		m = self && *self ? agent_name_match(names[i], self) : 0;
 		if (m == 2 && exact == SIZE_MAX)
 			exact = i;
 		if (m == 1 && nshort++ == 0)
 			shortm = i;
 	}
+	/* the pod's name says which entry it is; a local IP (127.0.0.1, a node
+	 * address shared by hostNetwork pods) only when no name matches */
+	if (exact == SIZE_MAX && nshort == 1)
+		exact = shortm;
+	if (exact == SIZE_MAX)
+		exact = local;
 	if (exact != SIZE_MAX) {
 		*idx = exact;
 		return 0;
 	}
-	if (nshort > 1)
-		return GX_EUSAGE;
-	if (nshort == 0)
-		return -ENOENT;
-	*idx = shortm;
-	return 0;
+	return nshort > 1 ? GX_EUSAGE : -ENOENT;
 }
 
 int agent_is_local_ip(const char *ip)

@@ -46,9 +46,10 @@ int agent_name_match(const char *a, const char *b);
  * Index of this pod in names. A name matches self by full name (case does not
  * matter, a trailing dot neither) or by first DNS label when either side is a
  * single label; an exact match wins over a short-label one. An IP entry matches
- * when it equals self or is_local_ip(ip) returns 1 (is_local_ip may be NULL).
- * Returns 0, -ENOENT when nothing matches, GX_EUSAGE when several short matches
- * make it ambiguous.
+ * when it equals self (that wins outright) or is_local_ip(ip) returns 1
+ * (is_local_ip may be NULL); a name match wins over a local IP listed earlier
+ * (127.0.0.1, a node address hostNetwork pods share). Returns 0, -ENOENT when
+ * nothing matches, GX_EUSAGE when several short matches make it ambiguous.
  */
 int agent_self_index(char *const *names, size_t n, const char *self,
 		     int (*is_local_ip)(const char *ip), size_t *idx);

@@ -238,6 +238,8 @@ static int start_rdzv(struct agent_run *r)
 	cfg.soft_verify = r->soft_verify;
 	cfg.rdma = r->rdma ? r->rdma : rdma_ops(r);
 	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1 || r->peers.elastic);
+	if (cfg.keep_serving) /* servers tell a lost coordinator from one that is done */
+		cfg.self.flags |= RDZV_PF_STAYS;
 	cfg.progress = progress;
 	cfg.progress_arg = r;
 	cfg.stay = !is_coord && (r->serving || r->peers.observer); /* the job-end notice */
@@ -448,6 +450,8 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	ri.iface = our_iface(r);
 	ri.job_id = r->job_id;
 	ri.source = r->peers.source;
+	ri.written_by = agent_cmd_name(r->o->cmd);
+	ri.round = r->res.round;
 	ri.timings = tm;
 	ri.ntimings = 3;
 	ri.peers = pi;

@@ -167,8 +167,8 @@ static int stop(void *arg, int signo, int *code)
 	if (!c->drain_by) {
 		if (signo)
 			start_drain(c, 128 + signo);
-		else if (r->ended)
-			start_drain(c, r->end_status);
+		else if (r->ended) /* a dropped session (status -1) is a failure, not errno */
+			start_drain(c, r->end_status >= 0 ? r->end_status : GX_ERDZV);
 		else
 			return 0;
 	}
@@ -188,6 +188,23 @@ static int drain_stop(void *arg, int signo, int *code)
 		return 0;
 	*code = c->status;
 	return 1;
+}
+
+/*
+ * A server's session to the coordinator ended before END. A coordinator that
+ * keeps its sessions (RDZV_PF_STAYS: --serve, --supervise, PID 1) lost it (pod
+ * deleted, node gone); any other closes them when its rendezvous is done.
+ */
+static void dropped_line(const struct agent_run *r, char *err, size_t errlen)
+{
+	if (r->res.coord.flags & RDZV_PF_STAYS)
+		snprintf(err, errlen, "the coordinator's session dropped before the job ended: %s",
+			 r->end_why);
+	else
+		snprintf(err, errlen,
+			 "the coordinator's session ended after the rendezvous: %s is not serving "
+			 "(run the coordinator with --serve, --supervise or as PID 1)",
+			 r->peers.names[0]);
 }
 
 static int serve_start(struct agent_run *r, struct ctl *c, char **envp, char *err, size_t errlen)
@@ -210,13 +227,13 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 {
 	struct ctl c = {.r = r};
 	struct agent_sup_hooks h = {.reaped = reaped, .owns = owns, .stop = stop, .arg = &c};
-	int rc, code = 0;
+	int rc;
 
 	rc = serve_start(r, &c, envp, err, errlen);
 	if (rc < 0)
 		goto out;
 	rc = agent_supervise(r->ev, argv, envp, &h);
-	if (rc < 0)
+	if (rc < 0 && c.status != GX_ERDZV) /* the loop failed, not the session */
 		goto out;
 	if (argv) { /* CMD exited with rc: tell, then drain */
 		start_drain(&c, rc);
@@ -224,13 +241,9 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 		if (agent_supervise(r->ev, NULL, envp, &h) < 0)
 			gx_debug("drain after CMD failed");
 	}
-	code = c.status;
-	rc = code;
-	if (!argv && r->ended && r->end_status < 0 && !r->coord) {
-		snprintf(err, errlen, "the coordinator's session dropped before the job ended: %s",
-			 r->end_why);
-		rc = GX_ERDZV;
-	}
+	rc = c.status;
+	if (rc == GX_ERDZV)
+		dropped_line(r, err, errlen);
 out:
 	agent_serve_free(c.sv);
 	return rc;
@@ -238,25 +251,38 @@ out:
 
 /* ---- `serve` after `init` (DECISIONS 20): no second rendezvous ---- */
 
-/* 1 when --out/rendezvous.json is this job's (same job id), 0 when absent or another job's. */
+/*
+ * 1 when --out/rendezvous.json is this run's: this job's id, written by
+ * `init` (which every init-container run repeats first). A file another
+ * command wrote (an earlier `serve` or run with a reused --out) or another
+ * job's: 0, meet again (issue 31).
+ */
 static int init_done(const struct agent_run *r)
 {
+	const char *id, *by, *round;
 	char path[4200];
 	json_error_t je;
-	const char *id;
 	json_t *j;
-	int same;
+	int ok = 0;
 
 	snprintf(path, sizeof(path), "%s/rendezvous.json", r->o->out);
 	j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!j)
 		return 0;
 	id = json_string_value(json_object_get(j, "job_id"));
-	same = id && strcmp(id, r->job_id) == 0;
-	if (!same)
+	by = json_string_value(json_object_get(j, "written_by"));
+	round = json_string_value(json_object_get(j, "round"));
+	if (!id || strcmp(id, r->job_id) != 0)
 		gx_warn("%s belongs to another job (%s): meeting again", path, id ? id : "no id");
+	else if (!by || strcmp(by, "init") != 0)
+		gx_warn("%s is left from an earlier '%s' of this job (round %s), not from 'init': "
+			"meeting again",
+			path, by && gx_safe_text(by, 16) ? by : "gxboot",
+			round && gx_safe_text(round, 16) ? round : "unknown");
+	else
+		ok = 1;
 	json_decref(j);
-	return same;
+	return ok;
 }
 
 int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen)
@@ -271,7 +297,7 @@ int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", r->nd_err);
 		return r->nd_rc;
 	}
-	gx_info("serving after init: %s/rendezvous.json is this job's, no second rendezvous",
+	gx_info("serving after init: %s/rendezvous.json is this job's init, no second rendezvous",
 		r->o->out);
 	rc = rsh_key_derive(r->token.data, r->token.len, r->job_id, r->rsh_key);
 	agent_token_free(&r->token);

@@ -155,6 +155,55 @@ static void test_env_ray(void **state)
 	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
 }
 
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+/* Issue 31 item 3: each variable once in env and env.json, IPv6-only and IPv4. */
+static void expect_each_once(const struct agent_env_input *in)
+{
+	struct agent_env e = {0};
+	char *sh = NULL, *js, key[300];
+	json_t *j;
+	size_t i, len;
+
+	assert_int_equal(agent_env_build(in, NULL, &e, err, sizeof(err)), 0);
+	assert_int_equal(agent_env_serialize_sh(&e, &sh, &len, err, sizeof(err)), 0);
+	j = agent_env_json(&e);
+	assert_non_null(j);
+	js = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	assert_non_null(js);
+	assert_true(e.n > 10);
+	assert_int_equal(count(sh, "export "), e.n);
+	assert_int_equal(json_object_size(j), e.n);
+	for (i = 0; i < e.n; i++) {
+		snprintf(key, sizeof(key), "export %s=", e.v[i].name);
+		assert_int_equal(count(sh, key), 1);
+		snprintf(key, sizeof(key), "\"%s\":", e.v[i].name);
+		assert_int_equal(count(js, key), 1);
+	}
+	free(js);
+	json_decref(j);
+	free(sh);
+	agent_env_free(&e);
+}
+
+static void test_env_each_once(void **state)
+{
+	struct agent_env_input in = input();
+
+	(void)state;
+	expect_each_once(&in);
+	in.master_addr = "fd00::10";
+	in.addr = "fd00::12";
+	expect_each_once(&in);
+}
+
 static void test_env_bad_input(void **state)
 {
 	struct agent_env_input in = input();
@@ -485,6 +534,8 @@ static void test_rendezvous_json(void **state)
 				     .iface = "net1",
 				     .job_id = "abc",
 				     .source = "--peers",
+				     .written_by = "init",
+				     .round = 0x0123456789abcdefULL,
 				     .timings = t,
 				     .ntimings = 2,
 				     .peers = peers,
@@ -496,6 +547,9 @@ static void test_rendezvous_json(void **state)
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "rank")), 1);
 	assert_string_equal(json_string_value(json_object_get(j, "master")), "192.168.9.10");
+	/* issue 31: serve after init trusts only what init wrote, with its round */
+	assert_string_equal(json_string_value(json_object_get(j, "written_by")), "init");
+	assert_string_equal(json_string_value(json_object_get(j, "round")), "0123456789abcdef");
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(j, "timings"), "rendezvous_ms")),
 	    120);
@@ -573,6 +627,7 @@ int main(void)
 	    cmocka_unit_test(test_env_set_exact),
 	    cmocka_unit_test(test_env_observer_and_rsh),
 	    cmocka_unit_test(test_env_ray),
+	    cmocka_unit_test(test_env_each_once),
 	    cmocka_unit_test(test_env_bad_input),
 	    cmocka_unit_test(test_env_user_rules),
 	    cmocka_unit_test(test_env_apply),

@@ -274,6 +274,36 @@ static void test_discover_bare_sibling(void **state)
 	agent_peers_free(&p);
 }
 
+static int fake_loopback(const char *ip)
+{
+	return strcmp(ip, "127.0.0.1") == 0;
+}
+
+/* Issue 31 item 2: the pod's name wins over a local IP listed earlier. */
+static void test_self_name_beats_local_ip(void **state)
+{
+	char *names[] = {"127.0.0.1", "peer-b", "peer-c.job", NULL};
+	struct agent_opts o;
+	struct agent_peers p;
+	char e[256], *env[] = {NULL};
+	size_t idx = 99;
+
+	(void)state;
+	assert_int_equal(agent_self_index(names, 3, "peer-c.job", fake_loopback, &idx), 0);
+	assert_int_equal(idx, 2);
+	assert_int_equal(agent_self_index(names, 3, "peer-c", fake_loopback, &idx), 0);
+	assert_int_equal(idx, 2);
+	assert_int_equal(agent_self_index(names, 3, "peer-x", fake_loopback, &idx), 0);
+	assert_int_equal(idx, 0); /* no name matches: the local IP */
+	opts_init(&o);
+	o.peers = "127.0.0.1,peer-b,peer-c";
+	o.self = "peer-c";
+	assert_int_equal(
+	    agent_peers_discover(&o, env, FIX "bare", "host", fake_loopback, &p, e, sizeof(e)), 0);
+	assert_int_equal(p.self, 2);
+	agent_peers_free(&p);
+}
+
 static void test_discover_option(void **state)
 {
 	struct agent_opts o;
@@ -604,6 +634,7 @@ int main(void)
 	    cmocka_unit_test(test_self_index),
 	    cmocka_unit_test(test_job_id),
 	    cmocka_unit_test(test_discover_option),
+	    cmocka_unit_test(test_self_name_beats_local_ip),
 	    cmocka_unit_test(test_discover_torchx_volcano),
 	    cmocka_unit_test(test_discover_torchx_indexed),
 	    cmocka_unit_test(test_discover_volcano_env),
