@@ -606,6 +606,8 @@ int agent_cmd_check(struct agent_opts *o, char *err, size_t errlen)
 	c->r.coord = NULL;
 	rdzv_member_free(c->r.member);
 	c->r.member = NULL;
+	agent_dns_free(c->r.dns);
+	c->r.dns = NULL;
 	rc = setup_net(c);
 	if (rc == 0)
 		rc = check_phase(c, err, errlen);

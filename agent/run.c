@@ -53,29 +53,20 @@ static const char *our_iface(const struct agent_run *r)
 	return nd_ok(r) ? r->nd->iface : r->res.coord.iface;
 }
 
-/* rdzv's resolve hook: look the coordinator's name up again before each connect. */
-static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
+/* The answer of resolve_coord's lookup: NXDOMAIN bookkeeping, then the member goes on. */
+static void coord_resolved(void *arg, int rc, const struct agent_dns_answer *ans)
 {
 	struct agent_run *r = arg;
-	struct agent_dns_answer ans;
+	union gx_sockaddr sa = {0};
+	socklen_t len = 0;
 	int64_t now = gx_now_ms();
-	int rc;
 
-	if (gx_addr_parse(r->coord_lookup, (uint16_t)(r->port ? r->port : r->o->port), sa, len) ==
-	    0) {
-		r->ever_resolved = 1; /* an IP needs no DNS */
-		return 0;
-	}
-	rc = agent_dns_lookup(r->coord_lookup, r->o->dns_server,
-			      (uint16_t)(r->port ? r->port : r->o->port), now + 3000, &ans);
 	if (rc == 0) {
-		*sa = ans.addrs[0];
-		*len = ans.lens[0];
-		r->coord_primary = ans.addrs[0];
+		sa = ans->addrs[0];
+		len = ans->lens[0];
+		r->coord_primary = ans->addrs[0];
 		r->ever_resolved = 1;
-		return 0;
-	}
-	if (rc == -ENOENT && !r->ever_resolved) {
+	} else if (rc == -ENOENT && !r->ever_resolved) {
 		if (!r->first_nxdomain_ms)
 			r->first_nxdomain_ms = now;
 		if (!r->dns_hint_shown && now - r->first_nxdomain_ms >= DNS_TRAP_MS &&
@@ -84,8 +75,30 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 			r->dns_hint_shown = 1;
 		}
 	}
-	gx_debug("resolving %s: %s", r->coord_lookup, gx_strerror(rc));
-	return rc;
+	if (rc < 0)
+		gx_debug("resolving %s: %s", r->coord_lookup, gx_strerror(rc));
+	rdzv_member_resolved(r->member, rc, &sa, len);
+}
+
+/*
+ * rdzv's resolve hook: look the coordinator's name up again before each
+ * connect, in our own loop (issue 29: no blocking DNS beside the loop).
+ */
+static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
+{
+	struct agent_run *r = arg;
+	uint16_t port = (uint16_t)(r->port ? r->port : r->o->port);
+	int rc;
+
+	if (gx_addr_parse(r->coord_lookup, port, sa, len) == 0) {
+		r->ever_resolved = 1; /* an IP needs no DNS */
+		return 0;
+	}
+	agent_dns_free(r->dns);
+	r->dns = NULL;
+	rc = agent_dns_start(r->ev, r->coord_lookup, r->o->dns_server, port, coord_resolved, r,
+			     &r->dns);
+	return rc < 0 ? rc : -EINPROGRESS;
 }
 
 static void progress(void *arg, const char *line)
@@ -793,6 +806,7 @@ void agent_run_free(struct agent_run *r)
 {
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
+	agent_dns_free(r->dns);
 	rdzv_rdma_ctx_free(r->rdma_ctx); /* before the loop it polls in */
 	rdzv_result_clear(&r->res);
 	gx_ev_free(r->ev);

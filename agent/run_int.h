@@ -41,6 +41,7 @@ struct agent_run {
 	struct gx_ev *ev;
 	struct rdzv_coord *coord;
 	struct rdzv_member *member;
+	struct agent_dns *dns; /* the coordinator's name being looked up, or NULL */
 	struct rdzv_result res;
 	struct rdzv_peer self;
 	int rdzv_rc;

@@ -113,7 +113,11 @@ struct rdzv_config {
 	/* member: the coordinator's primary address (used when resolve is NULL) */
 	union gx_sockaddr coord_addr;
 	socklen_t coord_addrlen;
-	/* member: called before each connect attempt; 0 fills sa/len */
+	/*
+	 * member: called before each connect attempt; 0 fills sa/len, < 0 fails
+	 * the attempt, -EINPROGRESS means the answer comes later through
+	 * rdzv_member_resolved() (a lookup in the caller's loop, never blocking it)
+	 */
 	int (*resolve)(void *arg, union gx_sockaddr *sa, socklen_t *len);
 	void *resolve_arg;
 	int64_t deadline_ms; /* monotonic (gx_now_ms) */
@@ -179,6 +183,9 @@ void rdzv_coord_free(struct rdzv_coord *c);
 int rdzv_member_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_fn *done,
 		      void *arg, struct rdzv_member **ret);
 void rdzv_member_free(struct rdzv_member *m);
+/* The answer to a resolve() that returned -EINPROGRESS (ignored when none is pending). */
+void rdzv_member_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr *sa,
+			  socklen_t len);
 
 /*
  * The job ended with status (0..255): the coordinator tells every member and

@@ -167,26 +167,46 @@ static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const unio
 	return rc;
 }
 
-static void p1_connect(struct rdzv_member *m)
+static void p1_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr *sa, socklen_t len)
 {
-	union gx_sockaddr sa = m->cfg.coord_addr;
-	socklen_t len = m->cfg.coord_addrlen;
 	char why[300];
-	int rc = 0;
 
 	if (m->st == M_DONE)
 		return;
-	if (m->cfg.resolve)
-		rc = m->cfg.resolve(m->cfg.resolve_arg, &sa, &len);
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "resolving %s: %s", m->cfg.coord_name,
 			 rc == -ENOENT ? "no such name (NXDOMAIN)" : gx_strerror(rc));
 		mb_fail1(m, why);
 		return;
 	}
-	rc = mc_open(m, &m->c1, 1, &sa, len, NULL, 0);
+	rc = mc_open(m, &m->c1, 1, sa, len, NULL, 0);
 	if (rc < 0)
 		mb_fail(m, &m->c1, gx_strerror(rc));
+}
+
+static void p1_connect(struct rdzv_member *m)
+{
+	union gx_sockaddr sa = m->cfg.coord_addr;
+	socklen_t len = m->cfg.coord_addrlen;
+	int rc = 0;
+
+	if (m->st == M_DONE || m->resolving)
+		return;
+	if (m->cfg.resolve)
+		rc = m->cfg.resolve(m->cfg.resolve_arg, &sa, &len);
+	if (rc == -EINPROGRESS) {
+		m->resolving = 1;
+		return;
+	}
+	p1_resolved(m, rc, &sa, len);
+}
+
+void rdzv_member_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr *sa, socklen_t len)
+{
+	if (!m || !m->resolving)
+		return;
+	m->resolving = 0;
+	p1_resolved(m, rc == -EINPROGRESS ? -EIO : rc, sa, len);
 }
 
 /* Phase 2 goes from our secondary address to the coordinator's, same family. */
@@ -340,7 +360,10 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			  m->cfg.coord_name, m->err1);
 	else if (!m->ever_answered)
 		mb_finish(m, GX_EPEERS, "coordinator %s never answered in %lds (%s)",
-			  m->cfg.coord_name, secs, m->err1[0] ? m->err1 : "no connection");
+			  m->cfg.coord_name, secs,
+			  m->err1[0]	 ? m->err1
+			  : m->resolving ? "its name is still being resolved: no DNS answer"
+					 : "no connection");
 	else if (m->res.waiting[0])
 		mb_finish(m, GX_EPEERS, "peers missing after %lds: %s", secs, m->res.waiting);
 	else

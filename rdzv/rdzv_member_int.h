@@ -42,6 +42,7 @@ struct rdzv_member {
 	uint64_t retry1_id, retry2_id, tick_id, deadline_id;
 	int grace_used; /* the deadline grace of a joined member was given */
 	int refused;	/* the last phase-1 connect was refused */
+	int resolving;	/* a resolve() answer is pending (rdzv_member_resolved) */
 	uint64_t round;
 	char err1[300], err2[300];
 	struct rdzv_result res;
