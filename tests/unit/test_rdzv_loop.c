@@ -329,6 +329,65 @@ static void test_member_before_coordinator(void **state)
 	w_free(&w);
 }
 
+/*
+ * Issue 29: the resolve hook answers later (-EINPROGRESS, then
+ * rdzv_member_resolved from the loop), first NXDOMAIN, then the address: the
+ * member retries and joins; the loop never blocks on the lookup.
+ */
+struct async_res {
+	struct w *w;
+	uint32_t i;
+	int calls;
+};
+
+static void async_answer(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct async_res *a = arg;
+
+	(void)ev;
+	(void)id;
+	if (a->calls == 1)
+		rdzv_member_resolved(a->w->s[a->i].m, -ENOENT, NULL, 0);
+	else
+		rdzv_member_resolved(a->w->s[a->i].m, 0, &a->w->base.coord_addr,
+				     a->w->base.coord_addrlen);
+}
+
+static int async_resolve(void *arg, union gx_sockaddr *sa, socklen_t *len)
+{
+	struct async_res *a = arg;
+
+	(void)sa;
+	(void)len;
+	a->calls++;
+	assert_non_null(gx_ev_timer(a->w->ev, 20, async_answer, a));
+	return -EINPROGRESS;
+}
+
+static void test_async_resolve(void **state)
+{
+	struct async_res a[3];
+	struct rdzv_config cfg;
+	struct w w;
+	uint32_t i;
+
+	(void)state;
+	w_init(&w, 3, 10000);
+	start_coord(&w);
+	for (i = 1; i < 3; i++) {
+		a[i] = (struct async_res){&w, i, 0};
+		member_cfg(&w, i, &cfg);
+		cfg.resolve = async_resolve;
+		cfg.resolve_arg = &a[i];
+		start_member_cfg(&w, i, &cfg);
+	}
+	pump(&w, 3, 9000);
+	expect_all_ok(&w);
+	for (i = 1; i < 3; i++)
+		assert_int_equal(a[i].calls, 2); /* NXDOMAIN, then the answer */
+	w_free(&w);
+}
+
 /* A pod restarts: its member goes away, a new incarnation joins and wins. */
 static void test_new_incarnation(void **state)
 {
@@ -1022,6 +1081,7 @@ int main(void)
 	    cmocka_unit_test(test_n1024),
 	    cmocka_unit_test(test_wildcard_no_token_full_table),
 	    cmocka_unit_test(test_member_before_coordinator),
+	    cmocka_unit_test(test_async_resolve),
 	    cmocka_unit_test(test_new_incarnation),
 	    cmocka_unit_test(test_coordinator_restart),
 	    cmocka_unit_test(test_wrong_token_rejected_others_complete),
