@@ -107,6 +107,13 @@ int main(int argc, char **argv)
 	}
 	rc = dispatch(&g_opts, err, sizeof(err));
 	if (rc < 0) {
+		/* a plain errno that no layer turned into its own line is our bug, not
+		 * a rendezvous outcome: say so instead of a bare strerror */
+		if (!err[0] && rc > -GX_EBASE)
+			snprintf(err, sizeof(err),
+				 "internal error in '%s': %s (errno %d); please report it with "
+				 "the lines above",
+				 agent_cmd_name(g_opts.cmd), strerror(-rc), -rc);
 		fail_line(err[0] ? err : gx_strerror(rc));
 		exit(gx_exit_code(rc));
 	}
