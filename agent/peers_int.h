@@ -62,7 +62,8 @@ struct agent_peers {
 	size_t self;	    /* this pod's index, AGENT_SELF_NONE for an observer */
 	const char *source; /* "--peers", "TorchX", "Volcano", "MPI Operator", ... (static) */
 	char *coord_fqdn;   /* the coordinator's full name with a trailing dot, or NULL */
-	long slots_hint;    /* slots from the source (MPI hostfile), 0 = none */
+	long slots_hint;    /* this pod's slots from the source (MPI hostfile), 0 = none */
+	long *slots;	    /* each listed host's slots from the source (0: none), or NULL */
 	int observer;	    /* this pod is not a peer (MPI launcher) */
 	/* elastic (Ray issue): the coordinator never waits; a pod not listed
 	 * (self == AGENT_SELF_NONE, observer 0) joins by name and gets a rank */

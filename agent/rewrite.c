@@ -177,6 +177,25 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
+int agent_cmd_is_launcher(char **argv, int argc)
+{
+	static const char *const names[] = {"mpirun",	  "mpiexec",   "orterun", "prterun",
+					    "horovodrun", "deepspeed", NULL};
+	const char *b;
+	size_t i, l;
+
+	if (argc < 1 || !argv[0])
+		return 0;
+	b = base_name(argv[0]);
+	for (i = 0; names[i]; i++) {
+		l = strlen(names[i]);
+		/* mpirun, mpiexec.hydra, mpirun.mpich, mpiexec.openmpi */
+		if (strncmp(b, names[i], l) == 0 && (b[l] == '\0' || b[l] == '.'))
+			return 1;
+	}
+	return 0;
+}
+
 /* Index of the first torchrun option, or -1 when toks is no torchrun command. */
 static int torchrun_start(const struct toks *ts)
 {

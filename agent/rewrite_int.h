@@ -23,4 +23,8 @@ struct agent_rewrite_ctx {
 int agent_rewrite_cmd(char **argv, int argc, const struct agent_rewrite_ctx *c, char ***out);
 void agent_argv_free(char **v);
 
+/* 1 when argv runs a launcher that reads a hostfile on this pod (mpirun,
+ * mpiexec[.hydra|.mpich...], orterun, prterun, horovodrun, deepspeed). */
+int agent_cmd_is_launcher(char **argv, int argc);
+
 #endif

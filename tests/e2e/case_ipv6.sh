@@ -35,4 +35,14 @@ for i in 0 1; do
 done
 want=$(printf '%s slots=2\n' "$(pod_net1 0)" "$(pod_net1 1)")
 [ "$(cat "$GX_DIR/out0/hostfile")" = "$want" ] || fail "hostfile" "$GX_DIR/out0/hostfile"
+# issue 27: `gxboot hosts` brackets v6 ("host:slots" cannot be split otherwise) and honours
+# --hostfile-format; Hydra's file (which splits at every ':') names such peers
+want=$(printf '[%s]:2\n' "$(pod_net1 0)" "$(pod_net1 1)")
+got=$("$GXBOOT" hosts --out "$GX_DIR/out0")
+[ "$got" = "$want" ] || fail "gxboot hosts: got '$got', want '$want'"
+want=$(printf '%s slots=2\n' "$(pod_net1 0)" "$(pod_net1 1)")
+got=$("$GXBOOT" hosts --out "$GX_DIR/out0" --hostfile-format openmpi)
+[ "$got" = "$want" ] || fail "gxboot hosts --hostfile-format openmpi: got '$got', want '$want'"
+[ "$(cat "$GX_DIR/out0/hostfile.hydra")" = "$(printf 'job-worker-0:2\njob-worker-1:2')" ] ||
+  fail "hostfile.hydra" "$GX_DIR/out0/hostfile.hydra"
 echo "IPv6-only net1: torchrun all_reduce over [$M], env and hostfile OK"
