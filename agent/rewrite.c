@@ -11,8 +11,11 @@
  * against the environment to decide what they name (DECISIONS 18).
  */
 #include "agent/rewrite_int.h"
+#include "agent/peers_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,16 +301,15 @@ struct rw_state {
 
 static int set_val(struct tok *t, const char *prefix, const char *v, const char *what)
 {
-	char buf[512];
-	char *nv;
+	char *nv = NULL;
 
-	snprintf(buf, sizeof(buf), "%s%s", prefix, v);
-	if (strcmp(t->val, buf) == 0)
-		return 0;
-	nv = strdup(buf);
-	if (!nv)
+	if (asprintf(&nv, "%s%s", prefix, v) < 0)
 		return -ENOMEM;
-	gx_info("rewrite %s: %s -> %s", what, t->val, buf);
+	if (strcmp(t->val, nv) == 0) {
+		free(nv);
+		return 0;
+	}
+	gx_info("rewrite %s: %s -> %s", what, t->val, nv);
 	free(t->val);
 	t->val = nv;
 	t->changed = 1;
@@ -494,6 +496,349 @@ static int build_argv(const struct toks *ts, char ***out)
 	return 0;
 }
 
+/* ---- MPI launch lines (issue 27) ------------------------------------------------- */
+
+#define LAUNCH_FILE_MAX (1 << 20)
+
+/* The launcher words agent_cmd_is_launcher knows, except horovodrun / deepspeed. */
+static int mpi_launcher(const char *argv0)
+{
+	static const char *const names[] = {"mpirun", "mpiexec", "orterun", "prterun", NULL};
+	const char *b = base_name(argv0);
+	size_t i, l;
+
+	for (i = 0; names[i]; i++) {
+		l = strlen(names[i]);
+		if (strncmp(b, names[i], l) == 0 && (b[l] == '\0' || b[l] == '.'))
+			return 1;
+	}
+	return 0;
+}
+
+enum mpi_opt {
+	MO_FLAG,     /* no value, or not ours to know */
+	MO_VALUE,    /* one value we do not touch */
+	MO_VALUE2,   /* two values (--mca K V, -genv K V) */
+	MO_HOSTFILE, /* a host file */
+	MO_HOSTLIST, /* a,b:2,c */
+};
+
+static enum mpi_opt mpi_classify(const char *a, size_t n)
+{
+	static const struct {
+		const char *name;
+		enum mpi_opt o;
+	} tab[] = {
+	    {"--hostfile", MO_HOSTFILE},
+	    {"-hostfile", MO_HOSTFILE},
+	    {"--machinefile", MO_HOSTFILE},
+	    {"-machinefile", MO_HOSTFILE},
+	    {"--default-hostfile", MO_HOSTFILE},
+	    {"-f", MO_HOSTFILE},
+	    {"-H", MO_HOSTLIST},
+	    {"--host", MO_HOSTLIST},
+	    {"-host", MO_HOSTLIST},
+	    {"-hosts", MO_HOSTLIST},
+	    {"--mca", MO_VALUE2},
+	    {"-mca", MO_VALUE2},
+	    {"--gmca", MO_VALUE2},
+	    {"-gmca", MO_VALUE2},
+	    {"--prtemca", MO_VALUE2},
+	    {"-env", MO_VALUE2},
+	    {"-genv", MO_VALUE2},
+	};
+	static const char *const values[] = {"-n",
+					     "-np",
+					     "--np",
+					     "-c",
+					     "-N",
+					     "--n",
+					     "-x",
+					     "-ppn",
+					     "-npernode",
+					     "--npernode",
+					     "--map-by",
+					     "-map-by",
+					     "--bind-to",
+					     "-bind-to",
+					     "--rank-by",
+					     "-rank-by",
+					     "--prefix",
+					     "-prefix",
+					     "-wdir",
+					     "--wdir",
+					     "-genvlist",
+					     "-envlist",
+					     "-launcher",
+					     "-bootstrap",
+					     "-iface",
+					     "-rmk",
+					     "-demux",
+					     "--output",
+					     "--tune",
+					     "-tune",
+					     "--personality",
+					     "-launcher-exec",
+					     "-bootstrap-exec",
+					     "--preload-files",
+					     "-s",
+					     "--stdin",
+					     "-bind-to",
+					     "-map-by",
+					     "-binding",
+					     "-gpus-per-proc",
+					     NULL};
+	size_t i;
+
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (strlen(tab[i].name) == n && strncmp(tab[i].name, a, n) == 0)
+			return tab[i].o;
+	for (i = 0; values[i]; i++)
+		if (strlen(values[i]) == n && strncmp(values[i], a, n) == 0)
+			return MO_VALUE;
+	return MO_FLAG;
+}
+
+/* The secondary address of the peer host names (name, FQDN, eth0 or secondary
+ * address), or NULL. */
+static const char *peer_addr(const struct agent_rewrite_ctx *c, const char *host)
+{
+	char a[64];
+	size_t i;
+
+	if (gx_addr_normalize(host, a, sizeof(a)) == 0) {
+		for (i = 0; i < c->nhosts; i++) {
+			if (strcmp(c->hosts[i].addr, a) == 0 ||
+			    (c->hosts[i].primary && strcmp(c->hosts[i].primary, a) == 0))
+				return c->hosts[i].addr;
+		}
+		return NULL;
+	}
+	for (i = 0; i < c->nhosts; i++)
+		if (agent_name_match(c->hosts[i].name, host))
+			return c->hosts[i].addr;
+	return NULL;
+}
+
+/* "host" of a "host[:N]" / "host slots=N" entry into h; the rest at *rest. */
+static int split_host(const char *s, size_t len, char *h, size_t cap, const char **rest)
+{
+	size_t l = strcspn(s, ": \t");
+
+	if (l > len)
+		l = len;
+	if (l == 0 || l >= cap)
+		return -1;
+	memcpy(h, s, l);
+	h[l] = '\0';
+	*rest = s + l;
+	return 0;
+}
+
+/* Appends "addr" for host h (left as named for an IPv6 secondary); -ESRCH when h is no peer. */
+static int map_host(const struct agent_rewrite_ctx *c, const char *h, char *out, size_t cap,
+		    size_t *o)
+{
+	const char *a = peer_addr(c, h);
+	size_t l;
+
+	if (!a && strcmp(h, "localhost") != 0)
+		return -ESRCH;
+	if (!a || strchr(a, ':'))
+		a = h; /* neither "host:N" form can carry an IPv6 address */
+	l = strlen(a);
+	if (*o + l >= cap)
+		return -E2BIG;
+	memcpy(out + *o, a, l);
+	*o += l;
+	return 0;
+}
+
+/* "a,b:2,c" mapped into out; -ESRCH naming no peer. */
+static int map_list(const struct agent_rewrite_ctx *c, const char *v, char *out, size_t cap)
+{
+	const char *rest;
+	char h[256];
+	size_t o = 0, l;
+	int rc;
+
+	while (*v) {
+		l = strcspn(v, ",");
+		if (split_host(v, l, h, sizeof(h), &rest) < 0)
+			return -EINVAL;
+		rc = map_host(c, h, out, cap, &o);
+		if (rc < 0)
+			return rc;
+		if (o + (size_t)(v + l - rest) + 2 >= cap)
+			return -E2BIG;
+		memcpy(out + o, rest, (size_t)(v + l - rest));
+		o += (size_t)(v + l - rest);
+		v += l;
+		if (*v == ',')
+			out[o++] = *v++;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static int read_small(const char *path, char **text)
+{
+	char *buf = malloc(LAUNCH_FILE_MAX + 1);
+	size_t len = 0;
+	ssize_t r;
+	int fd, rc = 0;
+
+	*text = NULL;
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	while (len <= LAUNCH_FILE_MAX && (r = read(fd, buf + len, LAUNCH_FILE_MAX + 1 - len))) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			break;
+		}
+		len += (size_t)r;
+	}
+	close(fd);
+	if (rc == 0 && len > LAUNCH_FILE_MAX)
+		rc = -EFBIG;
+	if (rc == 0 && memchr(buf, '\0', len))
+		rc = -EINVAL;
+out:
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	buf[len] = '\0';
+	*text = buf;
+	return 0;
+}
+
+/* The user's host file with every host mapped; -ESRCH naming no peer. */
+static int map_file(const struct agent_rewrite_ctx *c, const char *path, char **out)
+{
+	char *in = NULL, *buf = NULL, h[256];
+	const char *s, *nl, *rest;
+	size_t o = 0, cap, lead;
+	int rc;
+
+	*out = NULL;
+	rc = read_small(path, &in);
+	if (rc < 0)
+		return rc;
+	cap = strlen(in) * 2 + 64 * 1024;
+	buf = malloc(cap);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (s = in; *s && rc == 0; s = nl ? nl + 1 : s + strlen(s)) {
+		nl = strchr(s, '\n');
+		lead = strspn(s, " \t");
+		if (s[lead] == '#' || s[lead] == '\n' || s[lead] == '\0' || s[lead] == '\r') {
+			rest = s; /* comment or blank: as it is */
+		} else if (split_host(s + lead, (nl ? (size_t)(nl - s) : strlen(s)) - lead, h,
+				      sizeof(h), &rest) < 0) {
+			rc = -EINVAL;
+			break;
+		} else {
+			memcpy(buf + o, s, lead);
+			o += lead;
+			rc = map_host(c, h, buf, cap - 1024, &o);
+		}
+		if (rc == 0) {
+			size_t l = (nl ? (size_t)(nl - rest) + 1 : strlen(rest));
+
+			if (o + l >= cap) {
+				rc = -E2BIG;
+				break;
+			}
+			memcpy(buf + o, rest, l);
+			o += l;
+		}
+	}
+	if (rc == 0) {
+		buf[o] = '\0';
+		*out = buf;
+		buf = NULL;
+	}
+out:
+	free(in);
+	free(buf);
+	return rc;
+}
+
+static int mpi_value(const struct agent_rewrite_ctx *c, enum mpi_opt mo, struct tok *t,
+		     const char *prefix, const char *v, const char *opt)
+{
+	char buf[4096];
+	char *text = NULL;
+	int rc;
+
+	if (mo == MO_HOSTLIST) {
+		rc = map_list(c, v, buf, sizeof(buf));
+		if (rc == -ESRCH)
+			gx_warn("%s %s names a host that is no peer: left alone", opt, v);
+		return rc == 0 ? set_val(t, prefix, buf, opt) : (rc == -ENOMEM ? rc : 0);
+	}
+	if (!c->launch_hostfile || !c->launch_text || *c->launch_text)
+		return 0;
+	rc = map_file(c, v, &text);
+	if (rc < 0) {
+		if (rc == -ENOMEM)
+			return rc;
+		gx_warn("%s %s: %s: left alone", opt, v,
+			rc == -ESRCH ? "it names a host that is no peer" : strerror(-rc));
+		return 0;
+	}
+	*c->launch_text = text;
+	return set_val(t, prefix, c->launch_hostfile, opt);
+}
+
+/* mpirun/mpiexec options up to the program: map the ones naming hosts. 1 when changed. */
+static int rewrite_mpi(struct toks *ts, const struct agent_rewrite_ctx *c)
+{
+	int changed = 0, rc;
+	size_t i;
+
+	if (ts->n == 0 || !mpi_launcher(ts->t[0].val) || c->nhosts == 0)
+		return 0;
+	for (i = 1; i < ts->n; i++) {
+		char *a = ts->t[i].val, *eq, prefix[64];
+		enum mpi_opt mo;
+
+		if (a[0] != '-' || strcmp(a, "--") == 0 || strcmp(a, ":") == 0)
+			break; /* the program and its own arguments */
+		eq = a[1] == '-' ? strchr(a, '=') : NULL;
+		mo = mpi_classify(a, eq ? (size_t)(eq - a) : strlen(a));
+		if (mo == MO_FLAG)
+			continue;
+		if (mo == MO_VALUE || mo == MO_VALUE2) {
+			i += eq ? (mo == MO_VALUE2) : (size_t)(mo == MO_VALUE2 ? 2 : 1);
+			continue;
+		}
+		if (eq) {
+			snprintf(prefix, sizeof(prefix), "%.*s", (int)(eq - a + 1), a);
+			rc = mpi_value(c, mo, &ts->t[i], prefix, eq + 1, prefix);
+		} else if (i + 1 < ts->n) {
+			i++;
+			rc = mpi_value(c, mo, &ts->t[i], "", ts->t[i].val, a);
+		} else {
+			rc = 0;
+		}
+		if (rc < 0)
+			return rc;
+		changed |= rc;
+	}
+	return changed;
+}
+
 /* torchrun in ts: rewrite what we own; 1 when changed (and nothing named a foreign host). */
 static int rewrite_toks(struct toks *ts, const struct agent_rewrite_ctx *c)
 {
@@ -501,7 +846,7 @@ static int rewrite_toks(struct toks *ts, const struct agent_rewrite_ctx *c)
 	int start = torchrun_start(ts), rc;
 
 	if (start < 0)
-		return 0;
+		return rewrite_mpi(ts, c);
 	rc = rewrite_opts(ts, start, &st);
 	if (rc < 0)
 		return rc;

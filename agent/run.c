@@ -758,6 +758,63 @@ int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size
 	return 0;
 }
 
+/* The peers an MPI launch line may name, for the rewrite (issue 27); NULL without a table. */
+static struct agent_rw_host *rw_hosts(const struct agent_run *r)
+{
+	struct agent_rw_host *h;
+	size_t i;
+
+	if (!r->res.ntable)
+		return NULL;
+	h = calloc(r->res.ntable, sizeof(*h));
+	for (i = 0; h && i < r->res.ntable; i++) {
+		const struct rdzv_peer *p = &r->res.table[i];
+
+		h[i].name = p->name;
+		h[i].primary = p->primary;
+		h[i].addr = p->addr4[0] ? p->addr4 : p->addr6;
+	}
+	return h;
+}
+
+/* CMD with the values that name eth0 hosts rewritten; a translated host file written. */
+static int rewrite(struct agent_run *r, char ***argv, char *err, size_t errlen)
+{
+	const char *names[4] = {r->peers.names[0], r->peers.coord_fqdn, NULL, NULL};
+	char primary[64] = "", launch[4200];
+	char *text = NULL;
+	struct agent_rewrite_ctx c = {
+	    .addr = r->res.master_addr,
+	    .master_port = r->o->master_port,
+	    .rank = r->res.rank,
+	    .world = (long)r->res.world,
+	    .is_coordinator = r->res.rank == 0,
+	    .coord_names = names,
+	    .envp = environ,
+	    .launch_hostfile = launch,
+	    .launch_text = &text,
+	};
+	int rc;
+
+	snprintf(launch, sizeof(launch), "%s/hostfile.launch", r->o->out);
+	if (r->ever_resolved) {
+		gx_addr_str(&r->coord_primary, primary, sizeof(primary));
+		names[r->peers.coord_fqdn ? 2 : 1] = primary;
+	}
+	c.hosts = rw_hosts(r);
+	c.nhosts = c.hosts ? r->res.ntable : 0;
+	rc = agent_rewrite_cmd(r->o->argv, r->o->argc, &c, argv);
+	if (rc >= 0 && text) {
+		agent_signals_block(1);
+		rc = agent_write_file_atomic(r->o->out, "hostfile.launch", text, strlen(text), 0644,
+					     err, errlen);
+		agent_signals_block(0);
+	}
+	free(text);
+	free((void *)c.hosts);
+	return rc;
+}
+
 static int finish(struct agent_run *r, char *err, size_t errlen)
 {
 	struct agent_env env = {0};
@@ -782,22 +839,7 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 	if (rc < 0)
 		goto out;
 	if (!r->o->no_rewrite && r->o->argc > 0) {
-		const char *names[4] = {r->peers.names[0], r->peers.coord_fqdn, NULL, NULL};
-		char primary[64] = "";
-		struct agent_rewrite_ctx c = {
-		    .addr = r->res.master_addr,
-		    .master_port = r->o->master_port,
-		    .rank = r->res.rank,
-		    .world = (long)r->res.world,
-		    .is_coordinator = r->res.rank == 0,
-		    .coord_names = names,
-		    .envp = environ,
-		};
-		if (r->ever_resolved) {
-			gx_addr_str(&r->coord_primary, primary, sizeof(primary));
-			names[r->peers.coord_fqdn ? 2 : 1] = primary;
-		}
-		rc = agent_rewrite_cmd(r->o->argv, r->o->argc, &c, &argv);
+		rc = rewrite(r, &argv, err, errlen);
 		if (rc < 0)
 			goto out;
 	}

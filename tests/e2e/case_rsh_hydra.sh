@@ -56,3 +56,20 @@ for i in 1 2; do
   gx_expect_in "$i" "the job ended with status 0"
 done
 echo "mpiexec.mpich -n 6 through gxboot rsh / serve on net1 OK (no ssh, no mpiexec flags)"
+
+# ---- part 2: a launch line written for eth0 names (issue 27): `-f FILE` of pod names ----
+printf 'job-worker-0:2\njob-worker-1.%s:2\njob-worker-2:2\n' "$GX_SVC" >"$GX_DIR/user_hosts"
+for i in 1 2; do rm -rf "$GX_DIR/out$i"; gx_start "$i" serve "${P[@]}"; done
+pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- \
+  mpiexec.mpich -f "$GX_DIR/user_hosts" -n 6 "$MPIPROG"
+GX_PIDS[0]=$GX_PID
+gx_wait_all 60 0 1 2
+gx_expect_rc 0 0 1 2
+gx_expect_in 0 "rewrite -f: $GX_DIR/user_hosts -> $GX_DIR/out0/hostfile.launch"
+[ "$(cat "$GX_DIR/out0/hostfile.launch")" = "$want" ] ||
+  fail "hostfile.launch is not the net1 addresses" "$GX_DIR/out0/hostfile.launch"
+for r in 0 1 2 3 4 5; do
+  grep -q "^MPIALLREDUCE rank=$r world=6 host=job-worker-$((r / 2)) sum=21 OK" "$GX_DIR/pod0.log" ||
+    fail "-f: rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"
+done
+echo "mpiexec.mpich -f <pod names> rewritten onto net1 OK"
