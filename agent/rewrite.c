@@ -839,12 +839,210 @@ static int rewrite_mpi(struct toks *ts, const struct agent_rewrite_ctx *c)
 	return changed;
 }
 
+/* ---- DeepSpeed's launcher (issue 27) --------------------------------------------- */
+
+static int toks_insert(struct toks *ts, size_t at, const char *val)
+{
+	int rc = toks_push(ts, val, strlen(val), val);
+	struct tok t;
+
+	if (rc < 0)
+		return rc;
+	t = ts->t[ts->n - 1];
+	t.changed = 1; /* sh -c: quoted when joined */
+	memmove(&ts->t[at + 1], &ts->t[at], (ts->n - 1 - at) * sizeof(t));
+	ts->t[at] = t;
+	return 0;
+}
+
+/* Index of the first deepspeed option, or -1. */
+static int deepspeed_start(const struct toks *ts)
+{
+	size_t i;
+
+	if (ts->n == 0)
+		return -1;
+	if (strcmp(base_name(ts->t[0].val), "deepspeed") == 0)
+		return 1;
+	if (strncmp(base_name(ts->t[0].val), "python", 6) != 0)
+		return -1;
+	for (i = 1; i + 1 < ts->n; i++)
+		if (strcmp(ts->t[i].val, "-m") == 0)
+			return strcmp(ts->t[i + 1].val, "deepspeed.launcher.runner") == 0
+				   ? (int)i + 2
+				   : -1;
+	return -1;
+}
+
+enum ds_opt {
+	DS_FLAG,
+	DS_VALUE,
+	DS_HOSTFILE,
+	DS_MASTER,
+	DS_LAUNCHER,
+	DS_LARGS
+};
+
+static enum ds_opt ds_classify(const char *a, size_t n)
+{
+	static const struct {
+		const char *name;
+		enum ds_opt o;
+	} tab[] = {
+	    {"--hostfile", DS_HOSTFILE},
+	    {"-H", DS_HOSTFILE},
+	    {"--master_addr", DS_MASTER},
+	    {"--launcher", DS_LAUNCHER},
+	    {"--launcher_args", DS_LARGS},
+	    {"--include", DS_VALUE},
+	    {"-i", DS_VALUE},
+	    {"--exclude", DS_VALUE},
+	    {"-e", DS_VALUE},
+	    {"--num_nodes", DS_VALUE},
+	    {"--min_elastic_nodes", DS_VALUE},
+	    {"--max_elastic_nodes", DS_VALUE},
+	    {"--num_gpus", DS_VALUE},
+	    {"--num_accelerators", DS_VALUE},
+	    {"--master_port", DS_VALUE},
+	    {"--ssh_port", DS_VALUE},
+	    {"--autotuning", DS_VALUE},
+	    {"--bind_core_list", DS_VALUE},
+	    {"--enable_each_rank_log", DS_VALUE},
+	    {"--venv_script", DS_VALUE},
+	    {"--comment", DS_VALUE},
+	    {"--account", DS_VALUE},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (strlen(tab[i].name) == n && strncmp(tab[i].name, a, n) == 0)
+			return tab[i].o;
+	return DS_FLAG;
+}
+
+/* The first host of a translated host file, into h. */
+static void first_host(const char *text, char *h, size_t cap)
+{
+	const char *s = text;
+
+	h[0] = '\0';
+	while (*s) {
+		s += strspn(s, " \t");
+		if (*s != '#' && *s != '\n' && *s != '\r') {
+			size_t l = strcspn(s, " \t\r\n:");
+
+			if (l < cap)
+				snprintf(h, cap, "%.*s", (int)l, s);
+			return;
+		}
+		s += strcspn(s, "\n");
+		s += *s == '\n';
+	}
+}
+
+/* --launcher openmpi: "--mca btl_tcp_if_include IFACE" joins --launcher_args (at largs, or
+ * added before the script), unless the user's args name that parameter already. */
+static int ds_launcher_args(struct toks *ts, ssize_t largs, size_t script, const char *iface,
+			    int *changed)
+{
+	const char *cur, *pre = "";
+	char *full = NULL;
+	char add[96];
+	int rc;
+
+	snprintf(add, sizeof(add), "--mca btl_tcp_if_include %s", iface);
+	if (largs < 0) {
+		gx_info("rewrite deepspeed: adding --launcher_args '%s'", add);
+		rc = toks_insert(ts, script, "--launcher_args");
+		rc = rc ?: toks_insert(ts, script + 1, add);
+		*changed = 1;
+		return rc;
+	}
+	cur = ts->t[largs].val;
+	if (strstr(cur, "btl_tcp_if_include"))
+		return 0;
+	if (strncmp(cur, "--launcher_args=", 16) == 0) {
+		pre = "--launcher_args=";
+		cur += 16;
+	}
+	if (asprintf(&full, "%s%s%s", cur, *cur ? " " : "", add) < 0)
+		return -ENOMEM;
+	rc = set_val(&ts->t[largs], pre, full, "deepspeed --launcher_args");
+	free(full);
+	if (rc > 0)
+		*changed = 1;
+	return rc < 0 ? rc : 0;
+}
+
+static int rewrite_deepspeed(struct toks *ts, int start, const struct agent_rewrite_ctx *c)
+{
+	ssize_t master = -1, largs = -1, script = -1;
+	int changed = 0, openmpi = 0, rc = 0;
+	char *eq, prefix[64], h[64];
+	size_t i;
+
+	for (i = (size_t)start; i < ts->n && rc >= 0; i++) {
+		char *a = ts->t[i].val;
+		enum ds_opt o;
+		struct tok *t;
+		const char *v, *pa;
+
+		if (a[0] != '-') {
+			script = (ssize_t)i;
+			break;
+		}
+		eq = a[1] == '-' ? strchr(a, '=') : NULL;
+		o = ds_classify(a, eq ? (size_t)(eq - a) : strlen(a));
+		if (o == DS_FLAG)
+			continue;
+		if (!eq && i + 1 >= ts->n)
+			break;
+		t = eq ? &ts->t[i] : &ts->t[++i];
+		v = eq ? eq + 1 : t->val;
+		snprintf(prefix, sizeof(prefix), "%.*s", eq ? (int)(eq - a + 1) : 0, a);
+		if (o == DS_HOSTFILE) {
+			rc = mpi_value(c, MO_HOSTFILE, t, prefix, v, "deepspeed --hostfile");
+		} else if (o == DS_MASTER) {
+			master = (ssize_t)i;
+			pa = peer_addr(c, v);
+			if (pa && !strchr(pa, ':'))
+				rc = set_val(t, prefix, pa, "deepspeed --master_addr");
+		} else if (o == DS_LAUNCHER) {
+			openmpi = strcmp(v, "openmpi") == 0;
+		} else if (o == DS_LARGS) {
+			largs = (ssize_t)i;
+		}
+		changed |= rc > 0;
+		rc = rc < 0 ? rc : 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (script < 0)
+		return 0; /* no user script: not a launch */
+	if (master < 0 && c->launch_text && *c->launch_text) {
+		char opt[96], a[64];
+
+		first_host(*c->launch_text, h, sizeof(h));
+		if (h[0] && gx_addr_normalize(h, a, sizeof(a)) == 0 && !strchr(a, ':')) {
+			snprintf(opt, sizeof(opt), "--master_addr=%s", a);
+			gx_info("rewrite deepspeed: adding %s (rank 0's secondary address)", opt);
+			rc = toks_insert(ts, (size_t)script++, opt);
+			changed = 1;
+		}
+	}
+	if (rc == 0 && openmpi && c->iface && gx_valid_ifname(c->iface))
+		rc = ds_launcher_args(ts, largs, (size_t)script, c->iface, &changed);
+	return rc < 0 ? rc : changed;
+}
+
 /* torchrun in ts: rewrite what we own; 1 when changed (and nothing named a foreign host). */
 static int rewrite_toks(struct toks *ts, const struct agent_rewrite_ctx *c)
 {
 	struct rw_state st = {.c = c};
 	int start = torchrun_start(ts), rc;
 
+	if (start < 0 && c->nhosts && deepspeed_start(ts) > 0)
+		return rewrite_deepspeed(ts, deepspeed_start(ts), c);
 	if (start < 0)
 		return rewrite_mpi(ts, c);
 	rc = rewrite_opts(ts, start, &st);

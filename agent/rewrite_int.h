@@ -24,6 +24,7 @@ struct agent_rewrite_ctx {
 	const struct agent_rw_host *hosts;
 	size_t nhosts;
 	const char *launch_hostfile; /* where a translated --hostfile / -f goes */
+	const char *iface;	     /* DeepSpeed's openmpi launcher: btl_tcp_if_include */
 	char **launch_text;	     /* gets its text (malloc'd) when one is made */
 };
 

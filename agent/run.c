@@ -793,6 +793,7 @@ static int rewrite(struct agent_run *r, char ***argv, char *err, size_t errlen)
 	    .envp = environ,
 	    .launch_hostfile = launch,
 	    .launch_text = &text,
+	    .iface = our_iface(r),
 	};
 	int rc;
 

@@ -152,6 +152,7 @@ static char **rw_mpi(char **argv, int argc, int expect_rc)
 	c.nhosts = 3;
 	c.launch_hostfile = "/run/gxboot/hostfile.launch";
 	c.launch_text = &launch_text;
+	c.iface = "net1";
 	assert_int_equal(agent_rewrite_cmd(argv, argc, &c, &out), expect_rc);
 	return out;
 }
@@ -243,6 +244,52 @@ static void test_mpirun_ipv6(void **state)
 	assert_null(out);
 }
 
+/* DeepSpeed (issue 27): its hostfile is "host slots=N" (gxboot's default format) */
+static void test_deepspeed(void **state)
+{
+	char path[] = "/tmp/gxds.XXXXXX";
+	const char *hf = "job-worker-1 slots=8\njob-worker-2 slots=8\n";
+	char *argv[] = {"deepspeed", "--hostfile",	   path,     "--launcher", "openmpi",
+			"train.py",  "--deepspeed_config", "ds.json"};
+	char *own[] = {
+	    "deepspeed",	  "--hostfile=/nonexistent", "--master_addr",	   "job-worker-2",
+	    "--launcher=openmpi", "--launcher_args",	     "--mca btl self,tcp", "train.py"};
+	char *kept[] = {
+	    "deepspeed", "--launcher", "openmpi", "--launcher_args", "-mca btl_tcp_if_include eth0",
+	    "train.py"};
+	char **o;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, hf, strlen(hf)), (int)strlen(hf));
+	close(fd);
+	o = rw_mpi(argv, 8, 1);
+	assert_string_equal(o[1], "--hostfile");
+	assert_string_equal(o[2], "/run/gxboot/hostfile.launch");
+	assert_string_equal(o[5], "--master_addr=192.168.9.11"); /* rank 0 runs on the first host */
+	assert_string_equal(o[6], "--launcher_args");
+	assert_string_equal(o[7], "--mca btl_tcp_if_include net1");
+	assert_string_equal(o[8], "train.py");
+	assert_string_equal(o[10], "ds.json");
+	assert_null(o[11]);
+	assert_string_equal(launch_text, "192.168.9.11 slots=8\n192.168.9.12 slots=8\n");
+	free(launch_text);
+	launch_text = NULL;
+	agent_argv_free(o);
+	unlink(path);
+	/* --master_addr naming a peer is mapped; the user's launcher_args are extended */
+	o = rw_mpi(own, 8, 1);
+	assert_string_equal(o[1], "--hostfile=/nonexistent"); /* unreadable: left alone */
+	assert_string_equal(o[3], "192.168.9.12");
+	assert_string_equal(o[6], "--mca btl self,tcp --mca btl_tcp_if_include net1");
+	assert_string_equal(o[7], "train.py");
+	agent_argv_free(o);
+	/* the user's own btl_tcp_if_include stays theirs */
+	assert_null(rw_mpi(kept, 6, 0));
+	assert_null(launch_text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -256,6 +303,7 @@ int main(void)
 	    cmocka_unit_test(test_mpirun_hosts),
 	    cmocka_unit_test(test_mpirun_hostfile),
 	    cmocka_unit_test(test_mpirun_ipv6),
+	    cmocka_unit_test(test_deepspeed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
