@@ -111,12 +111,15 @@ const struct rsh_peer *rsh_peer_find(const struct rsh_peer *p, size_t n, const c
 	return NULL;
 }
 
-/* The world size rendezvous.json records, 0 when unreadable. */
-static long recorded_world(const char *path)
+/* The world a member's rendezvous.json records, 0 when unreadable or not a member's
+ * (the coordinator and observers know every peer; an elastic world is a bound). */
+static long member_world(const char *path)
 {
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 	long w = root ? (long)json_integer_value(json_object_get(root, "world")) : 0;
 
+	if (!root || json_integer_value(json_object_get(root, "rank")) < 1)
+		w = 0;
 	json_decref(root);
 	return w;
 }
@@ -145,7 +148,7 @@ int agent_cmd_hosts(struct agent_opts *o, char *err, size_t errlen)
 			 path);
 	if (rc < 0)
 		return rc == -ENOENT ? GX_EUSAGE : rc;
-	world = recorded_world(path);
+	world = member_world(path);
 	if (world > (long)n)
 		gx_warn("%s lists %zu of %ld peers (a member knows itself and the coordinator: "
 			"run it with --full-table for every peer)",
