@@ -180,23 +180,42 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-int agent_cmd_is_launcher(char **argv, int argc)
+static int launcher_word(const char *w, size_t wl)
 {
 	static const char *const names[] = {"mpirun",	  "mpiexec",   "orterun", "prterun",
 					    "horovodrun", "deepspeed", NULL};
-	const char *b;
+	const char *b = w, *p;
 	size_t i, l;
 
-	if (argc < 1 || !argv[0])
-		return 0;
-	b = base_name(argv[0]);
+	for (p = w; p < w + wl; p++)
+		if (*p == '/')
+			b = p + 1;
 	for (i = 0; names[i]; i++) {
 		l = strlen(names[i]);
 		/* mpirun, mpiexec.hydra, mpirun.mpich, mpiexec.openmpi */
-		if (strncmp(b, names[i], l) == 0 && (b[l] == '\0' || b[l] == '.'))
+		if ((size_t)(w + wl - b) >= l && strncmp(b, names[i], l) == 0 &&
+		    (b + l == w + wl || b[l] == '.'))
 			return 1;
 	}
 	return 0;
+}
+
+int agent_cmd_is_launcher(char **argv, int argc)
+{
+	const char *s;
+	int i;
+
+	if (argc < 1 || !argv[0])
+		return 0;
+	if (argc >= 3 && strcmp(argv[1], "-c") == 0 &&
+	    (strcmp(base_name(argv[0]), "sh") == 0 || strcmp(base_name(argv[0]), "bash") == 0)) {
+		s = argv[2] + strspn(argv[2], " \t\n");
+		return launcher_word(s, strcspn(s, " \t\n;&|"));
+	}
+	for (i = 1; i + 1 < argc && strncmp(base_name(argv[0]), "python", 6) == 0; i++)
+		if (strcmp(argv[i], "-m") == 0)
+			return strcmp(argv[i + 1], "deepspeed.launcher.runner") == 0;
+	return launcher_word(argv[0], strlen(argv[0]));
 }
 
 /* Index of the first torchrun option, or -1 when toks is no torchrun command. */

@@ -290,6 +290,38 @@ static void test_deepspeed(void **state)
 	assert_null(launch_text);
 }
 
+/* Members ask for the whole table (a hostfile) when CMD is a launcher (issue 27). */
+static void test_is_launcher(void **state)
+{
+	char *yes[][4] = {{"mpirun", "-np", "2", NULL},
+			  {"/usr/bin/mpiexec.hydra", "-n", "2", NULL},
+			  {"mpirun.mpich", NULL},
+			  {"horovodrun", "-np", "4", NULL},
+			  {"deepspeed", "train.py", NULL},
+			  {"bash", "-c", "  mpirun -np 4 x", NULL},
+			  {"python3", "-m", "deepspeed.launcher.runner", NULL}};
+	char *no[][4] = {{"torchrun", "x.py", NULL},
+			 {"mpirunner", NULL},
+			 {"sh", "-c", "cd /x; python t.py", NULL},
+			 {"python3", "-m", "torch.distributed.run", NULL},
+			 {"/opt/mpi/bin/mpi", NULL}};
+	size_t i;
+	int n;
+
+	(void)state;
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		for (n = 0; yes[i][n]; n++)
+			;
+		assert_int_equal(agent_cmd_is_launcher(yes[i], n), 1);
+	}
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		for (n = 0; no[i][n]; n++)
+			;
+		assert_int_equal(agent_cmd_is_launcher(no[i], n), 0);
+	}
+	assert_int_equal(agent_cmd_is_launcher(NULL, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +336,7 @@ int main(void)
 	    cmocka_unit_test(test_mpirun_hostfile),
 	    cmocka_unit_test(test_mpirun_ipv6),
 	    cmocka_unit_test(test_deepspeed),
+	    cmocka_unit_test(test_is_launcher),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
