@@ -519,10 +519,11 @@ static int build_argv(const struct toks *ts, char ***out)
 
 #define LAUNCH_FILE_MAX (1 << 20)
 
-/* The launcher words agent_cmd_is_launcher knows, except horovodrun / deepspeed. */
+/* The launcher words agent_cmd_is_launcher knows but deepspeed (its own options). */
 static int mpi_launcher(const char *argv0)
 {
-	static const char *const names[] = {"mpirun", "mpiexec", "orterun", "prterun", NULL};
+	static const char *const names[] = {"mpirun",  "mpiexec",    "orterun",
+					    "prterun", "horovodrun", NULL};
 	const char *b = base_name(argv0);
 	size_t i, l;
 
@@ -558,6 +559,7 @@ static enum mpi_opt mpi_classify(const char *a, size_t n)
 	    {"--host", MO_HOSTLIST},
 	    {"-host", MO_HOSTLIST},
 	    {"-hosts", MO_HOSTLIST},
+	    {"--hosts", MO_HOSTLIST}, /* horovodrun */
 	    {"--mca", MO_VALUE2},
 	    {"-mca", MO_VALUE2},
 	    {"--gmca", MO_VALUE2},

@@ -29,11 +29,11 @@ struct agent_rewrite_ctx {
 };
 
 /*
- * An MPI launcher (mpirun, mpiexec[.hydra|.mpich], orterun, prterun) before its
+ * An MPI launcher (mpirun, mpiexec[.hydra|.mpich], orterun, prterun, horovodrun) before its
  * program: `--hostfile F` / `-hostfile` / `--machinefile` / `-machinefile` /
  * `-f F` point at ctx->launch_hostfile, whose text (F's lines with each host
  * mapped to its secondary address, slots and the rest kept) goes to
- * *ctx->launch_text; `-H` / `--host` / `-host` / `-hosts a,b:2` are mapped in
+ * *ctx->launch_text; `-H` / `--host` / `-host` / `-hosts` / `--hosts a,b:2` are mapped in
  * place. A host that is no peer leaves that option alone (warned); an IPv6
  * secondary is left as named (neither `host:N` form can carry it).
  *

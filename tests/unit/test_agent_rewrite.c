@@ -167,6 +167,8 @@ static void test_mpirun_hosts(void **state)
 	char *hydra[] = {"mpiexec.hydra", "-n", "4", "-hosts", "job-worker-0,10.9.1.12", "prog"};
 	char *plain[] = {"mpirun", "-np", "2", "prog"};
 	char *foreign[] = {"mpirun", "--host", "job-worker-1,other-host", "prog"};
+	char *hvd[] = {"horovodrun", "-np",	"8", "--hosts", "job-worker-1:4,job-worker-2:4",
+		       "python3",    "train.py"};
 	char **o;
 
 	(void)state;
@@ -179,6 +181,10 @@ static void test_mpirun_hosts(void **state)
 	agent_argv_free(o);
 	assert_null(rw_mpi(plain, 4, 0));
 	assert_null(rw_mpi(foreign, 4, 0));
+	o = rw_mpi(hvd, 7, 1);
+	assert_string_equal(o[4], "192.168.9.11:4,192.168.9.12:4");
+	assert_string_equal(o[6], "train.py");
+	agent_argv_free(o);
 	assert_null(launch_text);
 }
 
