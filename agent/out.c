@@ -243,9 +243,13 @@ static int set_hydra(const struct agent_env_input *in, struct agent_env *e)
 {
 	int rc = 0;
 
-	if (in->addr) {
+	/* Hydra's -iface looks for an IPv4 address only (mpich 4.0.2: "unable to find
+	 * interface net1" on an IPv6-only net1, and mpiexec fails): not named there */
+	if (in->addr && !strchr(in->addr, ':')) {
 		rc = rc ?: agent_env_set(e, "HYDRA_IFACE", in->iface);
 		rc = rc ?: agent_env_set(e, "I_MPI_HYDRA_IFACE", in->iface);
+	}
+	if (in->addr) {
 		rc = rc ?: agent_env_set(e, "FI_TCP_IFACE", in->iface);
 		rc = rc ?: agent_env_set(e, "FI_SOCKETS_IFACE", in->iface);
 	}

@@ -9,6 +9,7 @@
 # (the proxies ran inside the serving pods: their hostname) with sum=21; the env names the
 # link and the host file, whose lines are the pods' net1 addresses; each server logged the
 # coordinator's net1 address running hydra_pmi_proxy; the servers exit 0 on the job's END.
+# Part 2: `-f FILE` naming the pods is rewritten onto net1. Part 3: an IPv6-only net1.
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -73,3 +74,27 @@ for r in 0 1 2 3 4 5; do
     fail "-f: rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"
 done
 echo "mpiexec.mpich -f <pod names> rewritten onto net1 OK"
+
+# ---- part 3: an IPv6-only net1. Hydra splits host:N at every ':' and its -iface takes IPv4
+# only: hostfile.hydra names the pods (gxboot-rsh maps the names to net1), HYDRA_IFACE is left
+# out, so Hydra's control connection uses eth0, which stays open here; MPI's data is on net1.
+GX_NET1_V6=1 cluster_create 2 || fail "cluster_create (IPv6)"
+export GX_NET1_V6=1
+T=$(cluster_token)
+P=(--peers 'job-worker-{0..1}' --token-file "$T" --timeout 30 --slots 2)
+gx_start 1 serve "${P[@]}"
+mkdir -p "$GX_DIR/out0"
+pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- \
+  mpiexec.mpich -n 4 "$MPIPROG"
+GX_PIDS[0]=$GX_PID
+gx_wait_all 60 0 1
+gx_expect_rc 0 0 1
+[ "$(cat "$GX_DIR/out0/hostfile.hydra")" = "$(printf 'job-worker-0:2\njob-worker-1:2')" ] ||
+  fail "IPv6: hostfile.hydra does not name the pods" "$GX_DIR/out0/hostfile.hydra"
+[ -z "$(gx_env "$GX_DIR/out0/env" HYDRA_IFACE)" ] || fail "IPv6: HYDRA_IFACE is set" "$GX_DIR/out0/env"
+for r in 0 1 2 3; do
+  grep -q "^MPIALLREDUCE rank=$r world=4 host=job-worker-$((r / 2)) sum=10 OK" "$GX_DIR/pod0.log" ||
+    fail "IPv6: rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"
+done
+gx_expect_in 1 "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': exit 0"
+echo "IPv6-only net1: mpiexec.mpich through pod names and gxboot rsh OK"

@@ -167,6 +167,14 @@ static void test_env_hydra(void **state)
 	assert_string_equal(agent_env_get(&e, "I_MPI_HYDRA_BOOTSTRAP"), "rsh");
 	assert_string_equal(agent_env_get(&e, "FI_TCP_IFACE"), "eth0");
 	agent_env_free(&e);
+	/* an IPv6-only secondary: Hydra's -iface takes IPv4 only, so it is not named */
+	in.addr = "fd00::12";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), 0);
+	assert_null(agent_env_get(&e, "HYDRA_IFACE"));
+	assert_null(agent_env_get(&e, "I_MPI_HYDRA_IFACE"));
+	assert_string_equal(agent_env_get(&e, "FI_TCP_IFACE"), "net1");
+	assert_string_equal(agent_env_get(&e, "HYDRA_HOST_FILE"), "/run/gxboot/hostfile.hydra");
+	agent_env_free(&e);
 	/* an observer without a secondary names no interface it does not have */
 	in.observer = 1;
 	in.rank = -1;
