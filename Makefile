@@ -118,13 +118,18 @@ asan:
 release:
 	$(Q)$(MAKE) --no-print-directory build/gxboot
 unit-bins: $(UNIT_BINS)
-.PHONY: unit-bins
+.PHONY: unit-bins tools tools-mpich
 
 # Small tools the e2e tests and bench use (MPI program), built on demand.
 tools: build/tools/mpi_allreduce
 build/tools/mpi_allreduce: tests/e2e/mpi_allreduce.c
 	@mkdir -p $(dir $@)
 	$(Q)mpicc -O2 -o $@ $<
+# the same program against MPICH (Hydra, ch4:ofi; issue 27): mpicc stays OpenMPI's
+tools-mpich: build/tools/mpi_allreduce_mpich
+build/tools/mpi_allreduce_mpich: tests/e2e/mpi_allreduce.c
+	@mkdir -p $(dir $@)
+	$(Q)mpicc.mpich -O2 -o $@ $<
 
 deps:
 	$(Q)tests/deps.sh

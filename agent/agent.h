@@ -32,9 +32,11 @@ enum agent_rdma_mode {
 };
 
 enum agent_hostfile_fmt {
-	AGENT_HF_OPENMPI = 0,
+	AGENT_HF_DEFAULT = 0, /* not given: files openmpi, `gxboot hosts` "host:slots" */
+	AGENT_HF_OPENMPI,
 	AGENT_HF_MPICH,
 	AGENT_HF_HOROVOD,
+	AGENT_HF_HYDRA, /* hostfile.hydra: "host:slots", an IPv6 peer by name */
 };
 
 enum agent_check_mode {

@@ -5,6 +5,7 @@
  * "host:slots" line per peer, the secondary address as host) and for `rsh`'s
  * HOST mapping (peer name, its FQDN, its eth0 or secondary address).
  */
+#include "agent/out_int.h"
 #include "agent/peers_int.h"
 #include "agent/rsh_int.h"
 
@@ -110,11 +111,32 @@ const struct rsh_peer *rsh_peer_find(const struct rsh_peer *p, size_t n, const c
 	return NULL;
 }
 
+/* The world a member's rendezvous.json records, 0 when unreadable or not a member's
+ * (the coordinator and observers know every peer; an elastic world is a bound). */
+static long member_world(const char *path)
+{
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	long w = root ? (long)json_integer_value(json_object_get(root, "world")) : 0;
+
+	if (!root || json_integer_value(json_object_get(root, "rank")) < 1)
+		w = 0;
+	json_decref(root);
+	return w;
+}
+
+/*
+ * One line per peer in --hostfile-format; not given: "host:slots" (Horovod's
+ * discovery script, MPI Operator's discover_hosts.sh), an IPv6 host in
+ * brackets ("[fd00::2]:8": a bare address cannot be split at its ':').
+ */
 int agent_cmd_hosts(struct agent_opts *o, char *err, size_t errlen)
 {
+	enum agent_hostfile_fmt fmt = o->hostfile_format;
+	struct agent_hf_peer *hp = NULL;
 	struct rsh_peer *p = NULL;
-	char path[4096];
+	char path[4096], *text = NULL;
 	size_t n = 0, i;
+	long world;
 	int rc;
 
 	if (snprintf(path, sizeof(path), "%s/rendezvous.json", o->out) >= (int)sizeof(path))
@@ -126,8 +148,25 @@ int agent_cmd_hosts(struct agent_opts *o, char *err, size_t errlen)
 			 path);
 	if (rc < 0)
 		return rc == -ENOENT ? GX_EUSAGE : rc;
-	for (i = 0; i < n; i++)
-		printf("%s:%ld\n", p[i].addr, p[i].slots);
+	world = member_world(path);
+	if (world > (long)n)
+		gx_warn("%s lists %zu of %ld peers (a member knows itself and the coordinator: "
+			"run it with --full-table for every peer)",
+			path, n, world);
+	hp = calloc(n ? n : 1, sizeof(*hp));
+	rc = hp ? 0 : -ENOMEM;
+	for (i = 0; rc == 0 && i < n; i++) {
+		hp[i].addr = p[i].addr;
+		hp[i].name = p[i].name;
+		hp[i].slots = p[i].slots;
+	}
+	if (rc == 0)
+		rc = agent_hostfile_render(fmt == AGENT_HF_DEFAULT ? AGENT_HF_HOROVOD : fmt, hp, n,
+					   &text, NULL, err, errlen);
+	if (rc == 0 && (fputs(text, stdout) == EOF || fflush(stdout) != 0))
+		rc = -EIO;
+	free(text);
+	free(hp);
 	free(p);
-	return fflush(stdout) == 0 ? 0 : -EIO;
+	return rc;
 }

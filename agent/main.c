@@ -90,11 +90,38 @@ static enum agent_cmd help_topic(const struct agent_opts *o)
 	return AGENT_CMD_NONE;
 }
 
+/*
+ * Called as ".../gxboot-rsh ARGS" (the --out link Hydra's launcher exec
+ * names: one executable path, issue 27): "gxboot rsh ARGS". NULL otherwise.
+ */
+static char **rsh_link_argv(int argc, char **argv)
+{
+	const char *b = strrchr(argv[0], '/');
+	char **v;
+	int i;
+
+	if (strcmp(b ? b + 1 : argv[0], "gxboot-rsh") != 0)
+		return NULL;
+	v = calloc((size_t)argc + 2, sizeof(*v));
+	if (!v)
+		return NULL;
+	v[0] = argv[0];
+	v[1] = "rsh";
+	for (i = 1; i < argc; i++)
+		v[i + 1] = argv[i];
+	return v;
+}
+
 int main(int argc, char **argv)
 {
 	char err[1024] = "";
+	char **rsh_argv = argc > 0 ? rsh_link_argv(argc, argv) : NULL;
 	int rc;
 
+	if (rsh_argv) {
+		argv = rsh_argv; /* lives until exit */
+		argc++;
+	}
 	rc = agent_opts_parse(argc, argv, NULL, &g_opts, err, sizeof(err));
 	if (rc < 0) {
 		fail_line(err);

@@ -34,7 +34,7 @@ struct opt_def {
 #define OFF(f) offsetof(struct agent_opts, f)
 
 static const char *const rdma_names[] = {"auto", "require", "off", NULL};
-static const char *const hf_names[] = {"openmpi", "mpich", "horovod", NULL};
+static const char *const hf_names[] = {"", "openmpi", "mpich", "horovod", NULL};
 static const char *const mode_names[] = {"", "star", "all", NULL};
 static const char *const ray_names[] = {"", "head", "worker", NULL};
 

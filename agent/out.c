@@ -110,12 +110,26 @@ void agent_env_free(struct agent_env *e)
 /* ---- gxboot's set -------------------------------------------------------------- */
 
 static const char *const selections[] = {
-    "NCCL_SOCKET_IFNAME",	   "NCCL_IB_HCA",
-    "GLOO_SOCKET_IFNAME",	   "UCX_NET_DEVICES",
-    "NCCL_IB_GID_INDEX",	   "OMPI_MCA_btl_tcp_if_include",
-    "OMPI_MCA_oob_tcp_if_include", "HOROVOD_GLOO_IFACE",
-    "NCCL_SOCKET_FAMILY",	   "OMPI_MCA_plm_rsh_agent",
-    "PRTE_MCA_plm_ssh_agent",	   NULL,
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_IB_HCA",
+    "GLOO_SOCKET_IFNAME",
+    "UCX_NET_DEVICES",
+    "NCCL_IB_GID_INDEX",
+    "OMPI_MCA_btl_tcp_if_include",
+    "OMPI_MCA_oob_tcp_if_include",
+    "HOROVOD_GLOO_IFACE",
+    "NCCL_SOCKET_FAMILY",
+    "OMPI_MCA_plm_rsh_agent",
+    "PRTE_MCA_plm_ssh_agent",
+    "HYDRA_IFACE",
+    "I_MPI_HYDRA_IFACE",
+    "FI_TCP_IFACE",
+    "FI_SOCKETS_IFACE",
+    "HYDRA_LAUNCHER",
+    "HYDRA_LAUNCHER_EXEC",
+    "I_MPI_HYDRA_BOOTSTRAP",
+    "I_MPI_HYDRA_BOOTSTRAP_EXEC",
+    NULL,
 };
 
 int agent_env_is_selection(const char *name)
@@ -178,7 +192,9 @@ static int check_input(const struct agent_env_input *in, char *err, size_t errle
 	if ((in->rails && *in->rails && !rails_ok(in->rails)) ||
 	    (in->hostfile && !gx_safe_text(in->hostfile, 4096)) ||
 	    (in->rsh_agent && !gx_safe_text(in->rsh_agent, 4096)) ||
-	    (in->rsh_key_file && !gx_safe_text(in->rsh_key_file, 4096))) {
+	    (in->rsh_key_file && !gx_safe_text(in->rsh_key_file, 4096)) ||
+	    (in->hydra_hostfile && !gx_safe_text(in->hydra_hostfile, 4096)) ||
+	    (in->rsh_exec && !gx_safe_text(in->rsh_exec, 4096))) {
 		snprintf(err, errlen, "invalid rails or hostfile path for the environment");
 		return GX_EUSAGE;
 	}
@@ -208,6 +224,45 @@ static int set_rails(const struct agent_env_input *in, struct agent_env *e)
 	if (rc == 0 && in->nccl_gid_index >= 0)
 		rc = set_long(e, "NCCL_IB_GID_INDEX", in->nccl_gid_index);
 	free(hca);
+	return rc;
+}
+
+/*
+ * MPICH and Intel MPI start their proxies through Hydra (issue 27), which
+ * reads its host file ("host:slots" lines only), launcher and interface from
+ * the environment: HYDRA_* (MPICH), I_MPI_HYDRA_* (Intel MPI). The launcher
+ * exec is ONE executable path (Hydra execvp()s it whole, checked with
+ * mpich 4.0.2), hence the gxboot-rsh link instead of "gxboot rsh".
+ * HYDRA_IFACE puts the proxies' control connection (--control-port) on the
+ * secondary; FI_TCP_IFACE / FI_SOCKETS_IFACE keep libfabric's tcp and
+ * sockets providers (MPICH built with ch4:ofi, Intel MPI over TCP) there;
+ * Debian's mpich 4.0.2 is ch4:ucx, kept there by UCX_NET_DEVICES. Without an
+ * address of its own (an observer) no interface is named: it has none.
+ */
+static int set_hydra(const struct agent_env_input *in, struct agent_env *e)
+{
+	int rc = 0;
+
+	/* Hydra's -iface looks for an IPv4 address only (mpich 4.0.2: "unable to find
+	 * interface net1" on an IPv6-only net1, and mpiexec fails): not named there */
+	if (in->addr && !strchr(in->addr, ':')) {
+		rc = rc ?: agent_env_set(e, "HYDRA_IFACE", in->iface);
+		rc = rc ?: agent_env_set(e, "I_MPI_HYDRA_IFACE", in->iface);
+	}
+	if (in->addr) {
+		rc = rc ?: agent_env_set(e, "FI_TCP_IFACE", in->iface);
+		rc = rc ?: agent_env_set(e, "FI_SOCKETS_IFACE", in->iface);
+	}
+	if (rc == 0 && in->rsh_exec) {
+		rc = agent_env_set(e, "HYDRA_LAUNCHER", "ssh");
+		rc = rc ?: agent_env_set(e, "HYDRA_LAUNCHER_EXEC", in->rsh_exec);
+		rc = rc ?: agent_env_set(e, "I_MPI_HYDRA_BOOTSTRAP", "ssh");
+		rc = rc ?: agent_env_set(e, "I_MPI_HYDRA_BOOTSTRAP_EXEC", in->rsh_exec);
+	}
+	if (rc == 0 && in->hydra_hostfile) {
+		rc = agent_env_set(e, "HYDRA_HOST_FILE", in->hydra_hostfile);
+		rc = rc ?: agent_env_set(e, "I_MPI_HYDRA_HOST_FILE", in->hydra_hostfile);
+	}
 	return rc;
 }
 
@@ -245,6 +300,10 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *
 	if (in->addr && strchr(in->addr, ':')) /* an IPv6-only secondary (issue 15) */
 		rc = rc ?: agent_env_set(e, "NCCL_SOCKET_FAMILY", "AF_INET6");
 	rc = rc ?: set_rails(in, e);
+	/* no rails: UCX's tcp transport (MPICH ch4:ucx, OpenMPI pml ucx) would use every
+	 * interface, eth0 included (issue 27: seen with Debian's mpich 4.0.2 + UCX 1.13) */
+	if ((!in->rails || !*in->rails) && in->addr)
+		rc = rc ?: agent_env_set(e, "UCX_NET_DEVICES", in->iface);
 	if (rc == 0 && in->ray_port > 0) {
 		char ra[80];
 
@@ -267,6 +326,7 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *
 		rc = rc ?: agent_env_set(e, "OMPI_MCA_prte_default_hostfile", in->hostfile);
 		rc = rc ?: agent_env_set(e, "PRTE_MCA_prte_default_hostfile", in->hostfile);
 	}
+	rc = rc ?: set_hydra(in, e);
 	if (rc < 0)
 		agent_env_free(e);
 	return rc;

@@ -68,8 +68,8 @@ static int open_dir(const char *dir, int *dfd)
 }
 
 /* ---- what a run leaves behind ------------------------------------------------------ */
-static const char *const out_names[] = {"env", "env.json", "hostfile", "rendezvous.json",
-					"rsh.key"};
+static const char *const out_names[] = {
+    "env", "env.json", "hostfile", "hostfile.hydra", "rendezvous.json", "rsh.key", "gxboot-rsh"};
 
 /* ".NAME.<pid>.<us>.tmp" of one of ours: the writer's pid, else 0. */
 static long temp_owner(const char *f)
@@ -86,7 +86,7 @@ static long temp_owner(const char *f)
 			continue;
 		pid = strtol(f + 2 + l, &e, 10);
 		if (pid <= 0 || *e != '.')
-			return 0;
+			continue; /* "hostfile" vs "hostfile.hydra" */
 		strtoll(e + 1, &e, 10);
 		return strcmp(e, ".tmp") == 0 ? pid : 0;
 	}
@@ -200,14 +200,61 @@ out:
 	return rc;
 }
 
+int agent_write_link_atomic(const char *dir, const char *name, const char *target, char *err,
+			    size_t errlen)
+{
+	char tmp[512];
+	int dfd = -1, rc, i;
+
+	rc = open_dir(dir, &dfd);
+	if (rc < 0) {
+		snprintf(err, errlen, "--out %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	rc = -EEXIST;
+	for (i = 0; i < 100 && rc == -EEXIST; i++) {
+		snprintf(tmp, sizeof(tmp), ".%s.%ld.%lld.tmp", name, (long)getpid(),
+			 (long long)(gx_now_us() + i));
+		rc = symlinkat(target, dfd, tmp) < 0 ? -errno : 0;
+	}
+	if (rc == 0 && renameat(dfd, tmp, dfd, name) < 0) {
+		rc = -errno;
+		unlinkat(dfd, tmp, 0);
+	}
+	if (rc < 0)
+		snprintf(err, errlen, "cannot write %s/%s: %s", dir, name, strerror(-rc));
+	close(dfd);
+	return rc;
+}
+
 /* ---- hostfile ------------------------------------------------------------------------ */
+
+/*
+ * One line. "host:slots" parsers split on ':' (Hydra: strtok, Horovod:
+ * split), so they cannot take an IPv6 address in any form: Hydra's file names
+ * such a peer (gxboot rsh maps names to the secondary); mpich / horovod get
+ * "[v6]:N", the form that a parser splitting at the last ':' reads.
+ */
+static int hf_line(enum agent_hostfile_fmt fmt, const char *addr, const struct agent_hf_peer *p,
+		   char *line, size_t cap)
+{
+	int v6 = strchr(addr, ':') != NULL;
+
+	if (fmt == AGENT_HF_OPENMPI || fmt == AGENT_HF_DEFAULT)
+		return snprintf(line, cap, "%s slots=%ld\n", addr, p->slots);
+	if (fmt == AGENT_HF_HYDRA && v6 && p->name && gx_valid_hostname(p->name))
+		return snprintf(line, cap, "%s:%ld\n", p->name, p->slots);
+	if (v6)
+		return snprintf(line, cap, "[%s]:%ld\n", addr, p->slots);
+	return snprintf(line, cap, "%s:%ld\n", addr, p->slots);
+}
 
 int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_peer *peers, size_t n,
 			  char **out, size_t *len, char *err, size_t errlen)
 {
-	char addr[64], line[128];
+	char addr[64], line[320];
 	char *buf = NULL;
-	size_t i, off = 0, cap = n * 80 + 1;
+	size_t i, off = 0, cap = n * 300 + 1;
 	int l;
 
 	*out = NULL;
@@ -223,12 +270,12 @@ int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_pee
 			free(buf);
 			return GX_EINVAL_NAME;
 		}
-		if (fmt == AGENT_HF_OPENMPI)
-			l = snprintf(line, sizeof(line), "%s slots=%ld\n", addr, peers[i].slots);
-		else if (strchr(addr, ':')) /* "host:slots" formats: an IPv6 host in brackets */
-			l = snprintf(line, sizeof(line), "[%s]:%ld\n", addr, peers[i].slots);
-		else
-			l = snprintf(line, sizeof(line), "%s:%ld\n", addr, peers[i].slots);
+		l = hf_line(fmt, addr, &peers[i], line, sizeof(line));
+		if (l < 0 || (size_t)l >= sizeof(line)) {
+			snprintf(err, errlen, "hostfile: peer %zu: name too long", i);
+			free(buf);
+			return GX_EINVAL_NAME;
+		}
 		memcpy(buf + off, line, (size_t)l + 1);
 		off += (size_t)l;
 	}
@@ -467,4 +514,16 @@ long agent_slots_detect(long opt_slots, char **envp, const char *root)
 	}
 	n = count_nvidia(root);
 	return n > 0 ? n : 1;
+}
+
+long agent_slots_self(long opt_slots, long job_slots, char **envp, const char *root)
+{
+	return agent_slots_detect(opt_slots > 0 ? opt_slots : job_slots, envp, root);
+}
+
+long agent_slots_peer(long opt_slots, const long *job_slots, size_t njob, size_t i, long reported)
+{
+	if (!job_slots || i >= njob || job_slots[i] < 1)
+		return reported;
+	return opt_slots > 0 ? opt_slots : job_slots[i];
 }

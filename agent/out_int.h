@@ -52,6 +52,10 @@ struct agent_env_input {
 	/* "<path to gxboot> rsh" when every peer serves (rsh issue), else NULL */
 	const char *rsh_agent;
 	const char *rsh_key_file; /* GXBOOT_RSH_KEY_FILE for the agent, or NULL */
+	/* Hydra (MPICH, Intel MPI; issue 27): the agent as ONE executable (the
+	 * --out/gxboot-rsh link) and the "host:slots" host file, or NULL */
+	const char *rsh_exec;
+	const char *hydra_hostfile;
 	/* Ray (issue 12): the head's GCS port (RAY_ADDRESS=<master>:<port>); 0 = not Ray.
 	 * A worker also gets FQ_RAY_IP / RAY_IP = the head's secondary address. */
 	long ray_port;
@@ -108,6 +112,10 @@ int agent_env_load(const char *path, struct agent_env *out, char *err, size_t er
 int agent_write_file_atomic(const char *dir, const char *name, const char *data, size_t len,
 			    mode_t mode, char *err, size_t errlen);
 
+/* dir/name as a symlink to target, replaced atomically (temp link + rename). */
+int agent_write_link_atomic(const char *dir, const char *name, const char *target, char *err,
+			    size_t errlen);
+
 /*
  * Tidy --out: temp files a killed writer left (its pid gone); with all, also
  * env, env.json, hostfile, rendezvous.json, rsh.key (a failed write leaves
@@ -118,8 +126,10 @@ void agent_out_clean(const char *dir, int all);
 struct agent_hf_peer {
 	const char *addr; /* secondary address */
 	long slots;	  /* >= 1 */
+	const char *name; /* the peer's name (AGENT_HF_HYDRA, IPv6), or NULL */
 };
-/* openmpi "ADDR slots=N", mpich / horovod "ADDR:N", one line per peer. */
+/* openmpi (and default) "ADDR slots=N", mpich / horovod "ADDR:N" ("[V6]:N"),
+ * hydra "ADDR:N" with an IPv6 peer's name instead; one line per peer. */
 int agent_hostfile_render(enum agent_hostfile_fmt fmt, const struct agent_hf_peer *peers, size_t n,
 			  char **out, size_t *len, char *err, size_t errlen);
 
@@ -169,5 +179,14 @@ int agent_json_text(const json_t *j, char **out, size_t *len);
  * empty: 1), else the count of root/dev/nvidia[0-9]*, else 1.
  */
 long agent_slots_detect(long opt_slots, char **envp, const char *root);
+/* This pod's slots: --slots, else the job system's for this pod (MPI Operator's
+ * "host slots=N", 0 = none), else agent_slots_detect. */
+long agent_slots_self(long opt_slots, long job_slots, char **envp, const char *root);
+/*
+ * Peer i's slots in this pod's files: the job system's per-host value where it
+ * has one (slotsPerWorker: the launcher reads /etc/mpi/hostfile, the workers
+ * may not), --slots replacing it; else what the peer reported.
+ */
+long agent_slots_peer(long opt_slots, const long *job_slots, size_t njob, size_t i, long reported);
 
 #endif

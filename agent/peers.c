@@ -518,6 +518,7 @@ void agent_peers_free(struct agent_peers *p)
 {
 	agent_names_free(p->names, p->n);
 	free(p->coord_fqdn);
+	free(p->slots);
 	memset(p, 0, sizeof(*p));
 	p->self = AGENT_SELF_NONE;
 }

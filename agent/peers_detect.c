@@ -483,7 +483,7 @@ static int mpi_line(char *line, struct agent_names *l, long *slots, char *err, s
 			snprintf(err, errlen, "invalid '%.40s' in /etc/mpi/hostfile", tok);
 			rc = GX_EUSAGE;
 		}
-	if (rc == 0 && v > 0 && *slots == 0)
+	if (rc == 0 && l->n > 0)
 		*slots = v;
 	return rc;
 }
@@ -493,7 +493,8 @@ static int src_mpi(const struct agent_detect *c, struct agent_peers *p, char *wh
 {
 	struct agent_names l = {0};
 	char *txt = NULL, *line, *save = NULL;
-	long slots = 0;
+	long slots = 0, *per = NULL, *np;
+	size_t had;
 	int rc;
 
 	if (agent_detect_read(c->root, "/etc/mpi/hostfile", &txt) < 0) {
@@ -501,8 +502,22 @@ static int src_mpi(const struct agent_detect *c, struct agent_peers *p, char *wh
 		return 0;
 	}
 	rc = 0;
-	for (line = strtok_r(txt, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save))
+	/* each host's slots=N (slotsPerWorker), kept for this pod's own line */
+	for (line = strtok_r(txt, "\n", &save); line && rc == 0;
+	     line = strtok_r(NULL, "\n", &save)) {
+		had = l.n;
+		slots = 0;
 		rc = mpi_line(line, &l, &slots, err, errlen);
+		if (rc < 0 || l.n == had)
+			continue;
+		np = realloc(per, l.n * sizeof(*per));
+		if (!np) {
+			rc = -ENOMEM;
+			break;
+		}
+		per = np;
+		per[l.n - 1] = slots;
+	}
 	if (rc == 0 && l.n == 0) {
 		snprintf(err, errlen, "/etc/mpi/hostfile lists no hosts");
 		rc = GX_EUSAGE;
@@ -516,15 +531,19 @@ static int src_mpi(const struct agent_detect *c, struct agent_peers *p, char *wh
 	l.v = NULL;
 	l.n = 0;
 	p->source = "MPI Operator";
-	p->slots_hint = slots;
 	if (agent_self_index(p->names, p->n, c->self, c->is_local_ip, &p->self) < 0) {
 		p->self = AGENT_SELF_NONE;
 		p->observer = 1; /* the launcher, not listed unless runLauncherAsWorker */
+	} else {
+		p->slots_hint = per[p->self];
 	}
+	p->slots = per;
+	per = NULL;
 	agent_detect_coord(c, p, AGENT_COORD_SIBLING);
 	rc = 1;
 out:
 	agent_names_free(l.v, l.n);
+	free(per);
 	free(txt);
 	return rc;
 }

@@ -64,7 +64,8 @@ struct agent_peers {
 	const char *source; /* "--peers", "TorchX", "Volcano", "MPI Operator", ... (static) */
 	char *coord_fqdn;   /* the coordinator's full name with a trailing dot, or NULL */
 	int coord_nosub;    /* the coordinator's name is bare and this pod has no subdomain */
-	long slots_hint;    /* slots from the source (MPI hostfile), 0 = none */
+	long slots_hint;    /* this pod's slots from the source (MPI hostfile), 0 = none */
+	long *slots;	    /* each listed host's slots from the source (0: none), or NULL */
 	int observer;	    /* this pod is not a peer (MPI launcher) */
 	/* elastic (Ray issue): the coordinator never waits; a pod not listed
 	 * (self == AGENT_SELF_NONE, observer 0) joins by name and gets a rank */

@@ -11,8 +11,11 @@
  * against the environment to decide what they name (DECISIONS 18).
  */
 #include "agent/rewrite_int.h"
+#include "agent/peers_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +180,44 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
+static int launcher_word(const char *w, size_t wl)
+{
+	static const char *const names[] = {"mpirun",	  "mpiexec",   "orterun", "prterun",
+					    "horovodrun", "deepspeed", NULL};
+	const char *b = w, *p;
+	size_t i, l;
+
+	for (p = w; p < w + wl; p++)
+		if (*p == '/')
+			b = p + 1;
+	for (i = 0; names[i]; i++) {
+		l = strlen(names[i]);
+		/* mpirun, mpiexec.hydra, mpirun.mpich, mpiexec.openmpi */
+		if ((size_t)(w + wl - b) >= l && strncmp(b, names[i], l) == 0 &&
+		    (b + l == w + wl || b[l] == '.'))
+			return 1;
+	}
+	return 0;
+}
+
+int agent_cmd_is_launcher(char **argv, int argc)
+{
+	const char *s;
+	int i;
+
+	if (argc < 1 || !argv[0])
+		return 0;
+	if (argc >= 3 && strcmp(argv[1], "-c") == 0 &&
+	    (strcmp(base_name(argv[0]), "sh") == 0 || strcmp(base_name(argv[0]), "bash") == 0)) {
+		s = argv[2] + strspn(argv[2], " \t\n");
+		return launcher_word(s, strcspn(s, " \t\n;&|"));
+	}
+	for (i = 1; i + 1 < argc && strncmp(base_name(argv[0]), "python", 6) == 0; i++)
+		if (strcmp(argv[i], "-m") == 0)
+			return strcmp(argv[i + 1], "deepspeed.launcher.runner") == 0;
+	return launcher_word(argv[0], strlen(argv[0]));
+}
+
 /* Index of the first torchrun option, or -1 when toks is no torchrun command. */
 static int torchrun_start(const struct toks *ts)
 {
@@ -279,16 +320,15 @@ struct rw_state {
 
 static int set_val(struct tok *t, const char *prefix, const char *v, const char *what)
 {
-	char buf[512];
-	char *nv;
+	char *nv = NULL;
 
-	snprintf(buf, sizeof(buf), "%s%s", prefix, v);
-	if (strcmp(t->val, buf) == 0)
-		return 0;
-	nv = strdup(buf);
-	if (!nv)
+	if (asprintf(&nv, "%s%s", prefix, v) < 0)
 		return -ENOMEM;
-	gx_info("rewrite %s: %s -> %s", what, t->val, buf);
+	if (strcmp(t->val, nv) == 0) {
+		free(nv);
+		return 0;
+	}
+	gx_info("rewrite %s: %s -> %s", what, t->val, nv);
 	free(t->val);
 	t->val = nv;
 	t->changed = 1;
@@ -475,14 +515,557 @@ static int build_argv(const struct toks *ts, char ***out)
 	return 0;
 }
 
+/* ---- MPI launch lines (issue 27) ------------------------------------------------- */
+
+#define LAUNCH_FILE_MAX (1 << 20)
+
+/* The launcher words agent_cmd_is_launcher knows but deepspeed (its own options). */
+static int mpi_launcher(const char *argv0)
+{
+	static const char *const names[] = {"mpirun",  "mpiexec",    "orterun",
+					    "prterun", "horovodrun", NULL};
+	const char *b = base_name(argv0);
+	size_t i, l;
+
+	for (i = 0; names[i]; i++) {
+		l = strlen(names[i]);
+		if (strncmp(b, names[i], l) == 0 && (b[l] == '\0' || b[l] == '.'))
+			return 1;
+	}
+	return 0;
+}
+
+enum mpi_opt {
+	MO_FLAG,     /* no value, or not ours to know */
+	MO_VALUE,    /* one value we do not touch */
+	MO_VALUE2,   /* two values (--mca K V, -genv K V) */
+	MO_HOSTFILE, /* a host file */
+	MO_HOSTLIST, /* a,b:2,c */
+};
+
+static enum mpi_opt mpi_classify(const char *a, size_t n)
+{
+	static const struct {
+		const char *name;
+		enum mpi_opt o;
+	} tab[] = {
+	    {"--hostfile", MO_HOSTFILE},
+	    {"-hostfile", MO_HOSTFILE},
+	    {"--machinefile", MO_HOSTFILE},
+	    {"-machinefile", MO_HOSTFILE},
+	    {"--default-hostfile", MO_HOSTFILE},
+	    {"-f", MO_HOSTFILE},
+	    {"-H", MO_HOSTLIST},
+	    {"--host", MO_HOSTLIST},
+	    {"-host", MO_HOSTLIST},
+	    {"-hosts", MO_HOSTLIST},
+	    {"--hosts", MO_HOSTLIST}, /* horovodrun */
+	    {"--mca", MO_VALUE2},
+	    {"-mca", MO_VALUE2},
+	    {"--gmca", MO_VALUE2},
+	    {"-gmca", MO_VALUE2},
+	    {"--prtemca", MO_VALUE2},
+	    {"-env", MO_VALUE2},
+	    {"-genv", MO_VALUE2},
+	};
+	static const char *const values[] = {"-n",
+					     "-np",
+					     "--np",
+					     "-c",
+					     "-N",
+					     "--n",
+					     "-x",
+					     "-ppn",
+					     "-npernode",
+					     "--npernode",
+					     "--map-by",
+					     "-map-by",
+					     "--bind-to",
+					     "-bind-to",
+					     "--rank-by",
+					     "-rank-by",
+					     "--prefix",
+					     "-prefix",
+					     "-wdir",
+					     "--wdir",
+					     "-genvlist",
+					     "-envlist",
+					     "-launcher",
+					     "-bootstrap",
+					     "-iface",
+					     "-rmk",
+					     "-demux",
+					     "--output",
+					     "--tune",
+					     "-tune",
+					     "--personality",
+					     "-launcher-exec",
+					     "-bootstrap-exec",
+					     "--preload-files",
+					     "-s",
+					     "--stdin",
+					     "-bind-to",
+					     "-map-by",
+					     "-binding",
+					     "-gpus-per-proc",
+					     NULL};
+	size_t i;
+
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (strlen(tab[i].name) == n && strncmp(tab[i].name, a, n) == 0)
+			return tab[i].o;
+	for (i = 0; values[i]; i++)
+		if (strlen(values[i]) == n && strncmp(values[i], a, n) == 0)
+			return MO_VALUE;
+	return MO_FLAG;
+}
+
+/* The secondary address of the peer host names (name, FQDN, eth0 or secondary
+ * address), or NULL. */
+static const char *peer_addr(const struct agent_rewrite_ctx *c, const char *host)
+{
+	char a[64];
+	size_t i;
+
+	if (gx_addr_normalize(host, a, sizeof(a)) == 0) {
+		for (i = 0; i < c->nhosts; i++) {
+			if (strcmp(c->hosts[i].addr, a) == 0 ||
+			    (c->hosts[i].primary && strcmp(c->hosts[i].primary, a) == 0))
+				return c->hosts[i].addr;
+		}
+		return NULL;
+	}
+	for (i = 0; i < c->nhosts; i++)
+		if (agent_name_match(c->hosts[i].name, host))
+			return c->hosts[i].addr;
+	return NULL;
+}
+
+/* "host" of a "host[:N]" / "host slots=N" entry into h; the rest at *rest. */
+static int split_host(const char *s, size_t len, char *h, size_t cap, const char **rest)
+{
+	size_t l = strcspn(s, ": \t");
+
+	if (l > len)
+		l = len;
+	if (l == 0 || l >= cap)
+		return -1;
+	memcpy(h, s, l);
+	h[l] = '\0';
+	*rest = s + l;
+	return 0;
+}
+
+/* Appends "addr" for host h (left as named for an IPv6 secondary); -ESRCH when h is no peer. */
+static int map_host(const struct agent_rewrite_ctx *c, const char *h, char *out, size_t cap,
+		    size_t *o)
+{
+	const char *a = peer_addr(c, h);
+	size_t l;
+
+	if (!a && strcmp(h, "localhost") != 0)
+		return -ESRCH;
+	if (!a || strchr(a, ':'))
+		a = h; /* neither "host:N" form can carry an IPv6 address */
+	l = strlen(a);
+	if (*o + l >= cap)
+		return -E2BIG;
+	memcpy(out + *o, a, l);
+	*o += l;
+	return 0;
+}
+
+/* "a,b:2,c" mapped into out; -ESRCH naming no peer. */
+static int map_list(const struct agent_rewrite_ctx *c, const char *v, char *out, size_t cap)
+{
+	const char *rest;
+	char h[256];
+	size_t o = 0, l;
+	int rc;
+
+	while (*v) {
+		l = strcspn(v, ",");
+		if (split_host(v, l, h, sizeof(h), &rest) < 0)
+			return -EINVAL;
+		rc = map_host(c, h, out, cap, &o);
+		if (rc < 0)
+			return rc;
+		if (o + (size_t)(v + l - rest) + 2 >= cap)
+			return -E2BIG;
+		memcpy(out + o, rest, (size_t)(v + l - rest));
+		o += (size_t)(v + l - rest);
+		v += l;
+		if (*v == ',')
+			out[o++] = *v++;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static int read_small(const char *path, char **text)
+{
+	char *buf = malloc(LAUNCH_FILE_MAX + 1);
+	size_t len = 0;
+	ssize_t r;
+	int fd, rc = 0;
+
+	*text = NULL;
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	while (len <= LAUNCH_FILE_MAX && (r = read(fd, buf + len, LAUNCH_FILE_MAX + 1 - len))) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			break;
+		}
+		len += (size_t)r;
+	}
+	close(fd);
+	if (rc == 0 && len > LAUNCH_FILE_MAX)
+		rc = -EFBIG;
+	if (rc == 0 && memchr(buf, '\0', len))
+		rc = -EINVAL;
+out:
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	buf[len] = '\0';
+	*text = buf;
+	return 0;
+}
+
+/* The user's host file with every host mapped; -ESRCH naming no peer. */
+static int map_file(const struct agent_rewrite_ctx *c, const char *path, char **out)
+{
+	char *in = NULL, *buf = NULL, h[256];
+	const char *s, *nl, *rest;
+	size_t o = 0, cap, lead;
+	int rc;
+
+	*out = NULL;
+	rc = read_small(path, &in);
+	if (rc < 0)
+		return rc;
+	cap = strlen(in) * 2 + 64 * 1024;
+	buf = malloc(cap);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (s = in; *s && rc == 0; s = nl ? nl + 1 : s + strlen(s)) {
+		nl = strchr(s, '\n');
+		lead = strspn(s, " \t");
+		if (s[lead] == '#' || s[lead] == '\n' || s[lead] == '\0' || s[lead] == '\r') {
+			rest = s; /* comment or blank: as it is */
+		} else if (split_host(s + lead, (nl ? (size_t)(nl - s) : strlen(s)) - lead, h,
+				      sizeof(h), &rest) < 0) {
+			rc = -EINVAL;
+			break;
+		} else {
+			memcpy(buf + o, s, lead);
+			o += lead;
+			rc = map_host(c, h, buf, cap - 1024, &o);
+		}
+		if (rc == 0) {
+			size_t l = (nl ? (size_t)(nl - rest) + 1 : strlen(rest));
+
+			if (o + l >= cap) {
+				rc = -E2BIG;
+				break;
+			}
+			memcpy(buf + o, rest, l);
+			o += l;
+		}
+	}
+	if (rc == 0) {
+		buf[o] = '\0';
+		*out = buf;
+		buf = NULL;
+	}
+out:
+	free(in);
+	free(buf);
+	return rc;
+}
+
+static int mpi_value(const struct agent_rewrite_ctx *c, enum mpi_opt mo, struct tok *t,
+		     const char *prefix, const char *v, const char *opt)
+{
+	char buf[4096];
+	char *text = NULL;
+	int rc;
+
+	if (mo == MO_HOSTLIST) {
+		rc = map_list(c, v, buf, sizeof(buf));
+		if (rc == -ESRCH)
+			gx_warn("%s %s names a host that is no peer: left alone", opt, v);
+		return rc == 0 ? set_val(t, prefix, buf, opt) : (rc == -ENOMEM ? rc : 0);
+	}
+	if (!c->launch_hostfile || !c->launch_text || *c->launch_text)
+		return 0;
+	rc = map_file(c, v, &text);
+	if (rc < 0) {
+		if (rc == -ENOMEM)
+			return rc;
+		gx_warn("%s %s: %s: left alone", opt, v,
+			rc == -ESRCH ? "it names a host that is no peer" : strerror(-rc));
+		return 0;
+	}
+	*c->launch_text = text;
+	return set_val(t, prefix, c->launch_hostfile, opt);
+}
+
+/* mpirun/mpiexec options up to the program: map the ones naming hosts. 1 when changed. */
+static int rewrite_mpi(struct toks *ts, const struct agent_rewrite_ctx *c)
+{
+	int changed = 0, rc;
+	size_t i;
+
+	if (ts->n == 0 || !mpi_launcher(ts->t[0].val) || c->nhosts == 0)
+		return 0;
+	for (i = 1; i < ts->n; i++) {
+		char *a = ts->t[i].val, *eq, prefix[64];
+		enum mpi_opt mo;
+
+		if (a[0] != '-' || strcmp(a, "--") == 0 || strcmp(a, ":") == 0)
+			break; /* the program and its own arguments */
+		eq = a[1] == '-' ? strchr(a, '=') : NULL;
+		mo = mpi_classify(a, eq ? (size_t)(eq - a) : strlen(a));
+		if (mo == MO_FLAG)
+			continue;
+		if (mo == MO_VALUE || mo == MO_VALUE2) {
+			i += eq ? (mo == MO_VALUE2) : (size_t)(mo == MO_VALUE2 ? 2 : 1);
+			continue;
+		}
+		if (eq) {
+			snprintf(prefix, sizeof(prefix), "%.*s", (int)(eq - a + 1), a);
+			rc = mpi_value(c, mo, &ts->t[i], prefix, eq + 1, prefix);
+		} else if (i + 1 < ts->n) {
+			i++;
+			rc = mpi_value(c, mo, &ts->t[i], "", ts->t[i].val, a);
+		} else {
+			rc = 0;
+		}
+		if (rc < 0)
+			return rc;
+		changed |= rc;
+	}
+	return changed;
+}
+
+/* ---- DeepSpeed's launcher (issue 27) --------------------------------------------- */
+
+static int toks_insert(struct toks *ts, size_t at, const char *val)
+{
+	int rc = toks_push(ts, val, strlen(val), val);
+	struct tok t;
+
+	if (rc < 0)
+		return rc;
+	t = ts->t[ts->n - 1];
+	t.changed = 1; /* sh -c: quoted when joined */
+	memmove(&ts->t[at + 1], &ts->t[at], (ts->n - 1 - at) * sizeof(t));
+	ts->t[at] = t;
+	return 0;
+}
+
+/* Index of the first deepspeed option, or -1. */
+static int deepspeed_start(const struct toks *ts)
+{
+	size_t i;
+
+	if (ts->n == 0)
+		return -1;
+	if (strcmp(base_name(ts->t[0].val), "deepspeed") == 0)
+		return 1;
+	if (strncmp(base_name(ts->t[0].val), "python", 6) != 0)
+		return -1;
+	for (i = 1; i + 1 < ts->n; i++)
+		if (strcmp(ts->t[i].val, "-m") == 0)
+			return strcmp(ts->t[i + 1].val, "deepspeed.launcher.runner") == 0
+				   ? (int)i + 2
+				   : -1;
+	return -1;
+}
+
+enum ds_opt {
+	DS_FLAG,
+	DS_VALUE,
+	DS_HOSTFILE,
+	DS_MASTER,
+	DS_LAUNCHER,
+	DS_LARGS
+};
+
+static enum ds_opt ds_classify(const char *a, size_t n)
+{
+	static const struct {
+		const char *name;
+		enum ds_opt o;
+	} tab[] = {
+	    {"--hostfile", DS_HOSTFILE},
+	    {"-H", DS_HOSTFILE},
+	    {"--master_addr", DS_MASTER},
+	    {"--launcher", DS_LAUNCHER},
+	    {"--launcher_args", DS_LARGS},
+	    {"--include", DS_VALUE},
+	    {"-i", DS_VALUE},
+	    {"--exclude", DS_VALUE},
+	    {"-e", DS_VALUE},
+	    {"--num_nodes", DS_VALUE},
+	    {"--min_elastic_nodes", DS_VALUE},
+	    {"--max_elastic_nodes", DS_VALUE},
+	    {"--num_gpus", DS_VALUE},
+	    {"--num_accelerators", DS_VALUE},
+	    {"--master_port", DS_VALUE},
+	    {"--ssh_port", DS_VALUE},
+	    {"--autotuning", DS_VALUE},
+	    {"--bind_core_list", DS_VALUE},
+	    {"--enable_each_rank_log", DS_VALUE},
+	    {"--venv_script", DS_VALUE},
+	    {"--comment", DS_VALUE},
+	    {"--account", DS_VALUE},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (strlen(tab[i].name) == n && strncmp(tab[i].name, a, n) == 0)
+			return tab[i].o;
+	return DS_FLAG;
+}
+
+/* The first host of a translated host file, into h. */
+static void first_host(const char *text, char *h, size_t cap)
+{
+	const char *s = text;
+
+	h[0] = '\0';
+	while (*s) {
+		s += strspn(s, " \t");
+		if (*s != '#' && *s != '\n' && *s != '\r') {
+			size_t l = strcspn(s, " \t\r\n:");
+
+			if (l < cap)
+				snprintf(h, cap, "%.*s", (int)l, s);
+			return;
+		}
+		s += strcspn(s, "\n");
+		s += *s == '\n';
+	}
+}
+
+/* --launcher openmpi: "--mca btl_tcp_if_include IFACE" joins --launcher_args (at largs, or
+ * added before the script), unless the user's args name that parameter already. */
+static int ds_launcher_args(struct toks *ts, ssize_t largs, size_t script, const char *iface,
+			    int *changed)
+{
+	const char *cur, *pre = "";
+	char *full = NULL;
+	char add[96];
+	int rc;
+
+	snprintf(add, sizeof(add), "--mca btl_tcp_if_include %s", iface);
+	if (largs < 0) {
+		gx_info("rewrite deepspeed: adding --launcher_args '%s'", add);
+		rc = toks_insert(ts, script, "--launcher_args");
+		rc = rc ?: toks_insert(ts, script + 1, add);
+		*changed = 1;
+		return rc;
+	}
+	cur = ts->t[largs].val;
+	if (strstr(cur, "btl_tcp_if_include"))
+		return 0;
+	if (strncmp(cur, "--launcher_args=", 16) == 0) {
+		pre = "--launcher_args=";
+		cur += 16;
+	}
+	if (asprintf(&full, "%s%s%s", cur, *cur ? " " : "", add) < 0)
+		return -ENOMEM;
+	rc = set_val(&ts->t[largs], pre, full, "deepspeed --launcher_args");
+	free(full);
+	if (rc > 0)
+		*changed = 1;
+	return rc < 0 ? rc : 0;
+}
+
+static int rewrite_deepspeed(struct toks *ts, int start, const struct agent_rewrite_ctx *c)
+{
+	ssize_t master = -1, largs = -1, script = -1;
+	int changed = 0, openmpi = 0, rc = 0;
+	char *eq, prefix[64], h[64];
+	size_t i;
+
+	for (i = (size_t)start; i < ts->n && rc >= 0; i++) {
+		char *a = ts->t[i].val;
+		enum ds_opt o;
+		struct tok *t;
+		const char *v, *pa;
+
+		if (a[0] != '-') {
+			script = (ssize_t)i;
+			break;
+		}
+		eq = a[1] == '-' ? strchr(a, '=') : NULL;
+		o = ds_classify(a, eq ? (size_t)(eq - a) : strlen(a));
+		if (o == DS_FLAG)
+			continue;
+		if (!eq && i + 1 >= ts->n)
+			break;
+		t = eq ? &ts->t[i] : &ts->t[++i];
+		v = eq ? eq + 1 : t->val;
+		snprintf(prefix, sizeof(prefix), "%.*s", eq ? (int)(eq - a + 1) : 0, a);
+		if (o == DS_HOSTFILE) {
+			rc = mpi_value(c, MO_HOSTFILE, t, prefix, v, "deepspeed --hostfile");
+		} else if (o == DS_MASTER) {
+			master = (ssize_t)i;
+			pa = peer_addr(c, v);
+			if (pa && !strchr(pa, ':'))
+				rc = set_val(t, prefix, pa, "deepspeed --master_addr");
+		} else if (o == DS_LAUNCHER) {
+			openmpi = strcmp(v, "openmpi") == 0;
+		} else if (o == DS_LARGS) {
+			largs = (ssize_t)i;
+		}
+		changed |= rc > 0;
+		rc = rc < 0 ? rc : 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (script < 0)
+		return 0; /* no user script: not a launch */
+	if (master < 0 && c->launch_text && *c->launch_text) {
+		char opt[96], a[64];
+
+		first_host(*c->launch_text, h, sizeof(h));
+		if (h[0] && gx_addr_normalize(h, a, sizeof(a)) == 0 && !strchr(a, ':')) {
+			snprintf(opt, sizeof(opt), "--master_addr=%s", a);
+			gx_info("rewrite deepspeed: adding %s (rank 0's secondary address)", opt);
+			rc = toks_insert(ts, (size_t)script++, opt);
+			changed = 1;
+		}
+	}
+	if (rc == 0 && openmpi && c->iface && gx_valid_ifname(c->iface))
+		rc = ds_launcher_args(ts, largs, (size_t)script, c->iface, &changed);
+	return rc < 0 ? rc : changed;
+}
+
 /* torchrun in ts: rewrite what we own; 1 when changed (and nothing named a foreign host). */
 static int rewrite_toks(struct toks *ts, const struct agent_rewrite_ctx *c)
 {
 	struct rw_state st = {.c = c};
 	int start = torchrun_start(ts), rc;
 
+	if (start < 0 && c->nhosts && deepspeed_start(ts) > 0)
+		return rewrite_deepspeed(ts, deepspeed_start(ts), c);
 	if (start < 0)
-		return 0;
+		return rewrite_mpi(ts, c);
 	rc = rewrite_opts(ts, start, &st);
 	if (rc < 0)
 		return rc;

@@ -154,7 +154,8 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 
 	memset(self, 0, sizeof(*self));
 	randombytes_buf(&self->incarnation, sizeof(self->incarnation));
-	self->slots = (uint32_t)agent_slots_detect(r->o->slots, environ, "");
+	/* --slots, else the job system's (MPI Operator's slots=N), else DECISIONS 16 */
+	self->slots = (uint32_t)agent_slots_self(r->o->slots, r->peers.slots_hint, environ, "");
 	self->flags = r->self_flags;
 	self->gid_index = -1;
 	if (r->peers.observer) {
@@ -247,7 +248,11 @@ static int start_rdzv(struct agent_run *r)
 	cfg.resolve = resolve_coord;
 	cfg.resolve_arg = r;
 	cfg.deadline_ms = gx_now_ms() + r->o->timeout * 1000;
-	cfg.full_table = r->o->full_table || r->full_table;
+	/* a hostfile on every pod that uses one (issue 27): a launcher in CMD or an
+	 * explicit --hostfile-format; other members stay small (DECISIONS 1) */
+	cfg.full_table = r->o->full_table || r->full_table ||
+			 r->o->hostfile_format != AGENT_HF_DEFAULT ||
+			 agent_cmd_is_launcher(r->o->argv, r->o->argc);
 	cfg.soft_verify = r->soft_verify;
 	cfg.rdma = r->rdma ? r->rdma : rdma_ops(r);
 	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1 || r->peers.elastic);
@@ -368,8 +373,9 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 
 /* ---- after the rendezvous: environment, files ---- */
 
-/* This pod's slots and secondary address in rank order, for the hostfile. */
-static int hostfile_text(struct agent_run *r, char **text, size_t *len, char *err, size_t errlen)
+/* Every peer's slots and secondary address in rank order, for a hostfile in fmt. */
+static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char **text, size_t *len,
+			 char *err, size_t errlen)
 {
 	struct agent_hf_peer *hp = NULL;
 	size_t i;
@@ -382,10 +388,11 @@ static int hostfile_text(struct agent_run *r, char **text, size_t *len, char *er
 		const struct rdzv_peer *p = &r->res.table[i];
 
 		hp[i].addr = p->addr4[0] ? p->addr4 : p->addr6;
-		hp[i].slots = p->slots ? (long)p->slots : 1;
+		hp[i].name = p->name;
+		hp[i].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
+					       p->slots ? (long)p->slots : 1);
 	}
-	rc =
-	    agent_hostfile_render(r->o->hostfile_format, hp, r->res.ntable, text, len, err, errlen);
+	rc = agent_hostfile_render(fmt, hp, r->res.ntable, text, len, err, errlen);
 	free(hp);
 	return rc;
 }
@@ -442,8 +449,11 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	if (!pi)
 		return NULL;
 	if (r->res.ntable) {
-		for (i = 0; i < r->res.ntable; i++)
+		for (i = 0; i < r->res.ntable; i++) {
 			peer_info(&r->res.table[i], (long)i, &pi[i]);
+			pi[i].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
+						       pi[i].slots);
+		}
 	} else if (r->peers.observer) {
 		peer_info(&r->res.coord, 0, &pi[0]);
 		n = 1;
@@ -476,12 +486,14 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 
 static int build_env(struct agent_run *r, struct agent_env *env, char *err, size_t errlen)
 {
-	char rails[1024] = "", hfpath[4096];
+	char rails[1024] = "", hfpath[4096], hydra[4096], rsh_exec[4096];
 	struct agent_env_input in;
 
 	if (nd_ok(r) && r->nd->rdma_usable && nd_rails_hca(r->nd, rails, sizeof(rails)) < 0)
 		rails[0] = '\0';
 	snprintf(hfpath, sizeof(hfpath), "%s/hostfile", r->o->out);
+	snprintf(hydra, sizeof(hydra), "%s/hostfile.hydra", r->o->out);
+	snprintf(rsh_exec, sizeof(rsh_exec), "%s/gxboot-rsh", r->o->out);
 	memset(&in, 0, sizeof(in));
 	in.master_addr = r->res.master_addr;
 	in.master_port = r->o->master_port;
@@ -505,25 +517,49 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.override_env = r->o->override_env;
 	in.rsh_agent = r->rsh_agent[0] ? r->rsh_agent : NULL;
 	in.rsh_key_file = r->rsh_key_file[0] ? r->rsh_key_file : NULL;
+	in.hydra_hostfile = r->res.ntable ? hydra : NULL;
+	in.rsh_exec = r->rsh_agent[0] ? rsh_exec : NULL;
 	return agent_env_build(&in, environ, env, err, errlen);
 }
 
-/* The table's files: hostfile (when the table is known) and rendezvous.json. */
-static int write_table_files(struct agent_run *r, char *err, size_t errlen)
+static int write_hostfile(struct agent_run *r, enum agent_hostfile_fmt fmt, const char *name,
+			  char *err, size_t errlen)
 {
 	char *text = NULL;
 	size_t len = 0;
+	int rc;
+
+	rc = hostfile_text(r, fmt, &text, &len, err, errlen);
+	if (rc == 0)
+		rc = write_text(r, name, text, len, err, errlen);
+	free(text);
+	return rc;
+}
+
+/* The table's files: hostfile and hostfile.hydra (when the table is known), rendezvous.json. */
+static int write_table_files(struct agent_run *r, char *err, size_t errlen)
+{
 	int rc = 0;
 
 	if (r->res.ntable) {
-		rc = hostfile_text(r, &text, &len, err, errlen);
-		if (rc == 0)
-			rc = write_text(r, "hostfile", text, len, err, errlen);
-		free(text);
+		rc = write_hostfile(r, r->o->hostfile_format, "hostfile", err, errlen);
+		rc = rc ?: write_hostfile(r, AGENT_HF_HYDRA, "hostfile.hydra", err, errlen);
 	}
 	if (rc == 0)
 		rc = write_json(r, "rendezvous.json", rendezvous_json(r, err, errlen), err, errlen);
 	return rc;
+}
+
+/* --out/gxboot-rsh -> this binary: Hydra's launcher exec is one executable path. */
+static int write_rsh_link(struct agent_run *r, char *err, size_t errlen)
+{
+	char self[4200];
+	size_t l = strlen(r->rsh_agent);
+
+	if (l < 5 || strcmp(r->rsh_agent + l - 4, " rsh") != 0)
+		return 0;
+	snprintf(self, sizeof(self), "%.*s", (int)(l - 4), r->rsh_agent);
+	return agent_write_link_atomic(r->o->out, "gxboot-rsh", self, err, errlen);
 }
 
 /* env last: it is what `gxboot exec` loads, so it only exists beside a whole set. */
@@ -539,6 +575,8 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 		rc = write_json(r, "env.json", agent_env_json(env), err, errlen);
 	if (rc == 0)
 		rc = agent_run_serve_write_key(r, err, errlen);
+	if (rc == 0)
+		rc = write_rsh_link(r, err, errlen);
 	if (rc == 0)
 		rc = agent_env_serialize_sh(env, &text, &len, err, errlen);
 	if (rc == 0)
@@ -743,6 +781,64 @@ int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size
 	return 0;
 }
 
+/* The peers an MPI launch line may name, for the rewrite (issue 27); NULL without a table. */
+static struct agent_rw_host *rw_hosts(const struct agent_run *r)
+{
+	struct agent_rw_host *h;
+	size_t i;
+
+	if (!r->res.ntable)
+		return NULL;
+	h = calloc(r->res.ntable, sizeof(*h));
+	for (i = 0; h && i < r->res.ntable; i++) {
+		const struct rdzv_peer *p = &r->res.table[i];
+
+		h[i].name = p->name;
+		h[i].primary = p->primary;
+		h[i].addr = p->addr4[0] ? p->addr4 : p->addr6;
+	}
+	return h;
+}
+
+/* CMD with the values that name eth0 hosts rewritten; a translated host file written. */
+static int rewrite(struct agent_run *r, char ***argv, char *err, size_t errlen)
+{
+	const char *names[4] = {r->peers.names[0], r->peers.coord_fqdn, NULL, NULL};
+	char primary[64] = "", launch[4200];
+	char *text = NULL;
+	struct agent_rewrite_ctx c = {
+	    .addr = r->res.master_addr,
+	    .master_port = r->o->master_port,
+	    .rank = r->res.rank,
+	    .world = (long)r->res.world,
+	    .is_coordinator = r->res.rank == 0,
+	    .coord_names = names,
+	    .envp = environ,
+	    .launch_hostfile = launch,
+	    .launch_text = &text,
+	    .iface = our_iface(r),
+	};
+	int rc;
+
+	snprintf(launch, sizeof(launch), "%s/hostfile.launch", r->o->out);
+	if (r->ever_resolved) {
+		gx_addr_str(&r->coord_primary, primary, sizeof(primary));
+		names[r->peers.coord_fqdn ? 2 : 1] = primary;
+	}
+	c.hosts = rw_hosts(r);
+	c.nhosts = c.hosts ? r->res.ntable : 0;
+	rc = agent_rewrite_cmd(r->o->argv, r->o->argc, &c, argv);
+	if (rc >= 0 && text) {
+		agent_signals_block(1);
+		rc = agent_write_file_atomic(r->o->out, "hostfile.launch", text, strlen(text), 0644,
+					     err, errlen);
+		agent_signals_block(0);
+	}
+	free(text);
+	free((void *)c.hosts);
+	return rc;
+}
+
 static int finish(struct agent_run *r, char *err, size_t errlen)
 {
 	struct agent_env env = {0};
@@ -767,22 +863,7 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 	if (rc < 0)
 		goto out;
 	if (!r->o->no_rewrite && r->o->argc > 0) {
-		const char *names[4] = {r->peers.names[0], r->peers.coord_fqdn, NULL, NULL};
-		char primary[64] = "";
-		struct agent_rewrite_ctx c = {
-		    .addr = r->res.master_addr,
-		    .master_port = r->o->master_port,
-		    .rank = r->res.rank,
-		    .world = (long)r->res.world,
-		    .is_coordinator = r->res.rank == 0,
-		    .coord_names = names,
-		    .envp = environ,
-		};
-		if (r->ever_resolved) {
-			gx_addr_str(&r->coord_primary, primary, sizeof(primary));
-			names[r->peers.coord_fqdn ? 2 : 1] = primary;
-		}
-		rc = agent_rewrite_cmd(r->o->argv, r->o->argc, &c, &argv);
+		rc = rewrite(r, &argv, err, errlen);
 		if (rc < 0)
 			goto out;
 	}

@@ -12,6 +12,8 @@ PKGS=(
   # simulated cluster: namespaces, DNS, firewall, real torchrun and mpirun
   iproute2 util-linux procps dnsmasq-base nftables python3-torch python3-yaml
   openmpi-bin libopenmpi-dev
+  # MPICH (Hydra) beside OpenMPI, for the Hydra e2e (issue 27)
+  mpich libmpich-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -29,4 +31,8 @@ echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# OpenMPI stays the default mpirun / mpicc with MPICH installed (whichever came first would
+# otherwise win when one was installed alone earlier)
+update-alternatives --quiet --set mpirun /usr/bin/mpirun.openmpi 2>/dev/null || true
+update-alternatives --quiet --set mpi /usr/bin/mpicc.openmpi 2>/dev/null || true
 echo "deps: done"

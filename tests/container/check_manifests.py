@@ -604,23 +604,35 @@ def replicas_of(doc, path):
 def mpijob_replicas(doc, path):
     """kubeflow/mpi-operator v2 (pkg/controller/mpi_job_controller.go): pods <job>-launcher and
     <job>-worker-<i> under subdomain <job>; the launcher alone gets the ConfigMap at /etc/mpi
-    (hostfile "<job>-worker-<i>.<job>.<ns>.svc slots=N") and the OMPI_MCA_* variables."""
+    (hostfile "<job>-worker-<i>.<job>.<ns>.svc slots=N" for OpenMPI, "...svc:N" for Intel MPI
+    and MPICH) and the variables of its mpiImplementation (ompiEnvVars, intelEnvVars +
+    I_MPI_PERHOST, mpichEnvVars)."""
     name, s = doc["metadata"]["name"], doc.get("spec") or {}
     rtype = re.search(r"mpiReplicaSpecs\.(\w+)", path).group(1)
     n = s["mpiReplicaSpecs"]["Worker"].get("replicas", 1)
     slots = s.get("slotsPerWorker", 1)
+    impl = s.get("mpiImplementation", "OpenMPI")
+    line = "{} slots={}\n" if impl == "OpenMPI" else "{}:{}\n"
     if rtype == "Launcher":
-        hf = "".join(f"{name}-worker-{i}.{name}.{NAMESPACE}.svc slots={slots}\n"
+        hf = "".join(line.format(f"{name}-worker-{i}.{name}.{NAMESPACE}.svc", slots)
                      for i in range(n))
         if s.get("runLauncherAsWorker"):
-            hf = f"{name}-launcher.{name}.{NAMESPACE}.svc slots={slots}\n" + hf
-        return [replica(f"{name}-launcher", {
-            "K_MPI_JOB_ROLE": "launcher", "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-            "OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile",
-            "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
-            "OMPI_MCA_orte_set_default_slots": str(slots),
-            "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""},
-            name, {"mpi/hostfile": hf})]
+            hf = line.format(f"{name}-launcher.{name}.{NAMESPACE}.svc", slots) + hf
+        env = {"K_MPI_JOB_ROLE": "launcher",
+               "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
+        if impl == "Intel":
+            env.update({"I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile",
+                        "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": "-o ConnectionAttempts=10",
+                        "I_MPI_PERHOST": str(slots)})
+        elif impl == "MPICH":
+            env.update({"HYDRA_HOST_FILE": "/etc/mpi/hostfile",
+                        "HYDRA_LAUNCH_EXTRA_ARGS": "-o ConnectionAttempts=10"})
+        else:
+            env.update({"OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+                        "OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile",
+                        "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+                        "OMPI_MCA_orte_set_default_slots": str(slots)})
+        return [replica(f"{name}-launcher", env, name, {"mpi/hostfile": hf})]
     return [replica(f"{name}-worker-{i}", {"K_MPI_JOB_ROLE": "worker"}, name)
             for i in range(min(2, n))]
 

@@ -16,8 +16,10 @@ export GX_NET1_V6=1
 T=$(cluster_token)
 for i in 0 1; do cluster_cut_eth0 "$i"; done
 M=$(pod_net1 0)
+# pod 1 (a member) names --hostfile-format: it asks for the whole table and writes a hostfile
 for i in 1 0; do
-  gx_start "$i" --peers 'job-worker-{0..1}' --token-file "$T" --timeout 20 --slots 2 -- \
+  [ "$i" = 1 ] && F=(--hostfile-format mpich) || F=()
+  gx_start "$i" --peers 'job-worker-{0..1}' --token-file "$T" --timeout 20 --slots 2 "${F[@]}" -- \
     "$PY" -m torch.distributed.run --nproc_per_node 2 --rdzv_backend static \
     --redirects 1 --tee 1 "$GX_E2E_DIR/allreduce.py"
 done
@@ -34,4 +36,17 @@ for i in 0 1; do
 done
 want=$(printf '%s slots=2\n' "$(pod_net1 0)" "$(pod_net1 1)")
 [ "$(cat "$GX_DIR/out0/hostfile")" = "$want" ] || fail "hostfile" "$GX_DIR/out0/hostfile"
+# issue 27: `gxboot hosts` brackets v6 ("host:slots" cannot be split otherwise) and honours
+# --hostfile-format; Hydra's file (which splits at every ':') names such peers
+want=$(printf '[%s]:2\n' "$(pod_net1 0)" "$(pod_net1 1)")
+got=$("$GXBOOT" hosts --out "$GX_DIR/out0")
+[ "$got" = "$want" ] || fail "gxboot hosts: got '$got', want '$want'"
+want=$(printf '%s slots=2\n' "$(pod_net1 0)" "$(pod_net1 1)")
+got=$("$GXBOOT" hosts --out "$GX_DIR/out0" --hostfile-format openmpi)
+[ "$got" = "$want" ] || fail "gxboot hosts --hostfile-format openmpi: got '$got', want '$want'"
+[ "$(cat "$GX_DIR/out0/hostfile.hydra")" = "$(printf 'job-worker-0:2\njob-worker-1:2')" ] ||
+  fail "hostfile.hydra" "$GX_DIR/out0/hostfile.hydra"
+want=$(printf '[%s]:2\n' "$(pod_net1 0)" "$(pod_net1 1)")
+[ "$(cat "$GX_DIR/out1/hostfile" 2>/dev/null)" = "$want" ] ||
+  fail "the member with --hostfile-format mpich has no such hostfile" "$GX_DIR/out1/hostfile"
 echo "IPv6-only net1: torchrun all_reduce over [$M], env and hostfile OK"

@@ -4,7 +4,10 @@
 # (worker 1 is the coordinator, and serves too); the launcher takes its peers from
 # /etc/mpi/hostfile as an observer and runs `gxboot -- mpirun -np 6 mpi_allreduce`, with no
 # plm_rsh_agent from the test. eth0 closed except DNS and the rendezvous port everywhere.
-# Asserts: the launcher exits 0, every rank ran in the worker pods (2 per worker: their
+# The workers get no --slots (a CPU MPIJob: they detect 1); the launcher's hostfile takes
+# slotsPerWorker from /etc/mpi/hostfile's slots=2 (issue 27), so mpirun fits 6 ranks.
+# Asserts: the launcher exits 0, its hostfile says slots=2 for each worker, every rank ran in
+# the worker pods (2 per worker: their
 # hostnames) with sum=21; the launcher's END reaches the coordinator, which tells the others:
 # all three servers exit 0 by themselves.
 set -uo pipefail
@@ -24,7 +27,7 @@ for i in 0 1 2 3; do cluster_cut_eth0 "$i"; done
 mkdir -p "$GX_DIR/mpi"
 printf 'job-worker-1 slots=2\njob-worker-2 slots=2\njob-worker-3 slots=2\n' >"$GX_DIR/mpi/hostfile"
 for i in 1 2 3; do
-  gx_start "$i" serve --peers 'job-worker-{1..3}' --slots 2 --token-file "$T" --timeout 30
+  gx_start "$i" serve --peers 'job-worker-{1..3}' --token-file "$T" --timeout 30
 done
 mkdir -p "$GX_DIR/out0"
 pod_bg 0 "$GX_DIR/pod0.log" unshare -m /bin/sh -c \
@@ -39,6 +42,8 @@ for r in 0 1 2 3 4 5; do
   grep -q "^MPIALLREDUCE rank=$r world=6 host=job-worker-$((r / 2 + 1)) sum=21 OK" "$GX_DIR/pod0.log" ||
     fail "rank $r not OK on job-worker-$((r / 2 + 1))" "$GX_DIR/pod0.log"
 done
+want=$(printf '%s slots=2\n' "$(pod_net1 1)" "$(pod_net1 2)" "$(pod_net1 3)")
+[ "$(cat "$GX_DIR/out0/hostfile")" = "$want" ] || fail "the launcher's hostfile lacks slots=2" "$GX_DIR/out0/hostfile"
 [ "$(gx_env "$GX_DIR/out0/env" OMPI_MCA_plm_rsh_agent)" = "$GXBOOT rsh" ] ||
   fail "the launcher's OMPI_MCA_plm_rsh_agent" "$GX_DIR/out0/env"
 gx_wait_all 10 1 2 3

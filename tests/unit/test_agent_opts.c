@@ -52,7 +52,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.size, 65536);
 	assert_string_equal(o.out, "/run/gxboot");
 	assert_int_equal(o.rdma, AGENT_RDMA_AUTO);
-	assert_int_equal(o.hostfile_format, AGENT_HF_OPENMPI);
+	assert_int_equal(o.hostfile_format, AGENT_HF_DEFAULT);
 	assert_null(o.peers);
 	assert_int_equal(o.nnodes_min, 0);
 	assert_int_equal(o.slots, 0);

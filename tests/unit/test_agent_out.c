@@ -62,6 +62,10 @@ static void test_env_set_exact(void **state)
 	    {"OMPI_MCA_orte_default_hostfile", "/run/gxboot/hostfile"},
 	    {"OMPI_MCA_prte_default_hostfile", "/run/gxboot/hostfile"},
 	    {"PRTE_MCA_prte_default_hostfile", "/run/gxboot/hostfile"},
+	    {"HYDRA_IFACE", "net1"},
+	    {"I_MPI_HYDRA_IFACE", "net1"},
+	    {"FI_TCP_IFACE", "net1"},
+	    {"FI_SOCKETS_IFACE", "net1"},
 	};
 	struct agent_env_input in = input();
 	struct agent_env e = {0};
@@ -80,8 +84,10 @@ static void test_env_set_exact(void **state)
 	in.rails = "";
 	in.hostfile = NULL;
 	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
-	assert_int_equal(e.n, 17);
+	assert_int_equal(e.n, 22);
 	assert_null(agent_env_get(&e, "NCCL_IB_HCA"));
+	/* no rails: UCX's tcp transport stays on the bootstrap interface (issue 27) */
+	assert_string_equal(agent_env_get(&e, "UCX_NET_DEVICES"), "net1");
 	assert_null(agent_env_get(&e, "NCCL_IB_GID_INDEX"));
 	assert_null(agent_env_get(&e, "OMPI_MCA_orte_default_hostfile"));
 	agent_env_free(&e);
@@ -125,6 +131,69 @@ static void test_env_observer_and_rsh(void **state)
 	in.observer = 1;
 	in.rsh_agent = "gxboot rsh\n";
 	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), GX_EUSAGE);
+}
+
+/* Issue 27: MPICH and Intel MPI (Hydra) read their host file, launcher and
+ * interface from HYDRA_* / I_MPI_HYDRA_*; libfabric's tcp / sockets
+ * providers from FI_*_IFACE. */
+static void test_env_hydra(void **state)
+{
+	struct agent_env_input in = input();
+	struct agent_env e = {0};
+	char *user[] = {"HYDRA_HOST_FILE=/etc/mpi/hostfile", "I_MPI_HYDRA_BOOTSTRAP=rsh",
+			"FI_TCP_IFACE=eth0", NULL};
+
+	(void)state;
+	in.hydra_hostfile = "/run/gxboot/hostfile.hydra";
+	in.rsh_agent = "/usr/local/bin/gxboot rsh";
+	in.rsh_exec = "/run/gxboot/gxboot-rsh";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "HYDRA_HOST_FILE"), "/run/gxboot/hostfile.hydra");
+	assert_string_equal(agent_env_get(&e, "HYDRA_LAUNCHER"), "ssh");
+	assert_string_equal(agent_env_get(&e, "HYDRA_LAUNCHER_EXEC"), "/run/gxboot/gxboot-rsh");
+	assert_string_equal(agent_env_get(&e, "HYDRA_IFACE"), "net1");
+	assert_string_equal(agent_env_get(&e, "I_MPI_HYDRA_HOST_FILE"),
+			    "/run/gxboot/hostfile.hydra");
+	assert_string_equal(agent_env_get(&e, "I_MPI_HYDRA_BOOTSTRAP"), "ssh");
+	assert_string_equal(agent_env_get(&e, "I_MPI_HYDRA_BOOTSTRAP_EXEC"),
+			    "/run/gxboot/gxboot-rsh");
+	assert_string_equal(agent_env_get(&e, "I_MPI_HYDRA_IFACE"), "net1");
+	assert_string_equal(agent_env_get(&e, "FI_TCP_IFACE"), "net1");
+	assert_string_equal(agent_env_get(&e, "FI_SOCKETS_IFACE"), "net1");
+	agent_env_free(&e);
+	/* the host file is ours; the user's launcher and interface choices are kept */
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "HYDRA_HOST_FILE"), "/run/gxboot/hostfile.hydra");
+	assert_string_equal(agent_env_get(&e, "I_MPI_HYDRA_BOOTSTRAP"), "rsh");
+	assert_string_equal(agent_env_get(&e, "FI_TCP_IFACE"), "eth0");
+	agent_env_free(&e);
+	/* an IPv6-only secondary: Hydra's -iface takes IPv4 only, so it is not named */
+	in.addr = "fd00::12";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), 0);
+	assert_null(agent_env_get(&e, "HYDRA_IFACE"));
+	assert_null(agent_env_get(&e, "I_MPI_HYDRA_IFACE"));
+	assert_string_equal(agent_env_get(&e, "FI_TCP_IFACE"), "net1");
+	assert_string_equal(agent_env_get(&e, "HYDRA_HOST_FILE"), "/run/gxboot/hostfile.hydra");
+	agent_env_free(&e);
+	/* an observer without a secondary names no interface it does not have */
+	in.observer = 1;
+	in.rank = -1;
+	in.addr = NULL;
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), 0);
+	assert_null(agent_env_get(&e, "HYDRA_IFACE"));
+	assert_null(agent_env_get(&e, "I_MPI_HYDRA_IFACE"));
+	assert_null(agent_env_get(&e, "FI_TCP_IFACE"));
+	assert_string_equal(agent_env_get(&e, "HYDRA_LAUNCHER_EXEC"), "/run/gxboot/gxboot-rsh");
+	agent_env_free(&e);
+	/* no serving peers, no table: neither launcher nor host file */
+	in = input();
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), 0);
+	assert_null(agent_env_get(&e, "HYDRA_LAUNCHER"));
+	assert_null(agent_env_get(&e, "I_MPI_HYDRA_BOOTSTRAP_EXEC"));
+	assert_null(agent_env_get(&e, "HYDRA_HOST_FILE"));
+	agent_env_free(&e);
+	in.rsh_exec = "/run/gxboot/gxboot-rsh\n";
+	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
 }
 
 /* Issue 12: Ray gets the head's secondary address as its GCS address. */
@@ -491,8 +560,8 @@ static void test_atomic_write_symlink(void **state)
 static void test_hostfile(void **state)
 {
 	struct agent_hf_peer peers[] = {
-	    {"192.168.2.226", 8}, {"192.168.2.227", 8}, {"fd00::0:5", 1}};
-	struct agent_hf_peer bad[] = {{"host-a", 1}};
+	    {"192.168.2.226", 8, NULL}, {"192.168.2.227", 8, NULL}, {"fd00::0:5", 1, NULL}};
+	struct agent_hf_peer bad[] = {{"host-a", 1, NULL}};
 	char *out = NULL;
 	size_t len = 0;
 
@@ -509,6 +578,17 @@ static void test_hostfile(void **state)
 	assert_int_equal(
 	    agent_hostfile_render(AGENT_HF_HOROVOD, peers, 1, &out, &len, err, sizeof(err)), 0);
 	assert_string_equal(out, "192.168.2.226:8\n");
+	free(out);
+	/* not given: openmpi's form (DeepSpeed's too: "host slots=N") */
+	assert_int_equal(
+	    agent_hostfile_render(AGENT_HF_DEFAULT, peers, 3, &out, &len, err, sizeof(err)), 0);
+	assert_string_equal(out, "192.168.2.226 slots=8\n192.168.2.227 slots=8\nfd00::5 slots=1\n");
+	free(out);
+	/* Hydra splits at every ':': an IPv6 peer goes by its name (gxboot rsh maps it) */
+	peers[2].name = "job-worker-2";
+	assert_int_equal(
+	    agent_hostfile_render(AGENT_HF_HYDRA, peers, 3, &out, &len, err, sizeof(err)), 0);
+	assert_string_equal(out, "192.168.2.226:8\n192.168.2.227:8\njob-worker-2:1\n");
 	free(out);
 	assert_int_equal(
 	    agent_hostfile_render(AGENT_HF_OPENMPI, bad, 1, &out, &len, err, sizeof(err)),
@@ -619,6 +699,28 @@ static void test_slots(void **state)
 	assert_int_equal(agent_slots_detect(0, nv_void, tmpdir), 1);
 	assert_int_equal(agent_slots_detect(0, nv_empty, tmpdir), 1);
 	assert_int_equal(agent_slots_detect(2, list, tmpdir), 2);
+	/* issue 27: the job system's slots (MPI Operator slotsPerWorker) beat
+	 * detection, --slots beats them */
+	assert_int_equal(agent_slots_self(0, 1, list, tmpdir), 1);
+	assert_int_equal(agent_slots_self(0, 4, none, tmpdir), 4);
+	assert_int_equal(agent_slots_self(6, 4, none, tmpdir), 6);
+	assert_int_equal(agent_slots_self(0, 0, list, tmpdir), 3);
+}
+
+/* Issue 27: the launcher's files carry the job system's per-host slots (a CPU
+ * MPIJob's workers report 1), --slots replacing them; else what peers report. */
+static void test_slots_peer(void **state)
+{
+	const long job[] = {2, 3, 0};
+
+	(void)state;
+	assert_int_equal(agent_slots_peer(0, job, 3, 0, 1), 2);
+	assert_int_equal(agent_slots_peer(0, job, 3, 1, 8), 3);
+	assert_int_equal(agent_slots_peer(0, job, 3, 2, 8), 8); /* no slots= on its line */
+	assert_int_equal(agent_slots_peer(0, job, 3, 5, 8), 8); /* beyond the list */
+	assert_int_equal(agent_slots_peer(4, job, 3, 0, 1), 4);
+	assert_int_equal(agent_slots_peer(4, NULL, 0, 0, 1), 1); /* no job system's slots */
+	assert_int_equal(agent_slots_peer(0, NULL, 0, 0, 7), 7);
 }
 
 int main(void)
@@ -626,6 +728,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_env_set_exact),
 	    cmocka_unit_test(test_env_observer_and_rsh),
+	    cmocka_unit_test(test_env_hydra),
 	    cmocka_unit_test(test_env_ray),
 	    cmocka_unit_test(test_env_each_once),
 	    cmocka_unit_test(test_env_bad_input),
@@ -638,6 +741,7 @@ int main(void)
 	    cmocka_unit_test(test_hostfile),
 	    cmocka_unit_test(test_rendezvous_json),
 	    cmocka_unit_test_setup_teardown(test_slots, setup_dir, teardown_dir),
+	    cmocka_unit_test(test_slots_peer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

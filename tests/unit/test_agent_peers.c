@@ -447,7 +447,24 @@ static void test_discover_mpi(void **state)
 	assert_int_equal(p.self, 1);
 	assert_int_equal(p.observer, 0);
 	assert_int_equal(p.slots_hint, 8);
+	assert_non_null(p.slots);
+	assert_int_equal(p.slots[0], 8);
+	assert_int_equal(p.slots[2], 8);
 	assert_string_equal(p.coord_fqdn, "mj-worker-0.mj.default.svc.cluster.local.");
+	agent_peers_free(&p);
+	/* issue 27: each host's own slots (slots=N, host:N, none), this pod's own as the hint */
+	assert_int_equal(discover(&o, env, FIX "mpi-slots", "mj-worker-1", &p), 0);
+	expect_names(&p, "mj-worker-0.mj.default.svc mj-worker-1.mj.default.svc "
+			 "mj-worker-2.mj.default.svc");
+	assert_int_equal(p.slots_hint, 3);
+	assert_int_equal(p.slots[0], 2);
+	assert_int_equal(p.slots[1], 3);
+	assert_int_equal(p.slots[2], 0);
+	agent_peers_free(&p);
+	assert_int_equal(discover(&o, env, FIX "mpi-slots", "mj-launcher", &p), 0);
+	assert_int_equal(p.observer, 1);
+	assert_int_equal(p.slots_hint, 0);
+	assert_int_equal(p.slots[0], 2);
 	agent_peers_free(&p);
 	/* the launcher is not listed: an observer */
 	assert_int_equal(discover(&o, env, FIX "mpi", "mj-launcher", &p), 0);

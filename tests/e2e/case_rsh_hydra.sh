@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Issue 27: MPICH's Hydra (mpiexec.mpich, ch4:ofi) with no sshd and no flags on mpiexec. Every
+# pod's eth0 is closed except DNS and the rendezvous port. Pods 1 and 2 run `gxboot serve`; the
+# coordinator runs `gxboot -- mpiexec.mpich -n 6 mpi_allreduce_mpich`: gxboot hands Hydra its
+# host file (HYDRA_HOST_FILE, "net1-addr:slots"), its launcher (HYDRA_LAUNCHER=ssh,
+# HYDRA_LAUNCHER_EXEC=--out/gxboot-rsh, a link to gxboot that acts as `gxboot rsh`) and its
+# interface (HYDRA_IFACE for the proxies' control port, FI_TCP_IFACE / FI_SOCKETS_IFACE for
+# libfabric under ch4:ofi, UCX_NET_DEVICES for UCX under Debian's ch4:ucx). Asserts: the coordinator exits 0; ranks 2k,2k+1 ran in job-worker-k
+# (the proxies ran inside the serving pods: their hostname) with sum=21; the env names the
+# link and the host file, whose lines are the pods' net1 addresses; each server logged the
+# coordinator's net1 address running hydra_pmi_proxy; the servers exit 0 on the job's END.
+# Part 2: `-f FILE` naming the pods is rewritten onto net1. Part 3: an IPv6-only net1.
+set -uo pipefail
+. "$(dirname "$0")/cluster.sh"
+cluster_need_root
+gx_skip_unless serve
+gx_need_gxboot
+command -v mpiexec.mpich >/dev/null && command -v mpicc.mpich >/dev/null ||
+  { echo "SKIP: MPICH is not installed (apt-get install mpich libmpich-dev)"; exit 77; }
+MPIPROG=$GX_ROOT/build/tools/mpi_allreduce_mpich
+[ -x "$MPIPROG" ] || make -C "$GX_ROOT" --no-print-directory tools-mpich >/dev/null || fail "make tools-mpich"
+cluster_create 3 || fail "cluster_create"
+T=$(cluster_token)
+for i in 0 1 2; do cluster_cut_eth0 "$i"; done
+P=(--peers 'job-worker-{0..2}' --token-file "$T" --timeout 30 --slots 2)
+for i in 1 2; do gx_start "$i" serve "${P[@]}"; done
+mkdir -p "$GX_DIR/out0"
+# UCX_TLS=tcp,self: the pods share one kernel (and /dev/shm), where UCX would move the data
+# through shared memory; real pods on other nodes cannot, so the data goes over the network
+# here too (without UCX_NET_DEVICES=net1 from gxboot, UCX's tcp tries eth0 and hangs).
+pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- mpiexec.mpich -n 6 "$MPIPROG"
+GX_PIDS[0]=$GX_PID
+gx_wait_all 60 0
+gx_expect_rc 0 0
+for r in 0 1 2 3 4 5; do
+  grep -q "^MPIALLREDUCE rank=$r world=6 host=job-worker-$((r / 2)) sum=21 OK" "$GX_DIR/pod0.log" ||
+    fail "rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"
+done
+e=$GX_DIR/out0/env
+[ "$(gx_env "$e" HYDRA_LAUNCHER)" = ssh ] || fail "HYDRA_LAUNCHER is not ssh" "$e"
+[ "$(gx_env "$e" HYDRA_LAUNCHER_EXEC)" = "$GX_DIR/out0/gxboot-rsh" ] || fail "HYDRA_LAUNCHER_EXEC" "$e"
+[ "$(gx_env "$e" I_MPI_HYDRA_BOOTSTRAP_EXEC)" = "$GX_DIR/out0/gxboot-rsh" ] || fail "I_MPI_HYDRA_BOOTSTRAP_EXEC" "$e"
+[ "$(readlink "$GX_DIR/out0/gxboot-rsh")" = "$(readlink -f "$GXBOOT")" ] || fail "gxboot-rsh is not a link to gxboot"
+[ "$(gx_env "$e" HYDRA_HOST_FILE)" = "$GX_DIR/out0/hostfile.hydra" ] || fail "HYDRA_HOST_FILE" "$e"
+[ "$(gx_env "$e" FI_TCP_IFACE)" = "$(gx_env "$e" GXBOOT_IFACE)" ] || fail "FI_TCP_IFACE" "$e"
+[ "$(gx_env "$e" UCX_NET_DEVICES)" = "$(gx_env "$e" GXBOOT_IFACE)" ] || fail "UCX_NET_DEVICES" "$e"
+want=$(printf '%s:2\n%s:2\n%s:2\n' "$(pod_net1 0)" "$(pod_net1 1)" "$(pod_net1 2)")
+[ "$(cat "$GX_DIR/out0/hostfile.hydra")" = "$want" ] || fail "hostfile.hydra is not the net1 addresses" "$GX_DIR/out0/hostfile.hydra"
+tok=$(cat "$T")
+for i in 0 1 2; do
+  ! grep -rqF "$tok" "$GX_DIR/out$i" || fail "the job token is in job-worker-$i's files"
+done
+gx_wait_all 10 1 2
+gx_expect_rc 0 1 2
+for i in 1 2; do
+  gx_expect_in "$i" "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': exit 0"
+  gx_expect_in "$i" "the job ended with status 0"
+done
+echo "mpiexec.mpich -n 6 through gxboot rsh / serve on net1 OK (no ssh, no mpiexec flags)"
+
+# ---- part 2: a launch line written for eth0 names (issue 27): `-f FILE` of pod names ----
+printf 'job-worker-0:2\njob-worker-1.%s:2\njob-worker-2:2\n' "$GX_SVC" >"$GX_DIR/user_hosts"
+for i in 1 2; do rm -rf "$GX_DIR/out$i"; gx_start "$i" serve "${P[@]}"; done
+pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- \
+  mpiexec.mpich -f "$GX_DIR/user_hosts" -n 6 "$MPIPROG"
+GX_PIDS[0]=$GX_PID
+gx_wait_all 60 0 1 2
+gx_expect_rc 0 0 1 2
+gx_expect_in 0 "rewrite -f: $GX_DIR/user_hosts -> $GX_DIR/out0/hostfile.launch"
+[ "$(cat "$GX_DIR/out0/hostfile.launch")" = "$want" ] ||
+  fail "hostfile.launch is not the net1 addresses" "$GX_DIR/out0/hostfile.launch"
+for r in 0 1 2 3 4 5; do
+  grep -q "^MPIALLREDUCE rank=$r world=6 host=job-worker-$((r / 2)) sum=21 OK" "$GX_DIR/pod0.log" ||
+    fail "-f: rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"
+done
+echo "mpiexec.mpich -f <pod names> rewritten onto net1 OK"
+
+# ---- part 3: an IPv6-only net1. Hydra splits host:N at every ':' and its -iface takes IPv4
+# only: hostfile.hydra names the pods (gxboot-rsh maps the names to net1), HYDRA_IFACE is left
+# out, so Hydra's control connection uses eth0, which stays open here; MPI's data is on net1.
+GX_NET1_V6=1 cluster_create 2 || fail "cluster_create (IPv6)"
+export GX_NET1_V6=1
+T=$(cluster_token)
+P=(--peers 'job-worker-{0..1}' --token-file "$T" --timeout 30 --slots 2)
+gx_start 1 serve "${P[@]}"
+mkdir -p "$GX_DIR/out0"
+pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- \
+  mpiexec.mpich -n 4 "$MPIPROG"
+GX_PIDS[0]=$GX_PID
+gx_wait_all 60 0 1
+gx_expect_rc 0 0 1
+[ "$(cat "$GX_DIR/out0/hostfile.hydra")" = "$(printf 'job-worker-0:2\njob-worker-1:2')" ] ||
+  fail "IPv6: hostfile.hydra does not name the pods" "$GX_DIR/out0/hostfile.hydra"
+[ -z "$(gx_env "$GX_DIR/out0/env" HYDRA_IFACE)" ] || fail "IPv6: HYDRA_IFACE is set" "$GX_DIR/out0/env"
+for r in 0 1 2 3; do
+  grep -q "^MPIALLREDUCE rank=$r world=4 host=job-worker-$((r / 2)) sum=10 OK" "$GX_DIR/pod0.log" ||
+    fail "IPv6: rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"
+done
+gx_expect_in 1 "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': exit 0"
+echo "IPv6-only net1: mpiexec.mpich through pod names and gxboot rsh OK"
