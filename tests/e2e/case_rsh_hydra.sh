@@ -13,7 +13,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless serve
 gx_need_gxboot
 command -v mpiexec.mpich >/dev/null && command -v mpicc.mpich >/dev/null ||
   { echo "SKIP: MPICH is not installed (apt-get install mpich libmpich-dev)"; exit 77; }
@@ -78,6 +77,8 @@ echo "mpiexec.mpich -f <pod names> rewritten onto net1 OK"
 # ---- part 3: an IPv6-only net1. Hydra splits host:N at every ':' and its -iface takes IPv4
 # only: hostfile.hydra names the pods (gxboot-rsh maps the names to net1), HYDRA_IFACE is left
 # out, so Hydra's control connection uses eth0, which stays open here; MPI's data is on net1.
+# The proxies connect back to the launcher by its host name, which a kubelet's DNS does not
+# resolve bare (FIELD.md): the one flag this part gives mpiexec is -localhost <its FQDN>.
 GX_NET1_V6=1 cluster_create 2 || fail "cluster_create (IPv6)"
 export GX_NET1_V6=1
 T=$(cluster_token)
@@ -85,7 +86,7 @@ P=(--peers 'job-worker-{0..1}' --token-file "$T" --timeout 30 --slots 2)
 gx_start 1 serve "${P[@]}"
 mkdir -p "$GX_DIR/out0"
 pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- \
-  mpiexec.mpich -n 4 "$MPIPROG"
+  mpiexec.mpich -localhost "$(pod_fqdn 0)" -n 4 "$MPIPROG"
 GX_PIDS[0]=$GX_PID
 gx_wait_all 60 0 1
 gx_expect_rc 0 0 1
