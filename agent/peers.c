@@ -590,6 +590,7 @@ int agent_peers_discover(const struct agent_opts *o, char **envp, const char *ro
 				 .envp = envp,
 				 .root = root ? root : "",
 				 .self = o->self ? o->self : hostname,
+				 .host = hostname,
 				 .is_local_ip = is_local_ip};
 	char pr[96];
 	int rc;

@@ -214,9 +214,12 @@ static char *sibling_fqdn(const struct agent_detect *c, const char *name)
 	char sub[256], out[512], ip[64];
 	size_t l;
 
-	if (gx_addr_normalize(c->self, ip, sizeof(ip)) == 0)
-		return NULL;
-	agent_detect_hosts_domain(c, c->self, sub, sizeof(sub));
+	sub[0] = '\0';
+	if (gx_addr_normalize(c->self, ip, sizeof(ip)) != 0)
+		agent_detect_hosts_domain(c, c->self, sub, sizeof(sub));
+	/* --self may name another entry than the host name the kubelet wrote */
+	if (!sub[0] && c->host && *c->host && gx_addr_normalize(c->host, ip, sizeof(ip)) != 0)
+		agent_detect_hosts_domain(c, c->host, sub, sizeof(sub));
 	l = strlen(sub);
 	if (!l)
 		return NULL;

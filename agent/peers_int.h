@@ -125,6 +125,7 @@ struct agent_detect {
 	char **envp;
 	const char *root;
 	const char *self; /* --self, else the host name */
+	const char *host; /* the host name (the kubelet's /etc/hosts line is for it) */
 	int (*is_local_ip)(const char *);
 };
 

@@ -11,6 +11,7 @@ PKGS=(
   libcmocka-dev valgrind clang-14 libclang-rt-14-dev clang-format-14
   # simulated cluster: namespaces, DNS, firewall, real torchrun and mpirun
   iproute2 util-linux procps dnsmasq-base nftables python3-torch python3-yaml
+  time  # /usr/bin/time -f %M: the bench's peak RSS (not in a minimal Debian)
   openmpi-bin libopenmpi-dev
   # MPICH (Hydra) beside OpenMPI, for the Hydra e2e (issue 27)
   mpich libmpich-dev

@@ -7,6 +7,7 @@
 # GXBOOT_ADDR = the pod's own v6 address; the coordinator's hostfile lists the two v6
 # addresses. (lo carries IPv6 in the pods, as in a real pod: the master's TCPStore client
 # connects to its own v6 address through it.)
+# gx-timeout: 200
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -23,7 +24,7 @@ for i in 1 0; do
     "$PY" -m torch.distributed.run --nproc_per_node 2 --rdzv_backend static \
     --redirects 1 --tee 1 "$GX_E2E_DIR/allreduce.py"
 done
-gx_wait_all 60 0 1
+gx_wait_all 100 0 1 # torch imports on 2 loaded cores
 gx_expect_rc 0 0 1
 for r in 0 1 2 3; do
   grep -q "ALLREDUCE rank=$r world=4 host=job-worker-$((r / 2)) master_addr=$M master_port=29500 gloo_if=net1 sum=10 OK" \

@@ -6,6 +6,7 @@
 # MASTER_ADDR = job-worker-0's net1 address and GLOO_SOCKET_IFNAME=net1; each pod's env file
 # has NODE_RANK=<its index>, NNODES=3, MASTER_ADDR=<coordinator net1>; the coordinator's
 # hostfile lists the three net1 addresses in rank order.
+# gx-timeout: 200
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -19,7 +20,7 @@ for i in 2 1 0; do
     "$PY" -m torch.distributed.run --nproc_per_node 2 --rdzv_backend static \
     --redirects 1 --tee 1 "$GX_E2E_DIR/allreduce.py"
 done
-gx_wait_all 50 0 1 2
+gx_wait_all 100 0 1 2 # torch imports on 2 loaded cores
 gx_expect_rc 0 0 1 2
 for r in 0 1 2 3 4 5; do
   i=$((r / 2))

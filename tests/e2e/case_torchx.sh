@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gx-timeout: 200
+# gx-timeout: 240
 # Issue 16, drop-in: the exact command lines users already have, written for eth0, run behind
 # gxboot with every pod's eth0 closed except DNS and the rendezvous port.
 # 1. TorchX dist.ddp on Volcano: bash -c "torchrun --rdzv_backend c10d --rdzv_endpoint
@@ -39,7 +39,7 @@ for i in 2 1 0; do
     bash -c "$DDP"
   GX_PIDS[i]=$GX_PID
 done
-gx_wait_all 60 0 1 2
+gx_wait_all 90 0 1 2
 gx_expect_rc 0 0 1 2
 expect_sum "TorchX dist.ddp"
 # 2. --master_addr naming the coordinator's eth0 name
@@ -51,7 +51,7 @@ for i in 2 1 0; do
     --nproc_per_node 2 --redirects 1 --tee 1 "$GX_E2E_DIR/allreduce.py"
   GX_PIDS[i]=$GX_PID
 done
-gx_wait_all 60 0 1 2
+gx_wait_all 90 0 1 2
 gx_expect_rc 0 0 1 2
 expect_sum "--master_addr"
 echo "TorchX dist.ddp and --master_addr command lines rewritten onto net1 and trained"

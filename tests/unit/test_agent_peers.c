@@ -260,6 +260,14 @@ static void test_discover_bare_sibling(void **state)
 	assert_null(p.coord_fqdn); /* a dotted name is used as given: the search list */
 	agent_peers_free(&p);
 	o.self = NULL;
+	/* --self names another peer: the host name's /etc/hosts line still gives the subdomain */
+	o.self = "js-workers-0-1";
+	o.peers = "js-workers-0-{0..3}";
+	assert_int_equal(discover(&o, env, FIX "jobset", "js-workers-0-3", &p), 0);
+	assert_int_equal(p.self, 1);
+	assert_string_equal(p.coord_fqdn, "js-workers-0-0.js.default.svc.cluster.local.");
+	agent_peers_free(&p);
+	o.self = NULL;
 	/* no full name in /etc/hosts: no subdomain, the search list, and a flag */
 	o.peers = "w-{0..3}";
 	assert_int_equal(discover(&o, env, FIX "k8s", "w-1", &p), 0);
