@@ -130,17 +130,19 @@ long gx_raise_nofile(void);
 /*
  * Every listening service (rendezvous, check, remote exec) keeps its not yet
  * authenticated connections in one of these: oldest first, counted per source
- * address. A service asks gx_pa_admit() before it takes a new connection:
- * -EBUSY when that address already holds per_src (loopback is exempt: it is
- * the pod itself), else 0 with *evict set to the oldest entry when the total
- * is at max (the caller ends that connection, which calls gx_pa_del, and
- * then adds the new one). A stranger can thus neither fill the slots nor keep
- * a member waiting: the oldest unauthenticated connection goes first.
+ * address. A service asks gx_pa_admit() before it takes a new connection, with
+ * full = 1 when its own connection bound is reached: -EBUSY when that address
+ * already holds per_src (loopback is exempt: it is the pod itself) or when there
+ * is no room; else 0, with *evict set when full (or at max) to the entry to end
+ * first (the caller closes that connection, which calls gx_pa_del, then adds the
+ * new one): the oldest from an unknown address; a known one (a peer's address
+ * from the job's table) only for a newcomer from a known address. A stranger thus
+ * can neither fill the slots nor push out a peer's handshake.
  */
 struct gx_pa_ent {
 	struct gx_pa_ent *older, *newer, *bnext;
 	uint32_t bucket;
-	int in;
+	int in, known;
 	char src[46]; /* INET6_ADDRSTRLEN */
 };
 
@@ -153,8 +155,8 @@ struct gx_pa {
 
 int gx_pa_init(struct gx_pa *pa, size_t max, size_t per_src);
 void gx_pa_free(struct gx_pa *pa);
-int gx_pa_admit(struct gx_pa *pa, const char *src, struct gx_pa_ent **evict);
-void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src);
+int gx_pa_admit(struct gx_pa *pa, const char *src, int known, int full, struct gx_pa_ent **evict);
+void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src, int known);
 /* Removes e if it is in (authenticated or closed); accepts an entry not in. */
 void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e);
 size_t gx_pa_count(const struct gx_pa *pa, const char *src);

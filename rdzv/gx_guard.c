@@ -75,23 +75,33 @@ int gx_addr_is_loopback(const char *src)
 	return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
 }
 
-int gx_pa_admit(struct gx_pa *pa, const char *src, struct gx_pa_ent **evict)
+int gx_pa_admit(struct gx_pa *pa, const char *src, int known, int full, struct gx_pa_ent **evict)
 {
+	struct gx_pa_ent *v;
+
 	*evict = NULL;
 	if (!pa->b)
 		return -EINVAL;
 	if (!gx_addr_is_loopback(src) && gx_pa_count(pa, src) >= pa->per_src)
 		return -EBUSY;
-	if (pa->n >= pa->max)
-		*evict = pa->oldest;
+	if (!full && pa->n < pa->max)
+		return 0;
+	for (v = pa->oldest; v && v->known; v = v->newer)
+		;
+	if (!v && known)
+		v = pa->oldest;
+	if (!v)
+		return -EBUSY;
+	*evict = v;
 	return 0;
 }
 
-void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src)
+void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src, int known)
 {
 	if (!pa->b || e->in)
 		return;
 	gx_strlcpy(e->src, src, sizeof(e->src));
+	e->known = known;
 	e->bucket = src_bucket(pa, e->src);
 	e->bnext = pa->b[e->bucket];
 	pa->b[e->bucket] = e;

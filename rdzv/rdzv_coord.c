@@ -417,14 +417,12 @@ static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct gx_pa_ent *old = NULL;
 
-	if (gx_pa_admit(&co->pa, cc->rc.peer_str, &old) < 0) {
+	if (gx_pa_admit(&co->pa, cc->rc.peer_str, 0, co->nconns >= co->maxconns, &old) < 0) {
 		gx_rl_log(&co->rl_pre,
 			  "rdzv: refused a connection from %s: %zu unauthenticated ones from there",
 			  cc->rc.peer_str, gx_pa_count(&co->pa, cc->rc.peer_str));
 		return -EBUSY;
 	}
-	if (!old && co->nconns >= co->maxconns)
-		old = co->pa.oldest;
 	if (old) {
 		struct cconn *oc = (struct cconn *)((char *)old - offsetof(struct cconn, pa));
 
@@ -434,7 +432,7 @@ static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 			  oc->rc.peer_str, cc->rc.peer_str, co->nconns);
 		co_drop(co, oc, NULL);
 	}
-	gx_pa_add(&co->pa, &cc->pa, cc->rc.peer_str);
+	gx_pa_add(&co->pa, &cc->pa, cc->rc.peer_str, 0);
 	return 0;
 }
 

@@ -59,6 +59,16 @@ static void check_model(const struct gx_pa *pa, const struct model *m)
 	assert_ptr_equal(prev, pa->newest);
 }
 
+static struct gx_pa_ent *oldest_unknown(const struct gx_pa *pa, int known)
+{
+	struct gx_pa_ent *e;
+
+	for (e = pa->oldest; e; e = e->newer)
+		if (!e->known)
+			return e;
+	return known ? pa->oldest : NULL;
+}
+
 static void test_budget_property(void **state)
 {
 	struct model *m = calloc(1, sizeof(*m));
@@ -72,7 +82,7 @@ static void test_budget_property(void **state)
 	srandom(25);
 	assert_int_equal(gx_pa_init(&pa, 64, 2), 0);
 	for (step = 0; step < 20000; step++) {
-		int i = (int)(random() % NENT), s = (int)(random() % NSRC);
+		int i = (int)(random() % NENT), s = (int)(random() % NSRC), known;
 		struct gx_pa_ent *old = NULL;
 		size_t had;
 
@@ -84,18 +94,20 @@ static void test_budget_property(void **state)
 		}
 		src_name(s, buf, sizeof(buf));
 		had = gx_pa_count(&pa, buf);
-		if (gx_pa_admit(&pa, buf, &old) < 0) {
-			assert_int_equal(had, pa.per_src); /* refused only at the per-source cap */
+		known = s == 0; /* one peer address, the rest strangers */
+		if (gx_pa_admit(&pa, buf, known, 0, &old) < 0) {
+			/* refused at the per-source cap, or a stranger when all are known */
+			assert_true(had == pa.per_src || (!known && pa.n >= pa.max));
 			continue;
 		}
 		assert_true(had < pa.per_src);
-		if (pa.n >= pa.max) /* at the bound the oldest goes, never another one */
-			assert_ptr_equal(old, pa.oldest);
+		if (pa.n >= pa.max) /* at the bound the oldest stranger goes, a peer never */
+			assert_ptr_equal(old, oldest_unknown(&pa, known));
 		else
 			assert_null(old);
 		if (old)
 			gx_pa_del(&pa, old);
-		gx_pa_add(&pa, &m->e[i], buf);
+		gx_pa_add(&pa, &m->e[i], buf, known);
 		m->src[i] = s;
 		m->order[i] = seq++;
 		check_model(&pa, m);
@@ -120,17 +132,54 @@ static void test_loopback_exempt(void **state)
 	assert_false(gx_addr_is_loopback("?"));
 	assert_int_equal(gx_pa_init(&pa, 3, 1), 0);
 	for (i = 0; i < 3; i++) {
-		assert_int_equal(gx_pa_admit(&pa, "127.0.0.1", &old), 0);
+		assert_int_equal(gx_pa_admit(&pa, "127.0.0.1", 0, 0, &old), 0);
 		assert_null(old);
-		gx_pa_add(&pa, &e[i], "127.0.0.1");
+		gx_pa_add(&pa, &e[i], "127.0.0.1", 0);
 	}
-	assert_int_equal(gx_pa_admit(&pa, "127.0.0.1", &old), 0); /* the total still holds */
+	assert_int_equal(gx_pa_admit(&pa, "127.0.0.1", 0, 0, &old), 0); /* the total holds */
 	assert_ptr_equal(old, &e[0]);
 	gx_pa_del(&pa, &e[1]);
-	assert_int_equal(gx_pa_admit(&pa, "10.1.1.1", &old), 0);
+	assert_int_equal(gx_pa_admit(&pa, "10.1.1.1", 0, 0, &old), 0);
 	assert_null(old);
-	gx_pa_add(&pa, &e[3], "10.1.1.1");
-	assert_int_equal(gx_pa_admit(&pa, "10.1.1.1", &old), -EBUSY);
+	gx_pa_add(&pa, &e[3], "10.1.1.1", 0);
+	assert_int_equal(gx_pa_admit(&pa, "10.1.1.1", 0, 0, &old), -EBUSY);
+	/* the caller's own bound ("full") also makes room */
+	assert_int_equal(gx_pa_admit(&pa, "10.1.1.2", 0, 1, &old), 0);
+	assert_ptr_equal(old, &e[0]);
+	gx_pa_free(&pa);
+}
+
+/* A stranger's connections never push out a known peer's handshake. */
+static void test_known_kept(void **state)
+{
+	struct gx_pa_ent e[5] = {0}, *old = NULL;
+	struct gx_pa pa;
+	char src[32];
+	int i;
+
+	(void)state;
+	assert_int_equal(gx_pa_init(&pa, 4, 2), 0);
+	gx_pa_add(&pa, &e[0], "192.168.1.10", 1); /* the oldest: a peer */
+	for (i = 1; i < 4; i++) {
+		snprintf(src, sizeof(src), "192.168.1.%d", 100 + i);
+		gx_pa_add(&pa, &e[i], src, 0);
+	}
+	for (i = 1; i < 4; i++) { /* each stranger pushes out the oldest stranger */
+		snprintf(src, sizeof(src), "192.168.1.%d", 200 + i);
+		assert_int_equal(gx_pa_admit(&pa, src, 0, 0, &old), 0);
+		assert_ptr_equal(old, &e[i]);
+		gx_pa_del(&pa, old);
+		gx_pa_add(&pa, &e[i], src, 0);
+	}
+	assert_true(e[0].in);
+	gx_pa_del(&pa, &e[1]);
+	gx_pa_del(&pa, &e[2]);
+	gx_pa_del(&pa, &e[3]);
+	for (i = 1; i < 4; i++)
+		gx_pa_add(&pa, &e[i], "192.168.1.11", 1);
+	assert_int_equal(gx_pa_admit(&pa, "192.168.1.12", 0, 0, &old), -EBUSY); /* all peers */
+	assert_int_equal(gx_pa_admit(&pa, "192.168.1.12", 1, 0, &old), 0);
+	assert_ptr_equal(old, &e[0]);
 	gx_pa_free(&pa);
 }
 
@@ -159,6 +208,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_budget_property),
 	    cmocka_unit_test(test_loopback_exempt),
+	    cmocka_unit_test(test_known_kept),
 	    cmocka_unit_test(test_ratelimit),
 	};
 
