@@ -383,11 +383,16 @@ static void test_wrong_token_rejected_others_complete(void **state)
 	member_cfg(&w, 2, &cfg);
 	cfg.token = BAD_TOKEN;
 	cfg.token_len = sizeof(BAD_TOKEN) - 1;
+	cfg.deadline_ms = gx_now_ms() + 2500;
 	start_member_cfg(&w, 2, &cfg);
 	pump(&w, 1, 5000);
 	assert_int_equal(w.s[2].done, 1);
 	assert_int_equal(w.s[2].rc, GX_EREJECTED);
 	assert_non_null(strstr(w.s[2].res.err, "bad token"));
+	/* issue 25 finding 8: a REJECT in clear cannot end a member holding a token at once:
+	 * it tried again until its deadline, and says so */
+	assert_non_null(strstr(w.s[2].res.err, "until the deadline"));
+	assert_true(w.co->nunauth_refused >= 2);
 	assert_int_equal(w.co_done, 0);
 	rdzv_member_free(w.s[2].m);
 	w.s[2].m = NULL;
