@@ -479,5 +479,6 @@ void check_serve_stop(struct check_net *n)
 	if (n->sweep_id)
 		gx_ev_timer_cancel(n->ev, n->sweep_id);
 	n->sweep_id = 0;
+	gx_rl_final(&n->rl);
 	gx_pa_free(&n->pa);
 }

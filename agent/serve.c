@@ -792,6 +792,7 @@ void agent_serve_free(struct agent_serve *sv)
 	}
 	gx_ev_timer_cancel(sv->ev, sv->sweep_id);
 	sodium_memzero(sv->key, sizeof(sv->key));
+	gx_rl_final(&sv->rl);
 	gx_pa_free(&sv->pa);
 	free(sv->known);
 	free(sv->buf);

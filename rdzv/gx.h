@@ -167,8 +167,8 @@ int gx_addr_is_loopback(const char *src);
 /*
  * For events anyone can cause (a stranger's connection, a bad proof): the
  * first GX_RL_FIRST are warnings, later ones go to -v only, and one summary
- * line per GX_RL_INTERVAL_MS counts them (printed at the next event or by
- * gx_rl_flush from a periodic timer). -q (level error) silences all of it.
+ * line per GX_RL_INTERVAL_MS counts them (printed at the next event, by
+ * gx_rl_flush from a periodic timer, or by gx_rl_final). -q silences all of it.
  */
 #define GX_RL_FIRST 3
 #define GX_RL_INTERVAL_MS 10000
@@ -181,6 +181,8 @@ struct gx_rl {
 
 void gx_rl_log(struct gx_rl *rl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gx_rl_flush(struct gx_rl *rl);
+/* The summary of what is still held, at the end of the service. */
+void gx_rl_final(struct gx_rl *rl);
 
 /* ---- validators: data from peers, files, env is hostile until checked --- */
 /* DNS-1123 names: labels [a-z0-9-] (also upper case accepted), dots, <= 253. */

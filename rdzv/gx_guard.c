@@ -141,10 +141,17 @@ void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e)
 }
 
 /* ---- rate-limited warnings ---- */
+/* Warnings at the normal level; with -q (level warn or below) they go to debug: a stranger's
+ * noise is not what -q keeps. */
+static int rl_level(void)
+{
+	return gx_log_level >= GX_LOG_INFO ? GX_LOG_WARN : GX_LOG_DEBUG;
+}
+
 static void rl_summary(struct gx_rl *rl, int64_t now)
 {
-	gx_warn("%s: %llu more in the last %d s (-v shows each)", rl->what,
-		(unsigned long long)rl->held, GX_RL_INTERVAL_MS / 1000);
+	gx_log(rl_level(), "%s: %llu more in the last %d s (-v shows each)", rl->what,
+	       (unsigned long long)rl->held, GX_RL_INTERVAL_MS / 1000);
 	rl->held = 0;
 	rl->next_ms = now + GX_RL_INTERVAL_MS;
 }
@@ -159,7 +166,8 @@ void gx_rl_log(struct gx_rl *rl, const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (++rl->n <= GX_RL_FIRST) {
-		gx_warn("%s%s", line, rl->n == GX_RL_FIRST ? " (further ones: counted)" : "");
+		gx_log(rl_level(), "%s%s", line,
+		       rl->n == GX_RL_FIRST ? " (further ones: counted)" : "");
 		rl->next_ms = now + GX_RL_INTERVAL_MS;
 		return;
 	}
@@ -175,4 +183,10 @@ void gx_rl_flush(struct gx_rl *rl)
 
 	if (rl->held && now >= rl->next_ms)
 		rl_summary(rl, now);
+}
+
+void gx_rl_final(struct gx_rl *rl)
+{
+	if (rl->held)
+		rl_summary(rl, gx_now_ms());
 }

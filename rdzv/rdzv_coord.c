@@ -724,6 +724,7 @@ void rdzv_coord_free(struct rdzv_coord *co)
 	while (co->conns)
 		co_drop(co, co->conns, NULL);
 	co_listen_close(co);
+	gx_rl_final(&co->rl_pre);
 	gx_pa_free(&co->pa);
 	if (co->rdma_listening && co->cfg.rdma->close)
 		co->cfg.rdma->close(co->cfg.rdma->arg);
