@@ -65,6 +65,9 @@ struct agent_serve {
 	struct gx_pa pa;    /* unauthenticated connections (issue 25) */
 	char (*known)[46];  /* the table's addresses (addr4, addr6 per peer) */
 	size_t nknown;
+	char learned[RSH_LEARNED][46]; /* sources that proved the key (an MPI launcher that is
+					* no table entry), a ring */
+	size_t nlearned;
 	struct gx_rl rl; /* warnings about them */
 };
 
@@ -354,6 +357,8 @@ static int on_frame(struct sess *s, uint8_t type, const unsigned char *p, size_t
 	}
 }
 
+static int is_known(const struct agent_serve *sv, const char *peer);
+
 /* ---- handshake: HELLO -> CHALLENGE, AUTH -> ACCEPT | refusal ---- */
 static int on_hello(struct sess *s)
 {
@@ -387,6 +392,8 @@ static int on_auth(struct sess *s)
 		return 1;
 	}
 	gx_pa_del(&s->sv->pa, &s->pa); /* authenticated: out of the budget */
+	if (!is_known(s->sv, s->peer)) /* its next handshakes are a peer's */
+		gx_strlcpy(s->sv->learned[s->sv->nlearned++ % RSH_LEARNED], s->peer, 46);
 	s->deadline = s->t0 + RSH_HANDSHAKE_MS;
 	rsh_stream_keys(s->sv->key, s->nc, s->ns, c2s, s2c);
 	acc[0] = 0;
@@ -532,6 +539,9 @@ static int is_known(const struct agent_serve *sv, const char *peer)
 
 	for (i = 0; i < sv->nknown; i++)
 		if (strcmp(sv->known[i], peer) == 0)
+			return 1;
+	for (i = 0; i < sv->nlearned && i < RSH_LEARNED; i++)
+		if (strcmp(sv->learned[i], peer) == 0)
 			return 1;
 	return 0;
 }
