@@ -21,6 +21,7 @@ enum agent_cmd {
 	AGENT_CMD_SERVE,
 	AGENT_CMD_RSH,
 	AGENT_CMD_HOSTS,
+	AGENT_CMD_TOKEN, /* issue 25: print a fresh random token */
 	AGENT_CMD_VERSION,
 	AGENT_CMD_HELP,
 };

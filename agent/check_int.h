@@ -29,6 +29,8 @@
 #define CHECK_ECHO_MIN 16 /* echo payload bounds (bytes) */
 #define CHECK_ECHO_MAX 64
 #define CHECK_MAX_REPORT (4u << 20)  /* REPORT body cap */
+#define CHECK_PREMAC_MAX (16u << 20) /* REPORT bytes buffered before their MACs, in all */
+#define CHECK_PREAUTH_PER_SRC 8	     /* connections per address outside the table */
 #define CHECK_MAX_RESULT (16u << 20) /* RESULT body cap */
 #define CHECK_MATRIX_FULL 16	     /* full cells up to this N, one-char cells up to ... */
 #define CHECK_MATRIX_MAX 64	     /* ... this N; beyond: failures only */
@@ -211,6 +213,9 @@ struct check_net {
 	uint32_t nreports; /* coordinator: member reports received */
 	int reports_done;
 	uint64_t sweep_id;
+	struct gx_pa pa; /* connections not (yet) holding a verified REPORT (issue 25) */
+	struct gx_rl rl; /* warnings about strangers */
+	size_t premac;	 /* body bytes buffered before a MAC is verified, all connections */
 	/* probes: from src (this pod's secondary address, bound to ifname) */
 	const struct rdzv_peer *table; /* n entries, rank order */
 	char ifname[16];

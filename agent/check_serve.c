@@ -8,7 +8,9 @@
  */
 #include "agent/check_int.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -33,6 +35,8 @@ struct check_sconn {
 	size_t olen, ooff;
 	int64_t deadline;
 	char peer[64];
+	int rank_known;	     /* REPORT: it comes from the address of the rank it claims */
+	struct gx_pa_ent pa; /* in n->pa until its REPORT is verified */
 };
 
 static void sconn_free(struct check_net *n, struct check_sconn *c)
@@ -50,6 +54,8 @@ static void sconn_free(struct check_net *n, struct check_sconn *c)
 		close(c->fd);
 	}
 	n->nconns--;
+	gx_pa_del(&n->pa, &c->pa);
+	n->premac -= c->bcap;
 	free(c->body);
 	free(c->out);
 	free(c);
@@ -113,9 +119,9 @@ static int on_report(struct check_sconn *c)
 	if (rc == 0 && rank == n->self)
 		rc = GX_EPROTO;
 	if (rc < 0) {
-		gx_warn("check: report from %s rejected: %s", c->peer,
-			rc == GX_EMAC ? "bad MAC (another job or round, or a wrong token)"
-				      : "rank out of range");
+		gx_rl_log(&n->rl, "check: report from %s rejected: %s", c->peer,
+			  rc == GX_EMAC ? "bad MAC (another job or round, or a wrong token)"
+					: "rank out of range");
 		return rc;
 	}
 	rc = check_report_decode(n->w, rank, payload, plen, why, sizeof(why));
@@ -124,6 +130,7 @@ static int on_report(struct check_sconn *c)
 			why);
 		return rc;
 	}
+	gx_pa_del(&n->pa, &c->pa); /* a verified REPORT: held for the RESULT */
 	drop_rank(n, c, rank);
 	if (c->rank < 0)
 		n->nreports++;
@@ -137,18 +144,95 @@ static int on_report(struct check_sconn *c)
 	return 0;
 }
 
+static int addr_of(const struct check_net *n, uint32_t rank, const char *peer)
+{
+	const struct rdzv_peer *p;
+
+	if (!n->table || rank >= n->w->n)
+		return 0;
+	p = &n->table[rank];
+	return (p->addr4[0] && strcmp(p->addr4, peer) == 0) ||
+	       (p->addr6[0] && strcmp(p->addr6, peer) == 0);
+}
+
+static int in_table(const struct check_net *n, const char *peer)
+{
+	uint32_t i;
+
+	for (i = 0; n->table && i < n->w->n; i++)
+		if (addr_of(n, i, peer))
+			return 1;
+	return 0;
+}
+
+/* The oldest connection buffering an unverified REPORT that does not come from the address
+ * of the rank it claims, or NULL. */
+static struct check_sconn *premac_victim(struct check_net *n, const struct check_sconn *keep)
+{
+	struct gx_pa_ent *e;
+	struct check_sconn *c;
+
+	for (e = n->pa.oldest; e; e = e->newer) {
+		c = (struct check_sconn *)((char *)e - offsetof(struct check_sconn, pa));
+		if (c != keep && c->type == CHECK_REPORT && c->bcap && !c->rank_known)
+			return c;
+	}
+	return NULL;
+}
+
+/* Bytes before the MAC (issue 25): at most CHECK_PREMAC_MAX in all; a REPORT from its rank's
+ * own address pushes out the oldest one that is not, any other waits for none: it is closed. */
+static int premac_room(struct check_net *n, struct check_sconn *c, size_t more)
+{
+	struct check_sconn *v;
+
+	while (n->premac + more > CHECK_PREMAC_MAX) {
+		v = c->rank_known ? premac_victim(n, c) : NULL;
+		if (!v) {
+			gx_rl_log(&n->rl,
+				  "check: report from %s refused: %zu bytes wait for their MACs",
+				  c->peer, n->premac);
+			return -ENOBUFS;
+		}
+		gx_rl_log(&n->rl,
+			  "check: closed the oldest unverified report (from %s) for one from %s",
+			  v->peer, c->peer);
+		sconn_free(n, v);
+	}
+	return 0;
+}
+
 static int body_grow(struct check_sconn *c)
 {
 	size_t cap = c->bcap ? c->bcap * 2 : 4096;
 	unsigned char *b;
+	int rc;
 
 	if (cap > c->blen)
 		cap = c->blen;
+	rc = premac_room(c->n, c, cap - c->bcap);
+	if (rc < 0)
+		return rc;
 	b = realloc(c->body, cap);
 	if (!b)
 		return -ENOMEM;
+	c->n->premac += cap - c->bcap;
 	c->body = b;
 	c->bcap = cap;
+	return 0;
+}
+
+/* REPORT: the rank is known after MAC | rank; refuse what cannot be accepted right there. */
+static int report_rank(struct check_sconn *c)
+{
+	struct check_net *n = c->n;
+	uint32_t r;
+
+	memcpy(&r, c->body + CHECK_MAC_LEN, 4);
+	r = ntohl(r);
+	if (r >= n->w->n || r == n->self)
+		return GX_EPROTO;
+	c->rank_known = addr_of(n, r, c->peer);
 	return 0;
 }
 
@@ -166,9 +250,12 @@ static int sconn_read(struct check_sconn *c)
 		if (c->hoff < CHECK_HDR_LEN)
 			return 0;
 		rc = check_hdr_get(c->hdr, &c->type, &c->blen);
-		if (rc < 0 || (c->type == CHECK_RESULT))
+		/* refused at the header: a RESULT, or a REPORT to a member (issue 25) */
+		if (rc < 0 || c->type == CHECK_RESULT ||
+		    (c->type == CHECK_REPORT && !c->n->is_coord))
 			return rc < 0 ? rc : GX_EPROTO;
 		c->boff = 0;
+		c->rank_known = 0;
 	}
 	/* the buffer may be larger than this frame: never read into the next one */
 	if (c->boff == c->bcap && body_grow(c) < 0)
@@ -176,7 +263,15 @@ static int sconn_read(struct check_sconn *c)
 	got = read(c->fd, c->body + c->boff, (c->bcap < c->blen ? c->bcap : c->blen) - c->boff);
 	if (got <= 0)
 		return got < 0 && errno == EAGAIN ? 0 : -ECONNRESET;
-	c->boff += (size_t)got;
+	if (c->type == CHECK_REPORT && c->boff < CHECK_MAC_LEN + 4 &&
+	    c->boff + (size_t)got >= CHECK_MAC_LEN + 4) {
+		c->boff += (size_t)got;
+		rc = report_rank(c);
+		if (rc < 0)
+			return rc;
+	} else {
+		c->boff += (size_t)got;
+	}
 	return c->boff == c->blen ? 1 : 0;
 }
 
@@ -215,6 +310,7 @@ static void sconn_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		c->hoff = 0;
 		c->boff = 0;
 		if (c->type != CHECK_ECHO) {
+			c->n->premac -= c->bcap;
 			free(c->body);
 			c->body = NULL;
 			c->bcap = 0;
@@ -230,16 +326,33 @@ static void sconn_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 {
 	struct check_net *n = arg;
-	struct check_sconn *c;
+	struct check_sconn *c, *oc;
+	struct gx_pa_ent *old = NULL;
 	union gx_sockaddr sa;
 	socklen_t len = sizeof(sa);
-	int fd;
+	char peer[64];
+	int fd, known;
 
 	(void)events;
 	fd = accept4(lfd, &sa.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	c = n->nconns < n->maxconns ? calloc(1, sizeof(*c)) : NULL;
+	gx_addr_str(&sa, peer, sizeof(peer));
+	known = in_table(n, peer);
+	/* the budget (issue 25): per address, and the oldest from outside the table makes room */
+	if (gx_pa_admit(&n->pa, peer, known, n->nconns >= n->maxconns, &old) < 0) {
+		gx_rl_log(&n->rl, "check: refused a connection from %s: %zu open, %zu from there",
+			  peer, n->nconns, gx_pa_count(&n->pa, peer));
+		close(fd);
+		return;
+	}
+	if (old) {
+		oc = (struct check_sconn *)((char *)old - offsetof(struct check_sconn, pa));
+		gx_rl_log(&n->rl, "check: closed the oldest connection (from %s) for one from %s",
+			  oc->peer, peer);
+		sconn_free(n, oc);
+	}
+	c = calloc(1, sizeof(*c));
 	if (!c || gx_ev_add(ev, fd, EPOLLIN, sconn_io, c) < 0) {
 		close(fd);
 		free(c);
@@ -249,7 +362,8 @@ static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 	c->fd = fd;
 	c->rank = -1;
 	c->deadline = gx_now_ms() + IDLE_MS;
-	gx_addr_str(&sa, c->peer, sizeof(c->peer));
+	gx_strlcpy(c->peer, peer, sizeof(c->peer));
+	gx_pa_add(&n->pa, &c->pa, c->peer, known);
 	c->next = n->conns;
 	n->conns = c;
 	n->nconns++;
@@ -267,6 +381,7 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 		if (now >= c->deadline)
 			sconn_free(n, c);
 	}
+	gx_rl_flush(&n->rl);
 	n->sweep_id = gx_ev_timer(ev, SWEEP_MS, sweep, n);
 }
 
@@ -299,6 +414,12 @@ int check_serve_start(struct check_net *n, char *err, size_t errlen)
 	n->maxconns = 2 * (size_t)n->w->n + 64;
 	if (n->maxconns < 256)
 		n->maxconns = 256;
+	n->rl.what = "check: connections or reports refused";
+	rc = gx_pa_init(&n->pa, n->maxconns, CHECK_PREAUTH_PER_SRC);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot start the check service: %s", gx_strerror(rc));
+		return rc;
+	}
 	rc = listen_one(n, AF_INET, &n->lfd[0]);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot open the check service on port %u: %s", n->port,
@@ -358,4 +479,6 @@ void check_serve_stop(struct check_net *n)
 	if (n->sweep_id)
 		gx_ev_timer_cancel(n->ev, n->sweep_id);
 	n->sweep_id = 0;
+	gx_rl_final(&n->rl);
+	gx_pa_free(&n->pa);
 }

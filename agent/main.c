@@ -69,6 +69,8 @@ static int dispatch(struct agent_opts *o, char *err, size_t errlen)
 		return agent_cmd_rsh(o, err, errlen);
 	case AGENT_CMD_HOSTS:
 		return agent_cmd_hosts(o, err, errlen);
+	case AGENT_CMD_TOKEN:
+		return agent_cmd_token(err, errlen);
 	case AGENT_CMD_NONE:
 	case AGENT_CMD_HELP:
 		break;

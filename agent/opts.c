@@ -131,6 +131,7 @@ static const char *const cmd_names[] = {
     [AGENT_CMD_CHECK] = "check",     [AGENT_CMD_SERVE] = "serve",
     [AGENT_CMD_RSH] = "rsh",	     [AGENT_CMD_HOSTS] = "hosts",
     [AGENT_CMD_VERSION] = "version", [AGENT_CMD_HELP] = "help",
+    [AGENT_CMD_TOKEN] = "token",
 };
 
 const char *agent_cmd_name(enum agent_cmd cmd)

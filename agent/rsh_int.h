@@ -33,6 +33,10 @@
 #define RSH_MAX_SESSIONS 64    /* commands running at once */
 #define RSH_MAX_CONNS 128      /* connections, handshakes included */
 #define RSH_HANDSHAKE_MS 10000 /* accept -> EXEC */
+#define RSH_PROOF_MS 3000      /* accept -> the client's proof checked (issue 25) */
+#define RSH_PREAUTH_PER_SRC 4  /* unauthenticated connections per address (issue 25) */
+#define RSH_EVICT_PER_EVENT 4  /* oldest unauthenticated ones closed per accept turn */
+#define RSH_LEARNED 16	       /* addresses outside the table that proved the key, kept */
 #define RSH_KILL_GRACE_MS 2000 /* SIGTERM -> SIGKILL of a session's group */
 #define RSH_CONNECT_MS 10000   /* client: connect + handshake */
 #define RSH_PORT_OFFSET 2      /* serve listens on --port + 2 */
@@ -109,6 +113,10 @@ struct agent_serve_cfg {
 	uint16_t port;
 	const unsigned char *key; /* RSH_KEY_LEN */
 	char **envp;		  /* the sessions' environment */
+	/* the peers this pod knows (its table): their addresses' handshakes cannot be pushed
+	 * out by a stranger's connections (issue 25); copied at start */
+	const struct rdzv_peer *table;
+	size_t ntable;
 };
 struct agent_serve;
 int agent_serve_start(struct gx_ev *ev, const struct agent_serve_cfg *cfg, struct agent_serve **ret,

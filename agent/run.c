@@ -596,6 +596,7 @@ static int store_files(struct agent_run *r, const struct agent_env *env, char *e
 	agent_signals_block(1);
 	if (mkdir(r->o->out, 0755) < 0 && errno != EEXIST)
 		gx_debug("mkdir %s: %s", r->o->out, strerror(errno));
+	agent_exec_out_tighten(r->o->out); /* what gxboot exec requires (issue 25) */
 	rc = write_files(r, env, err, errlen);
 	agent_signals_block(0);
 	if (rc < 0 && rc > -GX_EBASE)

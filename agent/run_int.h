@@ -17,6 +17,13 @@ struct agent_token {
 /* Load the token (--token-file or GXBOOT_TOKEN, which is then removed from environ). */
 int agent_token_load(const struct agent_opts *o, struct agent_token *t, char *err, size_t errlen);
 void agent_token_free(struct agent_token *t);
+/* Estimated secret bits of a token (issue 25): the characters that repeat neither of the
+ * two before them x the bits per character of its alphabet (hex 4, base64 6, else 8),
+ * capped by length x its empirical Shannon entropy. */
+int agent_token_bits(const unsigned char *t, size_t len);
+#define AGENT_TOKEN_MIN_BITS 128
+/* gxboot token: 32 random bytes (randombytes_buf), base64, on stdout. */
+int agent_cmd_token(char *err, size_t errlen);
 
 /*
  * The pipeline shared by run, init, check and serve. prepare: peers, job id,

@@ -219,6 +219,8 @@ static int serve_start(struct agent_run *r, struct ctl *c, char **envp, char *er
 	cfg.port = (uint16_t)((r->port ? r->port : r->o->port) + RSH_PORT_OFFSET);
 	cfg.key = r->rsh_key;
 	cfg.envp = envp;
+	cfg.table = r->res.table;
+	cfg.ntable = r->res.ntable;
 	return agent_serve_start(r->ev, &cfg, &c->sv, err, errlen);
 }
 

@@ -10,10 +10,12 @@
  * gets its session's process group killed. One log line per session.
  */
 #include "agent/rsh_int.h"
+#include "rdzv/rdzv.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +49,8 @@ struct sess {
 	uint64_t kill_id;
 	int client_sig; /* the last signal the client forwarded (mpirun ending its daemons) */
 	char peer[64];
-	char first[64]; /* the command's first word, for the log */
+	char first[64];	     /* the command's first word, for the log */
+	struct gx_pa_ent pa; /* in sv->pa until its proof is checked */
 };
 
 struct agent_serve {
@@ -60,6 +63,13 @@ struct agent_serve {
 	uint64_t sweep_id;
 	int stopping;
 	unsigned char *buf; /* RSH_MAX_PLAIN scratch */
+	struct gx_pa pa;    /* unauthenticated connections (issue 25) */
+	char (*known)[46];  /* the table's addresses (addr4, addr6 per peer) */
+	size_t nknown;
+	char learned[RSH_LEARNED][46]; /* sources that proved the key (an MPI launcher that is
+					* no table entry), a ring */
+	size_t nlearned;
+	struct gx_rl rl; /* warnings about them */
 };
 
 static void sess_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
@@ -82,6 +92,7 @@ static void sess_free(struct sess *s)
 	if (s->c.fd >= 0)
 		gx_ev_del(sv->ev, s->c.fd);
 	rsh_conn_free(&s->c);
+	gx_pa_del(&sv->pa, &s->pa);
 	close_fd(sv, &s->in_fd);
 	close_fd(sv, &s->out_fd);
 	close_fd(sv, &s->err_fd);
@@ -150,6 +161,7 @@ static void orphan(struct sess *s, const char *why)
 	if (s->c.fd >= 0)
 		gx_ev_del(sv->ev, s->c.fd);
 	rsh_conn_free(&s->c);
+	gx_pa_del(&sv->pa, &s->pa);
 	close_fd(sv, &s->in_fd);
 	close_fd(sv, &s->out_fd);
 	close_fd(sv, &s->err_fd);
@@ -352,6 +364,8 @@ static int on_frame(struct sess *s, uint8_t type, const unsigned char *p, size_t
 	}
 }
 
+static int is_known(const struct agent_serve *sv, const char *peer);
+
 /* ---- handshake: HELLO -> CHALLENGE, AUTH -> ACCEPT | refusal ---- */
 static int on_hello(struct sess *s)
 {
@@ -379,10 +393,15 @@ static int on_auth(struct sess *s)
 	if (sodium_memcmp(a, want, 32) != 0) {
 		acc[0] = 1;
 		rsh_conn_put(&s->c, acc, 1);
-		gx_warn("rsh: refused %s: wrong credential (another job's token?)", s->peer);
+		gx_rl_log(&s->sv->rl, "rsh: refused %s: wrong credential (another job's token?)",
+			  s->peer);
 		closing(s);
 		return 1;
 	}
+	gx_pa_del(&s->sv->pa, &s->pa); /* authenticated: out of the budget */
+	if (!is_known(s->sv, s->peer)) /* its next handshakes are a peer's */
+		gx_strlcpy(s->sv->learned[s->sv->nlearned++ % RSH_LEARNED], s->peer, 46);
+	s->deadline = s->t0 + RSH_HANDSHAKE_MS;
 	rsh_stream_keys(s->sv->key, s->nc, s->ns, c2s, s2c);
 	acc[0] = 0;
 	rsh_proof(s->sv->key, 'S', s->nc, s->ns, acc + 1);
@@ -519,24 +538,72 @@ static void pipe_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 }
 
 /* ---- listening ---- */
+/* The pre-authentication budget (issue 25): at most RSH_PREAUTH_PER_SRC unauthenticated
+ * connections per address; at RSH_MAX_CONNS the oldest unauthenticated one is closed (1). */
+static int is_known(const struct agent_serve *sv, const char *peer)
+{
+	size_t i;
+
+	for (i = 0; i < sv->nknown; i++)
+		if (strcmp(sv->known[i], peer) == 0)
+			return 1;
+	for (i = 0; i < sv->nlearned && i < RSH_LEARNED; i++)
+		if (strcmp(sv->learned[i], peer) == 0)
+			return 1;
+	return 0;
+}
+
+static int admit(struct agent_serve *sv, const char *peer, int known)
+{
+	struct gx_pa_ent *old = NULL;
+	struct sess *os;
+
+	if (sv->stopping)
+		return -ESHUTDOWN;
+	if (gx_pa_admit(&sv->pa, peer, known, sv->nconns >= RSH_MAX_CONNS, &old) < 0) {
+		gx_rl_log(&sv->rl,
+			  "rsh: refused a connection from %s: %zu unauthenticated ones open, %zu "
+			  "from there",
+			  peer, sv->pa.n, gx_pa_count(&sv->pa, peer));
+		return -EBUSY;
+	}
+	if (old) {
+		os = (struct sess *)((char *)old - offsetof(struct sess, pa));
+		gx_rl_log(
+		    &sv->rl,
+		    "rsh: closed the oldest unauthenticated connection (from %s) for one from %s",
+		    os->peer, peer);
+		sess_free(os);
+		return 1;
+	}
+	return 0;
+}
+
 static void accept_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 {
 	struct agent_serve *sv = arg;
 	union gx_sockaddr sa;
 	socklen_t len = sizeof(sa);
+	int cfd, i, rc, known, evicted = 0;
+	char peer[64];
 	struct sess *s;
-	int cfd, i;
 
 	(void)events;
-	for (i = 0; i < 16; i++) {
+	/* few evictions per loop turn: a client's handshake (a few turns) outlives a backlog
+	 * full of a stranger's connections */
+	for (i = 0; i < 64 && evicted < RSH_EVICT_PER_EVENT; i++) {
 		len = sizeof(sa);
 		cfd = accept4(fd, &sa.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd < 0)
 			return;
-		if (sv->stopping || sv->nconns >= RSH_MAX_CONNS) {
+		gx_addr_str(&sa, peer, sizeof(peer));
+		known = is_known(sv, peer);
+		rc = admit(sv, peer, known);
+		if (rc < 0) {
 			close(cfd);
 			continue;
 		}
+		evicted += rc;
 		s = calloc(1, sizeof(*s));
 		if (!s || rsh_conn_init(&s->c, cfd) < 0) {
 			if (s)
@@ -549,13 +616,14 @@ static void accept_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		s->sv = sv;
 		s->in_fd = s->out_fd = s->err_fd = -1;
 		s->t0 = gx_now_ms();
-		s->deadline = s->t0 + RSH_HANDSHAKE_MS;
-		gx_addr_str(&sa, s->peer, sizeof(s->peer));
+		s->deadline = s->t0 + RSH_PROOF_MS;
+		gx_strlcpy(s->peer, peer, sizeof(s->peer));
 		if (gx_ev_add(ev, cfd, EPOLLIN, sess_event, s) < 0) {
 			rsh_conn_free(&s->c);
 			free(s);
 			continue;
 		}
+		gx_pa_add(&sv->pa, &s->pa, s->peer, known);
 		s->next = sv->list;
 		if (sv->list)
 			sv->list->prev = s;
@@ -579,6 +647,7 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 			sess_free(s);
 		}
 	}
+	gx_rl_flush(&sv->rl);
 	sv->sweep_id = gx_ev_timer(ev, 1000, sweep, sv);
 }
 
@@ -607,6 +676,24 @@ static int listen_on(struct agent_serve *sv, const char *addr, char *err, size_t
 }
 
 /* ---- public ---- */
+static int known_copy(struct agent_serve *sv, const struct agent_serve_cfg *cfg)
+{
+	size_t i;
+
+	sv->known = calloc(2 * cfg->ntable + 1, sizeof(*sv->known));
+	if (!sv->known)
+		return -ENOMEM;
+	for (i = 0; cfg->table && i < cfg->ntable; i++) {
+		if (cfg->table[i].addr4[0])
+			gx_strlcpy(sv->known[sv->nknown++], cfg->table[i].addr4, 46);
+		if (cfg->table[i].addr6[0])
+			gx_strlcpy(sv->known[sv->nknown++], cfg->table[i].addr6, 46);
+	}
+	sv->cfg.table = NULL;
+	sv->cfg.ntable = 0;
+	return 0;
+}
+
 int agent_serve_start(struct gx_ev *ev, const struct agent_serve_cfg *cfg, struct agent_serve **ret,
 		      char *err, size_t errlen)
 {
@@ -619,8 +706,11 @@ int agent_serve_start(struct gx_ev *ev, const struct agent_serve_cfg *cfg, struc
 	sv->cfg = *cfg;
 	memcpy(sv->key, cfg->key, RSH_KEY_LEN);
 	sv->cfg.key = NULL;
+	sv->rl.what = "rsh: unauthenticated connections refused or closed";
+	if (known_copy(sv, cfg) < 0)
+		goto out;
 	sv->buf = malloc(RSH_MAX_PLAIN);
-	if (!sv->buf)
+	if (!sv->buf || gx_pa_init(&sv->pa, RSH_MAX_CONNS, RSH_PREAUTH_PER_SRC) < 0)
 		goto out;
 	rc = listen_on(sv, cfg->addr4, err, errlen);
 	if (rc == 0)
@@ -719,6 +809,9 @@ void agent_serve_free(struct agent_serve *sv)
 	}
 	gx_ev_timer_cancel(sv->ev, sv->sweep_id);
 	sodium_memzero(sv->key, sizeof(sv->key));
+	gx_rl_final(&sv->rl);
+	gx_pa_free(&sv->pa);
+	free(sv->known);
 	free(sv->buf);
 	free(sv);
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * token.c - the job token (issue 14): --token-file F (links followed: Secret
- * volumes are ..data symlinks) or GXBOOT_TOKEN; at least 16 bytes; never logged;
- * removed from the environment CMD gets; wiped once the keys are derived.
+ * volumes are ..data symlinks) or GXBOOT_TOKEN; at least 16 bytes and an estimated
+ * AGENT_TOKEN_MIN_BITS (128) bits of entropy (issue 25: a captured handshake allows
+ * offline guessing of a human token); never logged; removed from the environment
+ * CMD gets; wiped once the keys are derived. `gxboot token` prints a fresh one.
  */
 #include "agent/run_int.h"
 
@@ -58,6 +60,79 @@ void agent_token_free(struct agent_token *t)
 	t->len = 0;
 }
 
+/* log2(x) for x >= 1 without libm: integer part by halving, then 24 fractional bits. */
+static double lg2(double x)
+{
+	double r = 0, b = 0.5;
+	int i;
+
+	while (x >= 2) {
+		x /= 2;
+		r += 1;
+	}
+	for (i = 0; i < 24; i++, b /= 2) {
+		x *= x;
+		if (x >= 2) {
+			x /= 2;
+			r += b;
+		}
+	}
+	return r;
+}
+
+static int class_bits(const unsigned char *t, size_t len)
+{
+	int hex = 1, b64 = 1;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = t[i];
+		int h = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+		int b = h || (c >= 'g' && c <= 'z') || (c >= 'G' && c <= 'Z') || c == '+' ||
+			c == '/' || c == '-' || c == '_' || c == '=';
+
+		hex &= h;
+		b64 &= b;
+	}
+	return hex ? 4 : b64 ? 6 : 8;
+}
+
+int agent_token_bits(const unsigned char *t, size_t len)
+{
+	size_t count[256] = {0}, i, fresh = 0;
+	double h = 0, cls;
+
+	if (len == 0)
+		return 0;
+	for (i = 0; i < len; i++) {
+		count[t[i]]++;
+		/* repeats and two-character cycles ("aaaa", "abab") carry nothing */
+		fresh += (i < 1 || t[i] != t[i - 1]) && (i < 2 || t[i] != t[i - 2]);
+	}
+	for (i = 0; i < 256; i++)
+		if (count[i])
+			h += (double)count[i] * (lg2((double)len) - lg2((double)count[i]));
+	cls = (double)fresh * class_bits(t, len);
+	return (int)(h < cls ? h : cls);
+}
+
+int agent_cmd_token(char *err, size_t errlen)
+{
+	unsigned char raw[32];
+	char text[sodium_base64_ENCODED_LEN(32, sodium_base64_VARIANT_ORIGINAL)];
+
+	if (sodium_init() < 0) {
+		snprintf(err, errlen, "cannot initialise libsodium");
+		return -ENOMEM;
+	}
+	randombytes_buf(raw, sizeof(raw));
+	sodium_bin2base64(text, sizeof(text), raw, sizeof(raw), sodium_base64_VARIANT_ORIGINAL);
+	sodium_memzero(raw, sizeof(raw));
+	printf("%s\n", text);
+	sodium_memzero(text, sizeof(text));
+	return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
 int agent_token_load(const struct agent_opts *o, struct agent_token *t, char *err, size_t errlen)
 {
 	const char *env = getenv("GXBOOT_TOKEN");
@@ -89,6 +164,13 @@ int agent_token_load(const struct agent_opts *o, struct agent_token *t, char *er
 		rc = GX_EUSAGE;
 	} else if (t->len > 0 && t->len < TOKEN_MIN) {
 		snprintf(err, errlen, "the job token is shorter than %d bytes", TOKEN_MIN);
+		rc = GX_EUSAGE;
+	} else if (t->len > 0 && agent_token_bits(t->data, t->len) < AGENT_TOKEN_MIN_BITS) {
+		snprintf(err, errlen,
+			 "the job token is too guessable for a secret: about %d bits estimated, "
+			 "at least %d required (32 random bytes: `gxboot token`, or "
+			 "`head -c 32 /dev/urandom | base64`)",
+			 agent_token_bits(t->data, t->len), AGENT_TOKEN_MIN_BITS);
 		rc = GX_EUSAGE;
 	} else if (t->len == 0) {
 		gx_warn("no job token: peers are not authenticated, so anyone who reaches port %ld "

@@ -16,6 +16,7 @@ static const char usage_main[] =
     "  gxboot serve [OPTIONS]              rendezvous, then serve remote exec (MPI workers)\n"
     "  gxboot rsh HOST CMD...              remote exec through a peer's gxboot (plm_rsh_agent)\n"
     "  gxboot hosts [--out DIR]            live peers as host:slots lines (Horovod)\n"
+    "  gxboot token                        print a fresh random job token\n"
     "  gxboot version | --help             'gxboot help CMD' for one command\n"
     "\n"
     "Peers and rendezvous:\n"
@@ -102,6 +103,11 @@ static const char usage_hosts[] =
     "Print live peers as host:slots lines (Horovod host discovery).\n";
 
 static const char usage_version[] = "Usage: gxboot version\n";
+static const char usage_token[] =
+    "Usage: gxboot token\n"
+    "Prints a fresh job token: 32 random bytes (libsodium), base64, one line. For one Secret\n"
+    "per job: kubectl create secret generic JOB-gxboot-token --from-literal=token=$(gxboot "
+    "token)\n";
 
 const char *agent_usage(enum agent_cmd cmd)
 {
@@ -124,6 +130,8 @@ const char *agent_usage(enum agent_cmd cmd)
 		return usage_rsh;
 	case AGENT_CMD_HOSTS:
 		return usage_hosts;
+	case AGENT_CMD_TOKEN:
+		return usage_token;
 	case AGENT_CMD_VERSION:
 		return usage_version;
 	case AGENT_CMD_NONE:

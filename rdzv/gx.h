@@ -127,6 +127,64 @@ int gx_sock_error(int fd);
 /* Raise RLIMIT_NOFILE soft limit to the hard limit; returns the new soft limit. */
 long gx_raise_nofile(void);
 
+/* ---- pre-authentication budgets (gx_guard.c; PROTOCOL.md "Bounds") ------ */
+/*
+ * Every listening service (rendezvous, check, remote exec) keeps its not yet
+ * authenticated connections in one of these: oldest first, counted per source
+ * address. A service asks gx_pa_admit() before it takes a new connection, with
+ * full = 1 when its own connection bound is reached: -EBUSY when that address
+ * already holds per_src (loopback is exempt: it is the pod itself) or when there
+ * is no room; else 0, with *evict set when full (or at max) to the entry to end
+ * first (the caller closes that connection, which calls gx_pa_del, then adds the
+ * new one): the oldest from an unknown address; a known one (a peer's address
+ * from the job's table) only for a newcomer from a known address. A stranger thus
+ * can neither fill the slots nor push out a peer's handshake.
+ */
+struct gx_pa_ent {
+	struct gx_pa_ent *older, *newer, *bnext;
+	uint32_t bucket;
+	int in, known;
+	char src[46]; /* INET6_ADDRSTRLEN */
+};
+
+struct gx_pa {
+	struct gx_pa_ent *oldest, *newest;
+	struct gx_pa_ent **b;
+	size_t nb, n, max, per_src;
+	unsigned char key[16];
+};
+
+int gx_pa_init(struct gx_pa *pa, size_t max, size_t per_src);
+void gx_pa_free(struct gx_pa *pa);
+int gx_pa_admit(struct gx_pa *pa, const char *src, int known, int full, struct gx_pa_ent **evict);
+void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src, int known);
+/* Removes e if it is in (authenticated or closed); accepts an entry not in. */
+void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e);
+size_t gx_pa_count(const struct gx_pa *pa, const char *src);
+/* 1 for 127.0.0.0/8, ::1 and ::ffff:127.x.y.z. */
+int gx_addr_is_loopback(const char *src);
+
+/* ---- rate-limited warnings (gx_guard.c) --------------------------------- */
+/*
+ * For events anyone can cause (a stranger's connection, a bad proof): the
+ * first GX_RL_FIRST are warnings, later ones go to -v only, and one summary
+ * line per GX_RL_INTERVAL_MS counts them (printed at the next event, by
+ * gx_rl_flush from a periodic timer, or by gx_rl_final). -q silences all of it.
+ */
+#define GX_RL_FIRST 3
+#define GX_RL_INTERVAL_MS 10000
+
+struct gx_rl {
+	const char *what; /* "rdzv: unauthenticated connections refused" */
+	uint64_t n, held;
+	int64_t next_ms;
+};
+
+void gx_rl_log(struct gx_rl *rl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gx_rl_flush(struct gx_rl *rl);
+/* The summary of what is still held, at the end of the service. */
+void gx_rl_final(struct gx_rl *rl);
+
 /* ---- validators: data from peers, files, env is hostile until checked --- */
 /* DNS-1123 names: labels [a-z0-9-] (also upper case accepted), dots, <= 253. */
 int gx_valid_hostname(const char *s);

@@ -153,9 +153,18 @@ void co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *wh
 	char note[300];
 	const char *who = cc->claimed > 0 ? co->names[cc->claimed] : "a peer";
 
-	/* a trace, not an error print: the agent reports the outcome */
-	gx_warn("rdzv: rejected JOIN of %s from %s: %s", who, cc->rc.peer_str, why);
-	if (cc->claimed > 0 && !co->st[cc->claimed].joined) {
+	/* a trace, not an error print: the agent reports the outcome. Before the session
+	 * anyone can cause it: rate-limited, and never a note on the claimed peer (issue 25) */
+	if (!cc->rc.session) {
+		gx_rl_log(&co->rl_pre, "rdzv: rejected JOIN of %s from %s: %s", who,
+			  cc->rc.peer_str, why);
+		co->nunauth_refused++;
+		snprintf(co->unauth_note, sizeof(co->unauth_note), "from %s claiming %s: %s",
+			 cc->rc.peer_str, who, why);
+	} else {
+		gx_warn("rdzv: rejected JOIN of %s from %s: %s", who, cc->rc.peer_str, why);
+	}
+	if (cc->rc.session && cc->claimed > 0 && !co->st[cc->claimed].joined) {
 		snprintf(note, sizeof(note), "rejected JOIN from %s: %s", cc->rc.peer_str, why);
 		free(co->st[cc->claimed].note);
 		co->st[cc->claimed].note = strdup(note);
@@ -221,6 +230,8 @@ static int co_auth(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	rc = co_send(co, cc, RDZV_PROOF, &b);
 	rdzv_buf_free(&b);
 	rdzv_conn_session(&cc->rc, co->k);
+	gx_pa_del(&co->pa, &cc->pa); /* authenticated: out of the budget */
+	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
 	if (rc < 0) {
 		co_drop(co, cc, gx_strerror(rc));
 		return 1;
@@ -235,16 +246,18 @@ int co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const u
 	int rc = 1;
 
 	if (!m || rdzv_msg_decode(type, body, len, m) < 0) {
-		gx_warn("rdzv: malformed handshake from %s: dropped", cc->rc.peer_str);
+		gx_rl_log(&co->rl_pre, "rdzv: malformed handshake from %s: dropped",
+			  cc->rc.peer_str);
 		co_drop(co, cc, "malformed handshake");
 	} else if (cc->rc.state == RC_HELLO && type == RDZV_HELLO) {
-		cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
+		cc->deadline = gx_now_ms() + RDZV_PROOF_MS;
 		rc = co_hello(co, cc, m);
 	} else if (cc->rc.state == RC_AUTH && type == RDZV_AUTH) {
 		rc = co_auth(co, cc, m);
 	} else {
-		gx_warn("rdzv: unexpected message type %u from %s before authentication: dropped",
-			type, cc->rc.peer_str);
+		gx_rl_log(&co->rl_pre,
+			  "rdzv: unexpected message type %u from %s before authentication: dropped",
+			  type, cc->rc.peer_str);
 		co_drop(co, cc, "unexpected message");
 	}
 	free(m);

@@ -228,7 +228,9 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	(void)ev;
 	(void)events;
 	for (i = 0; i < 256; i++) {
-		if (co->nconns >= co->maxconns) {
+		/* at the bound the oldest unauthenticated connection makes room (co_conn_new);
+		 * only authenticated ones can fill it */
+		if (co->nconns >= co->maxconns && co->pa.n == 0) {
 			pause_accept(co); /* the sweep resumes; members wait in the backlog */
 			return;
 		}

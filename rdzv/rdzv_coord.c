@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ void co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
 	if (cc->role == ROLE_OBSERVER)
 		co->nobservers--;
 	cc->out_pending = 0;
+	gx_pa_del(&co->pa, &cc->pa);
 	if (cc->rc.fd >= 0)
 		gx_ev_del(co->ev, cc->rc.fd);
 	rdzv_conn_reset(&cc->rc);
@@ -322,6 +324,20 @@ static void report(struct rdzv_coord *co)
 	rdzv_buf_free(&b);
 }
 
+/* The coordinator's own line (not the members'): refusals before a proof, marked unproven
+ * (issue 25 finding 6: a stranger must not choose whom the failure line blames). */
+static void unauth_note(struct rdzv_coord *co)
+{
+	size_t n = strlen(co->res.err);
+
+	if (!co->unauth_note[0] || n + 8 >= sizeof(co->res.err))
+		return;
+	snprintf(co->res.err + n, sizeof(co->res.err) - n,
+		 "; unproven: %llu JOIN%s refused before authentication, the last %s",
+		 (unsigned long long)co->nunauth_refused, co->nunauth_refused == 1 ? "" : "s",
+		 co->unauth_note);
+}
+
 static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct rdzv_coord *co = arg;
@@ -339,6 +355,7 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	if (co->njoined + 1 < co->world) {
 		missing_list(co, list, sizeof(list), 0);
 		co_abort(co, GX_EPEERS, 0, "peers missing after %lds: %s", secs, list);
+		unauth_note(co);
 	} else {
 		missing_list(co, list, sizeof(list), 1);
 		co_abort(
@@ -368,7 +385,7 @@ static void sweep_conns(struct rdzv_coord *co, int64_t now)
 		next = cc->next;
 		if (cc->ping_at && now - cc->ping_at >= RDZV_PING_MS)
 			co_drop(co, cc, "no PONG: replaced by the newer connection");
-		else if (cc->deadline && now >= cc->deadline && !waiting_input(cc))
+		else if (cc->deadline && now >= cc->deadline && (cc->pa.in || !waiting_input(cc)))
 			co_drop(co, cc, "handshake deadline");
 	}
 }
@@ -381,6 +398,7 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)id;
 	co->sweep_id = 0;
 	sweep_conns(co, now);
+	gx_rl_flush(&co->rl_pre);
 	if (co->paused && co->nconns < co->maxconns)
 		co_listen_resume(co);
 	if (now >= co->next_report && !co->committed && !co->aborted) {
@@ -393,17 +411,47 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 }
 
 /* ---- connection events ---- */
+/* The pre-authentication budget (issue 25): at most RDZV_PREAUTH_PER_SRC unauthenticated
+ * connections per address; at the connection bound the oldest unauthenticated one goes. */
+static int co_admit(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct gx_pa_ent *old = NULL;
+
+	if (gx_pa_admit(&co->pa, cc->rc.peer_str, 0, co->nconns >= co->maxconns, &old) < 0) {
+		gx_rl_log(&co->rl_pre,
+			  "rdzv: refused a connection from %s: %zu unauthenticated ones from there",
+			  cc->rc.peer_str, gx_pa_count(&co->pa, cc->rc.peer_str));
+		return -EBUSY;
+	}
+	if (old) {
+		struct cconn *oc = (struct cconn *)((char *)old - offsetof(struct cconn, pa));
+
+		gx_rl_log(&co->rl_pre,
+			  "rdzv: closed the oldest unauthenticated connection (from %s) for one "
+			  "from %s: %zu open",
+			  oc->rc.peer_str, cc->rc.peer_str, co->nconns);
+		co_drop(co, oc, NULL);
+	}
+	gx_pa_add(&co->pa, &cc->pa, cc->rc.peer_str, 0);
+	return 0;
+}
+
 void co_conn_new(struct rdzv_coord *co, int fd)
 {
 	struct cconn *cc = calloc(1, sizeof(*cc));
 
-	if (!cc || gx_ev_add(co->ev, fd, EPOLLIN, conn_event, cc) < 0) {
-		free(cc);
+	if (!cc) {
 		close(fd);
 		return;
 	}
 	rdzv_conn_init(&cc->rc, fd, 1);
 	rdzv_conn_peername(&cc->rc);
+	if (co_admit(co, cc) < 0 || gx_ev_add(co->ev, fd, EPOLLIN, conn_event, cc) < 0) {
+		gx_pa_del(&co->pa, &cc->pa);
+		rdzv_conn_reset(&cc->rc);
+		free(cc);
+		return;
+	}
 	cc->co = co;
 	cc->peer = -1;
 	cc->claimed = -1;
@@ -429,11 +477,11 @@ static void read_error(struct rdzv_coord *co, struct cconn *cc, int rc)
 		co_close_later(co, cc);
 		return;
 	}
-	if ((rc == GX_EPROTO || rc == GX_EMAC) && co->njunk++ < 3)
-		gx_warn("rdzv: dropped a message from %s: %s%s", cc->rc.peer_str, gx_strerror(rc),
-			co->njunk == 3 ? " (further ones: -v)" : "");
-	else if (rc == GX_EPROTO || rc == GX_EMAC)
-		gx_debug("rdzv: dropped a message from %s: %s", cc->rc.peer_str, gx_strerror(rc));
+	if (rc == GX_EPROTO || rc == GX_EMAC) {
+		co->njunk++;
+		gx_rl_log(&co->rl_pre, "rdzv: dropped a message from %s: %s", cc->rc.peer_str,
+			  gx_strerror(rc));
+	}
 	co_drop(co, cc, gx_strerror(rc));
 }
 
@@ -460,7 +508,9 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		rc = rdzv_conn_read(&cc->rc, &type, &body, &len);
 		if (rc <= 0)
 			break;
-		if (cc->deadline) /* it measures the peer's silence, not our backlog */
+		/* it measures the peer's silence, not our backlog; before the proof it stays short
+		 */
+		if (cc->deadline && cc->rc.session)
 			cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
 		rc = co_handle(co, cc, type, body, len);
 		free(body);
@@ -578,6 +628,10 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	if (nofile > 128 && (size_t)nofile - 64 < co->maxconns)
 		co->maxconns = (size_t)nofile - 64;
 	co->next_report = gx_now_ms() + RDZV_REPORT_MS;
+	co->rl_pre.what = "rdzv: unauthenticated connections refused or closed";
+	rc = gx_pa_init(&co->pa, co->maxconns, RDZV_PREAUTH_PER_SRC);
+	if (rc < 0)
+		return rc;
 	res_init(co);
 	return 0;
 }
@@ -670,6 +724,8 @@ void rdzv_coord_free(struct rdzv_coord *co)
 	while (co->conns)
 		co_drop(co, co->conns, NULL);
 	co_listen_close(co);
+	gx_rl_final(&co->rl_pre);
+	gx_pa_free(&co->pa);
 	if (co->rdma_listening && co->cfg.rdma->close)
 		co->cfg.rdma->close(co->cfg.rdma->arg);
 	gx_ev_timer_cancel(co->ev, co->sweep_id);

@@ -21,6 +21,8 @@
 #define RDZV_MAX_CONNS 40000	    /* coordinator: open connections */
 #define RDZV_HANDSHAKE_MS 5000	    /* until JOIN/VERIFY is processed */
 #define RDZV_HELLO_MS 1000	    /* accept -> HELLO (a member sends it at once) */
+#define RDZV_PROOF_MS 2000	    /* HELLO -> AUTH: the first proof (issue 25) */
+#define RDZV_PREAUTH_PER_SRC 4	    /* unauthenticated connections per address (a member needs 2) */
 #define RDZV_MIN_CONNS 1024	    /* connection bound floor: junk cannot fill a small job's */
 #define RDZV_SWEEP_MS 250	    /* the one periodic timer */
 #define RDZV_REPORT_MS 5000	    /* progress line and WAITING push */
@@ -239,6 +241,7 @@ struct cconn {
 	int64_t deadline;     /* handshake / close deadline, 0 = none */
 	int64_t ping_at;      /* PING sent to this (older) connection */
 	struct rdzv_peer *pj; /* PENDING: its JOIN, until promoted */
+	struct gx_pa_ent pa;  /* in co->pa until the session is up */
 };
 
 struct cpeer {
@@ -279,6 +282,10 @@ struct rdzv_coord {
 	uint32_t nassigned;    /* elastic: slots in use, a prefix of at most world */
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
+	struct gx_pa pa;	  /* unauthenticated connections (issue 25) */
+	struct gx_rl rl_pre;	  /* warnings about them */
+	char unauth_note[300];	  /* the last refusal before a proof: never blamed on a peer */
+	uint64_t nunauth_refused; /* JOINs refused before authentication */
 };
 
 void co_update_out(struct rdzv_coord *co, struct cconn *cc);

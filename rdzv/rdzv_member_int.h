@@ -45,6 +45,8 @@ struct rdzv_member {
 	int resolving;	/* a resolve() answer is pending (rdzv_member_resolved) */
 	uint64_t round;
 	char err1[300], err2[300];
+	char rejected[300]; /* a clear REJECT before the session (retried, issue 25), or "" */
+	int reject_code, reject_phase;
 	struct rdzv_result res;
 };
 

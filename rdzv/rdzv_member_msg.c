@@ -327,7 +327,20 @@ int mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type, const uns
 	if (!msg || rdzv_msg_decode(type, body, len, msg) < 0)
 		goto out;
 	c->last_rx = gx_now_ms();
-	if (type == RDZV_REJECT) {
+	if (type == RDZV_REJECT && m->has_token && !c->rc.session) {
+		/* in clear: anyone on the path can send it; it cannot end a member that holds a
+		 * token (issue 25): retried until the deadline, reported if it persists */
+		rdzv_sanitize(text, sizeof(text), msg->text);
+		gx_strlcpy(m->rejected,
+			   msg->code == GX_EVERSION ? "protocol version"
+			   : text[0]		    ? text
+						    : "no reason given",
+			   sizeof(m->rejected));
+		m->reject_code = msg->code;
+		m->reject_phase = c->phase;
+		mb_fail(m, c, m->rejected);
+		rc = 1;
+	} else if (type == RDZV_REJECT) {
 		rdzv_sanitize(text, sizeof(text), msg->text);
 		if (msg->code == GX_EVERSION)
 			mb_finish(m, GX_EVERSION, "coordinator %s refused protocol %u.%u",

@@ -375,6 +375,12 @@ def check_pod(fname, doc, path, tpl, all_docs):
             mp = [m for m in c.get("volumeMounts") or [] if m.get("mountPath") == out]
             if not mp or "emptyDir" not in vols.get(mp[0].get("name"), {}):
                 errs.append(f"{c['name']}: no emptyDir mounted at {out}")
+    # issue 25: one Secret per job, named after it (one job's rsh.key must not open another's)
+    job = (doc.get("metadata") or {}).get("name")
+    for v in vols.values():
+        sn = (v.get("secret") or {}).get("secretName")
+        if isinstance(sn, str) and sn.endswith("gxboot-token") and sn != f"{job}-gxboot-token":
+            errs.append(f"Secret {sn}: the token Secret is per job: {job}-gxboot-token")
     for c, g, _ in calls:
         if g[1] == "install":
             errs += check_install(c, g[0], vols, mains)
@@ -1009,8 +1015,10 @@ MUTATIONS = [
     ("pytorchjob.yaml", '["/gxboot", "install", "/opt/gxboot"]', '["/gxboot", "init"]',
      "init-container mode hangs"),
     ("mpijob.yaml", "mountPath: /run/gxboot", "mountPath: /run/other", "/run/gxboot"),
-    ("mpijob.yaml", "secretName: gxboot-token", "secretName: gxboot-token\n"
+    ("mpijob.yaml", "secretName: mpi-gxboot-token", "secretName: mpi-gxboot-token\n"
      "              items: [{key: token, path: other}]", "Secret"),
+    ("mpijob.yaml", "secretName: mpi-gxboot-token", "secretName: gxboot-token",
+     "per job"),
     ("indexed-job-tcp.yaml", "        runAsUser: 65532\n", "        runAsUser: 1000\n", "65532"),
     ("indexed-job-tcp.yaml", "            drop: [\"ALL\"]\n        volumeMounts:\n        - name: gxboot-bin\n          mountPath: /opt/gxboot\n          readOnly",
      "            add: [\"NET_RAW\"]\n        volumeMounts:\n        - name: gxboot-bin\n          mountPath: /opt/gxboot\n          readOnly", "capabilities"),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 7 case 6 (DECISIONS 5): job-worker-2 has a different token.
-# Asserts: job-worker-2 exits 5 before the others' --timeout (12 s; checked at 9 s after
-# start), its output mentions the token, it wrote no files; job-worker-0 and -1 exit 3 at
-# --timeout and name job-worker-2; the coordinator's line also says why (mentions token).
+# Asserts: job-worker-2 exits 5 at its --timeout (12 s; issue 25 finding 8: the REJECT comes
+# in clear, so a member holding a token retries it until the deadline), its output names the
+# reject reason (the token), it wrote no files; job-worker-0 and -1 exit 3 at --timeout and
+# name job-worker-2; the coordinator's line also says why (mentions token), marked unproven.
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -14,10 +15,9 @@ P=(--peers 'job-worker-{0..2}' --timeout 12)
 gx_start 0 "${P[@]}" --token-file "$T" -- "${GX_REPORT[@]}"
 gx_start 1 "${P[@]}" --token-file "$T" -- "${GX_REPORT[@]}"
 gx_start 2 "${P[@]}" --token-file "$BAD" -- "${GX_REPORT[@]}"
-gx_wait_all 9 2
-[ "${GX_RC[2]}" = 124 ] && fail "job-worker-2 (bad token) still waiting after 9 s" "$GX_DIR/pod2.log"
+gx_wait_all 20 2
 gx_expect_rc 5 2
-gx_expect_in 2 '[Tt]oken|auth'
+gx_expect_in 2 'rejected our JOIN .*until the deadline.*bad token'
 gx_expect_no_files 2
 gx_wait_all 20 0 1
 gx_expect_rc 3 0 1
