@@ -18,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROBE_WAVE_MS 7000 /* connect 2 s + 5 echoes of 1 s */
-#define RDMA_PROBE_MS 3000 /* check_rdma.c: one RDMA-CM probe */
+#define PROBE_WAVE_MS 7000   /* connect 2 s + 5 echoes of 1 s */
+#define RETRY_SLACK_MS 10000 /* check_probe.c: timed-out probes tried again, longer */
+#define RDMA_PROBE_MS 3000   /* check_rdma.c: one RDMA-CM probe */
 #define INFLIGHT 16
 #define MAX_WARN 8
 
@@ -42,7 +43,7 @@ static int64_t probe_budget_ms(const struct check_world *w, int rdma)
 	int64_t probes = ((int64_t)w->n - 1) * (1 + (int64_t)w->nrails);
 	int64_t waves = (probes + INFLIGHT - 1) / INFLIGHT;
 
-	return waves * PROBE_WAVE_MS + 5000 + (rdma ? probes * RDMA_PROBE_MS : 0);
+	return waves * PROBE_WAVE_MS + 5000 + RETRY_SLACK_MS + (rdma ? probes * RDMA_PROBE_MS : 0);
 }
 
 static int derive_key(struct check_cmd *c, char *err, size_t errlen)
@@ -130,9 +131,9 @@ static void plan(struct check_cmd *c)
 	       c->r.peers.self == 0 ? "coordinator" : "member");
 	printf("  check port:  %ld\n", o->check_port ? o->check_port : o->port + 1);
 	printf("  mode:        %s\n",
-	       o->check_mode == AGENT_CHECK_STAR ||
-		       (o->check_mode == AGENT_CHECK_DEFAULT && c->r.peers.n > CHECK_MATRIX_MAX)
-		   ? "star"
+	       o->check_mode == AGENT_CHECK_STAR ? "star"
+	       : o->check_mode == AGENT_CHECK_DEFAULT && c->r.peers.n > CHECK_MATRIX_MAX
+		   ? "star (the default above 64 pods; --mode all probes every pair)"
 		   : "all");
 	printf("  token:       %s\n", c->r.token.len ? "yes" : "none (unauthenticated)");
 	printf("  interface:   %s\n", c->r.nd ? c->r.nd->iface : c->r.nd_err);
@@ -262,6 +263,12 @@ static size_t involved(const struct check_world *w, uint32_t i, size_t *total)
 
 			if (p->ok || p->rail || !check_pair_probed(w, a, p->to))
 				continue;
+			/* an overloaded pod is named itself; its pairs blame nobody */
+			if (strcmp(p->why, "overloaded") == 0 ||
+			    (strcmp(p->why, "not probed") == 0 &&
+			     strncmp(w->rows[a].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) ==
+				 0))
+				continue;
 			(*total)++;
 			cnt += a == i || p->to == i;
 		}
@@ -369,6 +376,7 @@ static int coord_finish(struct check_cmd *c, char *err, size_t errlen)
 	rc = check_world_finish(&c->w);
 	if (rc < 0)
 		return rc;
+	check_world_overload(&c->w);
 	check_summarize(&c->w, &s);
 	rc = coord_send(c, &s);
 	if (rc < 0)
@@ -512,6 +520,27 @@ static void rails_serve(struct check_cmd *c, char *err, size_t errlen)
 	err[0] = '\0';
 }
 
+/*
+ * This pod's probes are over (or out of time): its row says how long its loop
+ * stalled, and a pod that did not finish its probes says so itself
+ * (CHECK_OVERLOADED) rather than letting the missing pairs blame its peers.
+ */
+static void probes_end(struct check_cmd *c)
+{
+	struct check_net *n = &c->net;
+	struct check_row *row = &c->w.rows[n->self];
+
+	row->lag_ms = n->lag_max_ms;
+	if (n->retries)
+		gx_info("check: %zu probe attempt(s) timed out and were tried again", n->retries);
+	if (row->lag_ms >= CHECK_OVERLOAD_MS)
+		gx_warn("check: this pod's event loop stalled %lld ms (CPU starved)",
+			(long long)row->lag_ms);
+	if (!n->probes_done && !row->why[0])
+		snprintf(row->why, sizeof(row->why), "%s (%zu of %zu probes done)",
+			 CHECK_OVERLOADED, n->ndone, n->npcs);
+}
+
 /* After the rendezvous: service, probes, reports, result. */
 static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 {
@@ -528,10 +557,12 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	gx_info("check: rank %u of %u, %s mode, probing from %s on port %u", n->self, c->w.n,
 		c->w.star ? "star" : "all", n->ifname[0] ? n->ifname : "(no secondary interface)",
 		n->port);
+	check_lag_start(n);
 	rc = check_probes_start(n);
 	if (rc < 0)
 		return rc;
 	run_until(c, &n->probes_done, n->t0 + budget);
+	probes_end(c);
 	if (c->rdma) {
 		check_rdma_go(&c->child);
 		run_until(c, &c->child.done, n->t0 + budget);
@@ -560,6 +591,7 @@ static int setup_net(struct check_cmd *c)
 	rc = check_world_init(&c->w, (uint32_t)c->r.peers.n, star, c->r.peers.names);
 	if (rc < 0)
 		return rc;
+	c->w.star_default = star && o->check_mode == AGENT_CHECK_DEFAULT;
 	n->ev = c->r.ev;
 	n->w = &c->w;
 	n->self = (uint32_t)c->r.res.rank;

@@ -34,6 +34,8 @@
 #define CHECK_MATRIX_MAX 64	     /* ... this N; beyond: failures only */
 #define CHECK_MAX_RAILS 16	     /* rails probed (check --rails, issue 15) */
 #define CHECK_RAIL_NAME 72	     /* a rail's name: its netdev, else "dev:port" */
+#define CHECK_OVERLOAD_MS 1000	     /* a pod whose loop stalled this long: overloaded */
+#define CHECK_OVERLOADED "overloaded, probes incomplete"
 #define CHECK_MAC_LEN 32
 #define CHECK_KEY_LEN 32
 
@@ -74,10 +76,11 @@ struct check_probe {
 
 /* One pod's report. */
 struct check_row {
-	int reported;  /* its report arrived (the own row counts as reported) */
-	int mtu;       /* its iface MTU, 0 unknown */
-	int rdma;      /* enum check_rdma_state */
-	char why[256]; /* its own netdetect / verification failure, "" */
+	int reported;	/* its report arrived (the own row counts as reported) */
+	int mtu;	/* its iface MTU, 0 unknown */
+	int rdma;	/* enum check_rdma_state */
+	char why[256];	/* its own netdetect / verification failure, "" */
+	int64_t lag_ms; /* the longest its event loop stalled while probing (CPU starvation) */
 	struct check_probe *probes;
 	size_t nprobes, cap;
 };
@@ -85,6 +88,7 @@ struct check_row {
 struct check_world {
 	uint32_t n;
 	int star;		/* --mode star */
+	int star_default;	/* star because N > CHECK_MATRIX_MAX and no --mode was given */
 	char *const *names;	/* n names, rank order (borrowed) */
 	struct check_row *rows; /* n rows */
 	/* check --rails: the rails probed, by name (a probe's rail k is rails[k - 1]) */
@@ -123,6 +127,14 @@ const struct check_probe *check_find_rail(const struct check_world *w, uint32_t 
 					  int proto, int rail);
 /* Fill every expected TCP pair that has no probe: "no report" / "not probed". */
 int check_world_finish(struct check_world *w);
+/* 1 when a failed probe says only that an end was too slow ("timeout", "no echo", ...). */
+int check_probe_timed_out(const struct check_probe *p);
+/*
+ * A timed-out probe from or to an overloaded pod (lag >= CHECK_OVERLOAD_MS)
+ * proves nothing about the network: its why becomes "overloaded" and the
+ * pod's row why CHECK_OVERLOADED, so the pod is named, not its peers.
+ */
+void check_world_overload(struct check_world *w);
 void check_summarize(const struct check_world *w, struct check_summary *s);
 /* The MTU warning naming the pods that differ from the most common MTU; 0 = none. */
 int check_mtu_warning(const struct check_world *w, char *buf, size_t len);
@@ -218,6 +230,10 @@ struct check_net {
 	size_t npcs, next, inflight, ndone;
 	int launching;
 	int probes_done;
+	int64_t rtt_max_us; /* the slowest echo measured in this run (retry timeouts) */
+	size_t retries;	    /* probe attempts that timed out and were tried again */
+	uint64_t lag_timer; /* the loop-lag monitor */
+	int64_t lag_due, lag_max_ms;
 	/* member: the report and the coordinator's answer */
 	union gx_sockaddr coord;
 	socklen_t coordlen;
@@ -241,6 +257,9 @@ int check_probes_start(struct check_net *n);
 /* Member: send the sealed report (owned by the call) until a RESULT comes or the deadline. */
 int check_report_start(struct check_net *n, unsigned char *frame, size_t len);
 void check_probes_stop(struct check_net *n);
+/* The loop-lag monitor: how late a 50 ms timer fires (n->lag_max_ms); stop is idempotent. */
+void check_lag_start(struct check_net *n);
+void check_lag_stop(struct check_net *n);
 /* Short reason for a socket error ("refused", "timeout", ...). */
 const char *check_errno_why(int err);
 

@@ -232,8 +232,13 @@ static void summary_line(const struct check_world *w, struct check_summary *s)
 		n += (size_t)snprintf(s->line + n, cap - n, ", rails: %zu/%zu probes OK",
 				      s->rail_ok, s->rail_total);
 	if (n < cap && s->missing)
-		snprintf(s->line + n, cap - n, " (%u report%s missing)", s->missing,
-			 s->missing == 1 ? "" : "s");
+		n += (size_t)snprintf(s->line + n, cap - n, " (%u report%s missing)", s->missing,
+				      s->missing == 1 ? "" : "s");
+	/* issue 31: a star the user did not ask for says so */
+	if (n < cap && w->star && w->star_default)
+		snprintf(s->line + n, cap - n,
+			 "; star mode: the default above %d pods (--mode all probes every pair)",
+			 CHECK_MATRIX_MAX);
 }
 
 void check_summarize(const struct check_world *w, struct check_summary *s)

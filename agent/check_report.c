@@ -141,6 +141,35 @@ int check_world_finish(struct check_world *w)
 	return 0;
 }
 
+int check_probe_timed_out(const struct check_probe *p)
+{
+	return !p->ok && (strcmp(p->why, "timeout") == 0 || strcmp(p->why, "no echo") == 0 ||
+			  strcmp(p->why, "echo lost") == 0 || strcmp(p->why, "overloaded") == 0);
+}
+
+void check_world_overload(struct check_world *w)
+{
+	struct check_probe *p;
+	uint32_t i;
+	size_t k;
+
+	for (i = 0; i < w->n; i++) {
+		for (k = 0; k < w->rows[i].nprobes; k++) {
+			p = &w->rows[i].probes[k];
+			if (!check_probe_timed_out(p) || p->to >= w->n)
+				continue;
+			if (w->rows[i].lag_ms >= CHECK_OVERLOAD_MS)
+				gx_strlcpy(p->why, "overloaded", sizeof(p->why));
+			else if (w->rows[p->to].lag_ms >= CHECK_OVERLOAD_MS)
+				gx_strlcpy(p->why, "overloaded", sizeof(p->why));
+		}
+	}
+	for (i = 0; i < w->n; i++)
+		if (w->rows[i].lag_ms >= CHECK_OVERLOAD_MS && !w->rows[i].why[0])
+			snprintf(w->rows[i].why, sizeof(w->rows[i].why), "%s (stalled %lld ms)",
+				 CHECK_OVERLOADED, (long long)w->rows[i].lag_ms);
+}
+
 int check_mtu_warning(const struct check_world *w, char *buf, size_t len)
 {
 	uint32_t i, j, best = 0, bestc = 0, c;
@@ -205,8 +234,9 @@ int check_report_encode(const struct check_world *w, uint32_t rank, char **out, 
 	for (k = 0; arr && k < r->nprobes; k++)
 		if (json_array_append_new(arr, probe_json(w, &r->probes[k])) < 0)
 			goto out;
-	j = json_pack("{s:I, s:i, s:i, s:s, s:O}", "rank", (json_int_t)rank, "mtu", r->mtu, "rdma",
-		      r->rdma, "why", r->why, "probes", arr);
+	j = json_pack("{s:I, s:i, s:i, s:s, s:I, s:O}", "rank", (json_int_t)rank, "mtu", r->mtu,
+		      "rdma", r->rdma, "why", r->why, "lag_ms", (json_int_t)r->lag_ms, "probes",
+		      arr);
 	if (!j)
 		goto out;
 	*out = json_dumps(j, JSON_COMPACT);
@@ -331,12 +361,16 @@ static int probes_parse(struct check_world *w, uint32_t from, json_t *arr, struc
 static int row_parse(struct check_world *w, uint32_t rank, json_t *j)
 {
 	struct check_row *r = &w->rows[rank];
-	json_int_t mtu, rdma;
+	json_int_t mtu, rdma, lag = 0;
 
 	row_clear(r);
 	if (get_int(j, "mtu", 0, 65536, &mtu) < 0 || get_int(j, "rdma", 0, 2, &rdma) < 0 ||
 	    get_text(j, "why", r->why, sizeof(r->why)) < 0)
 		return -1;
+	/* optional (older reports lack it) */
+	if (json_object_get(j, "lag_ms") && get_int(j, "lag_ms", 0, US_MAX / 1000, &lag) < 0)
+		return -1;
+	r->lag_ms = json_object_get(j, "lag_ms") ? (int64_t)lag : 0;
 	r->mtu = (int)mtu;
 	r->rdma = (int)rdma;
 	if (probes_parse(w, rank, json_object_get(j, "probes"), r) < 0) {

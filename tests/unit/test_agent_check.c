@@ -542,6 +542,67 @@ static void test_row_order(void **state)
 	check_world_free(&w);
 }
 
+/*
+ * Issue 30: a timed-out probe from or to a pod whose loop stalled (its
+ * report's lag_ms) blames that pod as overloaded, not the network; the lag
+ * survives the report round trip; a timeout between healthy pods stays one.
+ */
+static void test_overload(void **state)
+{
+	struct check_world w, back;
+	struct check_probe p;
+	char *names[6], why[128], *text = NULL;
+	const struct check_probe *q;
+	size_t len = 0;
+
+	(void)state;
+	big_world(&w, 6, names, 1, 2); /* 1 -> 2 timed out */
+	memset(&p, 0, sizeof(p));
+	p.to = 4;
+	snprintf(p.why, sizeof(p.why), "no echo");
+	w.rows[3].probes[3] = p; /* 3 -> 4 (row 3's 4th probe is to 4) */
+	w.rows[2].lag_ms = 2500; /* pod 2 was starved */
+	assert_int_equal(check_report_encode(&w, 2, &text, &len), 0);
+	assert_int_equal(check_world_init(&back, 6, 0, names), 0);
+	assert_int_equal(check_report_decode(&back, 2, text, len, why, sizeof(why)), 0);
+	assert_int_equal(back.rows[2].lag_ms, 2500);
+	free(text);
+	check_world_free(&back);
+
+	check_world_overload(&w);
+	q = check_find(&w, 1, 2, CHECK_TCP);
+	assert_non_null(q);
+	assert_string_equal(q->why, "overloaded");
+	q = check_find(&w, 3, 4, CHECK_TCP);
+	assert_non_null(q);
+	assert_string_equal(q->why, "no echo"); /* nobody stalled: a real failure */
+	assert_true(strncmp(w.rows[2].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) == 0);
+	assert_string_equal(w.rows[1].why, "");
+	assert_string_equal(w.rows[4].why, "");
+	check_world_free(&w);
+	free_names(names, 6);
+}
+
+/* Issue 31 item 7: a star chosen by default (N > 64) says so in the summary line. */
+static void test_star_default_line(void **state)
+{
+	struct check_world w;
+	struct check_summary s;
+	char *names[3] = {"a", "b", "c"};
+
+	(void)state;
+	assert_int_equal(check_world_init(&w, 3, 1, names), 0);
+	w.star_default = 1;
+	assert_int_equal(check_world_finish(&w), 0);
+	check_summarize(&w, &s);
+	assert_non_null(strstr(s.line, "; star mode: the default above 64 pods (--mode all "
+				       "probes every pair)"));
+	w.star_default = 0; /* --mode star: the user asked for it */
+	check_summarize(&w, &s);
+	assert_null(strstr(s.line, "star"));
+	check_world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -551,6 +612,7 @@ int main(void)
 	    cmocka_unit_test(test_hostile_reports), cmocka_unit_test(test_frames),
 	    cmocka_unit_test(test_result_hostile),  cmocka_unit_test(test_expected_pairs),
 	    cmocka_unit_test(test_matrix_sizes),    cmocka_unit_test(test_row_order),
+	    cmocka_unit_test(test_overload),	    cmocka_unit_test(test_star_default_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
