@@ -86,7 +86,8 @@ struct agent_opts {
 	int serve;
 	/* check */
 	enum agent_check_mode check_mode;
-	long size; /* default 65536 */
+	long size;	    /* default 65536 */
+	const char *report; /* check --report FILE.html */
 	/* output */
 	int json;
 	int verbosity; /* -v adds, -q subtracts */

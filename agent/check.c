@@ -14,9 +14,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define PROBE_WAVE_MS 7000   /* connect 2 s + 5 echoes of 1 s */
 #define RETRY_SLACK_MS 10000 /* check_probe.c: timed-out probes tried again, longer */
@@ -250,56 +253,18 @@ static void add_warning(struct check_cmd *c, const char *line)
 	c->nwarn++;
 }
 
-/* Failed pairs (either protocol) that pod i takes part in; *total: all failed pairs. */
-static size_t involved(const struct check_world *w, uint32_t i, size_t *total)
-{
-	size_t cnt = 0, k;
-	uint32_t a;
-
-	*total = 0;
-	for (a = 0; a < w->n; a++) {
-		for (k = 0; k < w->rows[a].nprobes; k++) {
-			const struct check_probe *p = &w->rows[a].probes[k];
-
-			if (p->ok || p->rail || !check_pair_probed(w, a, p->to))
-				continue;
-			/* an overloaded pod is named itself; its pairs blame nobody */
-			if (strcmp(p->why, "overloaded") == 0 ||
-			    (strcmp(p->why, "not probed") == 0 &&
-			     strncmp(w->rows[a].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) ==
-				 0))
-				continue;
-			(*total)++;
-			cnt += a == i || p->to == i;
-		}
-	}
-	return cnt;
-}
-
 /*
- * The exit-1 line: the pods that failed their own checks or take part in
- * more than half of the failed pairs (the broken one), else every pod in a
- * failed pair.
+ * The exit-1 line: the pods that failed their own checks, sent no report, or
+ * fail with known-good pods (check_blame), then the paths between good pods.
  */
 static int fail_line(const struct check_world *w, const struct check_summary *s, char *err,
 		     size_t errlen)
 {
-	size_t n, total, cnt;
-	uint32_t i, named = 0;
-	int pass;
+	size_t n, named;
 
 	n = (size_t)snprintf(err, errlen, "check failed: %s; failing:", s->line);
-	for (pass = 0; pass < 2 && !named; pass++) {
-		for (i = 0; i < w->n && n < errlen; i++) {
-			cnt = involved(w, i, &total);
-			if (!w->rows[i].why[0] && !(pass ? cnt : 2 * cnt > total))
-				continue;
-			named++;
-			n += (size_t)snprintf(err + n, errlen - n, " %s%s%s%s", w->names[i],
-					      w->rows[i].why[0] ? " (" : "", w->rows[i].why,
-					      w->rows[i].why[0] ? ")" : "");
-		}
-	}
+	named = n < errlen ? check_blame_text(w, err + n, errlen - n) : 0;
+	n = strlen(err);
 	if (n < errlen)
 		named += check_rails_broken(w, err + n, errlen - n);
 	n = strlen(err);
@@ -366,6 +331,79 @@ static void coord_print(struct check_cmd *c, const struct check_summary *s)
 	fflush(stdout);
 }
 
+/*
+ * check --report FILE.html (coordinator): the page from the world it holds;
+ * written to FILE.tmp, then renamed. A failure to write is a warning: the
+ * check's verdict stands.
+ */
+static void coord_report(struct check_cmd *c, const struct check_summary *s)
+{
+	const struct agent_opts *o = c->r.o;
+	char tmp[4096], pods[32], port[16], when[64], rails[CHECK_MAX_RAILS * CHECK_RAIL_NAME];
+	const char *params[20];
+	size_t np = 0, off = 0;
+	time_t now = time(NULL);
+	struct tm tm;
+	uint32_t k;
+	FILE *f;
+	int fd, rc;
+
+	if (!o->report || !*o->report)
+		return;
+	snprintf(pods, sizeof(pods), "%u", c->w.n);
+	snprintf(port, sizeof(port), "%u", c->net.port);
+	if (gmtime_r(&now, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	else
+		snprintf(when, sizeof(when), "?");
+	rails[0] = '\0';
+	for (k = 0; k < c->w.nrails && off < sizeof(rails); k++)
+		off += (size_t)snprintf(rails + off, sizeof(rails) - off, "%s%s", k ? ", " : "",
+					c->w.rails[k]);
+	params[np++] = "pods";
+	params[np++] = pods;
+	params[np++] = "mode";
+	params[np++] = !c->w.star	   ? "all pairs"
+		       : c->w.star_default ? "star (the default above 64 pods)"
+					   : "star (--mode star)";
+	params[np++] = "coordinator";
+	params[np++] = c->w.names[c->net.self];
+	params[np++] = "interface (coordinator)";
+	params[np++] = c->net.ifname[0] ? c->net.ifname : "none";
+	params[np++] = "rails";
+	params[np++] = rails[0] ? rails : "not probed (--rails)";
+	params[np++] = "check port";
+	params[np++] = port;
+	params[np++] = "TCP probe";
+	params[np++] = "connect 2 s, 5 echoes of 32 bytes (1 s each), 16 in flight, "
+		       "a timed-out probe tried 3 times";
+	params[np++] = "finished";
+	params[np++] = when;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", o->report) >= (int)sizeof(tmp)) {
+		gx_warn("check --report: path too long");
+		return;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		gx_warn("check --report: cannot write %s: %s", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rc = check_html_write(f, &c->w, s, params, np, c->warn, c->nwarn);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, o->report) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		gx_warn("check --report: cannot write %s: %s", o->report, gx_strerror(rc));
+		unlink(tmp);
+		return;
+	}
+	gx_info("check: report written to %s", o->report);
+}
+
 static int coord_finish(struct check_cmd *c, char *err, size_t errlen)
 {
 	struct check_summary s;
@@ -384,6 +422,7 @@ static int coord_finish(struct check_cmd *c, char *err, size_t errlen)
 	for (i = 0; i < c->nwarn; i++)
 		gx_warn("%s", c->warn[i]);
 	coord_print(c, &s);
+	coord_report(c, &s);
 	return s.all_ok ? 0 : fail_line(&c->w, &s, err, errlen);
 }
 

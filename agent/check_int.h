@@ -135,6 +135,26 @@ int check_probe_timed_out(const struct check_probe *p);
  * pod's row why CHECK_OVERLOADED, so the pod is named, not its peers.
  */
 void check_world_overload(struct check_world *w);
+
+/* Who is to blame for the failed bootstrap TCP pairs (issue 30). */
+enum check_blame {
+	CHECK_BLAME_NONE = 0,
+	CHECK_BLAME_OWN = 1,	 /* failed its own checks (row why), overloaded included */
+	CHECK_BLAME_MISSING = 2, /* sent no report */
+	CHECK_BLAME_POD = 3,	 /* a failed pair with a known-good pod, and no good pair itself */
+	CHECK_BLAME_BOTH = 4,	 /* a failed pair between two pods neither known good */
+};
+/*
+ * Blame the failed (bootstrap, TCP) pairs: a pod is known good when it has an
+ * OK probe out and an OK probe in with some third pod and no own failure.
+ * For a failed pair a -> b: when one end is known good the other is blamed
+ * (its pairs with good pods fail too, so the path is not the suspect); when
+ * both are known good only the pair's path is (*npaths counts those; they
+ * are named by check_blame_text); when neither, both ends. blame: n entries.
+ */
+void check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths);
+/* " pod (why)" for each blamed pod, then " a -> b (path)" for each blamed path; count named. */
+size_t check_blame_text(const struct check_world *w, char *buf, size_t len);
 void check_summarize(const struct check_world *w, struct check_summary *s);
 /* The MTU warning naming the pods that differ from the most common MTU; 0 = none. */
 int check_mtu_warning(const struct check_world *w, char *buf, size_t len);
@@ -201,6 +221,16 @@ json_t *check_result_json(const struct check_world *w, const struct check_summar
 			  const char *const *warnings, size_t nwarnings, int failures_only);
 /* Short cell text for a probe ("✓ 142", "✗ refused"). */
 void check_cell(const struct check_probe *p, char *buf, size_t len);
+
+/* ---- check_html.c: check --report FILE.html ---- */
+/*
+ * One self-contained HTML page: params (name, value pairs: 2 * n strings),
+ * the summary, blamed pods, warnings, worst pairs, a heatmap per protocol
+ * and rail. 0 / -EIO.
+ */
+int check_html_write(FILE *f, const struct check_world *w, const struct check_summary *s,
+		     const char *const *params, size_t nparams, const char *const *warnings,
+		     size_t nwarnings);
 
 /* ---- check_serve.c / check_probe.c: the network side, in one gx_ev loop ---- */
 struct check_sconn; /* a service connection */

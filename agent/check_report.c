@@ -170,6 +170,108 @@ void check_world_overload(struct check_world *w)
 				 CHECK_OVERLOADED, (long long)w->rows[i].lag_ms);
 }
 
+/* A failed bootstrap TCP pair that counts against the network (not an overload). */
+static int pair_failed(const struct check_world *w, uint32_t from, const struct check_probe *p)
+{
+	if (p->ok || p->rail || p->proto != CHECK_TCP || !check_pair_probed(w, from, p->to))
+		return 0;
+	if (strcmp(p->why, "overloaded") == 0)
+		return 0;
+	/* a pod that did not finish its probes named itself; its unprobed pairs blame nobody */
+	return !(strcmp(p->why, "not probed") == 0 &&
+		 strncmp(w->rows[from].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) == 0);
+}
+
+void check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths)
+{
+	unsigned char *in = calloc(w->n, 2), *out = in ? in + w->n : NULL;
+	const struct check_probe *p;
+	uint32_t i, a, b;
+	size_t k;
+	int ga, gb;
+
+	*npaths = 0;
+	memset(blame, 0, w->n);
+	for (i = 0; i < w->n; i++)
+		blame[i] = w->rows[i].why[0]	  ? CHECK_BLAME_OWN
+			   : !w->rows[i].reported ? CHECK_BLAME_MISSING
+						  : CHECK_BLAME_NONE;
+	if (!in)
+		return;
+	for (a = 0; a < w->n; a++)
+		for (k = 0; k < w->rows[a].nprobes; k++) {
+			p = &w->rows[a].probes[k];
+			if (p->ok && !p->rail && p->proto == CHECK_TCP && p->to < w->n) {
+				out[a] = 1;
+				in[p->to] = 1;
+			}
+		}
+	for (a = 0; a < w->n; a++)
+		for (k = 0; k < w->rows[a].nprobes; k++) {
+			p = &w->rows[a].probes[k];
+			if (!pair_failed(w, a, p) || p->to >= w->n)
+				continue;
+			b = p->to;
+			ga = in[a] && out[a] && !blame[a];
+			gb = in[b] && out[b] && !blame[b];
+			if (ga && gb) {
+				(*npaths)++;
+				continue;
+			}
+			if (!blame[a] && !ga)
+				blame[a] = gb ? CHECK_BLAME_POD : CHECK_BLAME_BOTH;
+			if (!blame[b] && !gb)
+				blame[b] = ga ? CHECK_BLAME_POD : CHECK_BLAME_BOTH;
+		}
+	free(in);
+}
+
+static const char *blame_why(const struct check_world *w, uint32_t i, int b)
+{
+	switch (b) {
+	case CHECK_BLAME_OWN:
+		return w->rows[i].why;
+	case CHECK_BLAME_MISSING:
+		return "missing: no report";
+	case CHECK_BLAME_POD:
+		return "no pod reaches it or is reached by it";
+	default:
+		return "failed pairs with pods not known good either";
+	}
+}
+
+size_t check_blame_text(const struct check_world *w, char *buf, size_t len)
+{
+	unsigned char *blame = malloc(w->n);
+	const struct check_probe *p;
+	size_t off = 0, named = 0, npaths, k;
+	uint32_t i, a;
+
+	if (len)
+		buf[0] = '\0';
+	if (!blame)
+		return 0;
+	check_blame(w, blame, &npaths);
+	for (i = 0; i < w->n && off < len; i++) {
+		if (!blame[i])
+			continue;
+		off += (size_t)snprintf(buf + off, len - off, " %s (%s)", w->names[i],
+					blame_why(w, i, blame[i]));
+		named++;
+	}
+	for (a = 0; npaths && a < w->n && off < len; a++)
+		for (k = 0; k < w->rows[a].nprobes && off < len; k++) {
+			p = &w->rows[a].probes[k];
+			if (!pair_failed(w, a, p) || p->to >= w->n || blame[a] || blame[p->to])
+				continue;
+			off += (size_t)snprintf(buf + off, len - off, " %s -> %s (path: %s)",
+						w->names[a], w->names[p->to], p->why);
+			named++;
+		}
+	free(blame);
+	return named;
+}
+
 int check_mtu_warning(const struct check_world *w, char *buf, size_t len)
 {
 	uint32_t i, j, best = 0, bestc = 0, c;

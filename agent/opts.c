@@ -69,6 +69,7 @@ static const struct opt_def opt_defs[] = {
     {"serve", OT_BOOL, OFF(serve), NULL, 0},
     {"mode", OT_ENUM, OFF(check_mode), mode_names, 0},
     {"size", OT_LONG, OFF(size), NULL, 1L << 30},
+    {"report", OT_STR, OFF(report), NULL, 0},
     {"json", OT_BOOL, OFF(json), NULL, 0},
 };
 

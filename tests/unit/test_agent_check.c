@@ -603,16 +603,57 @@ static void test_star_default_line(void **state)
 	check_world_free(&w);
 }
 
+/* Issue 30: check --report's page: self-contained, names, ✗ for the failed pair, blame. */
+static void test_html(void **state)
+{
+	struct check_world w;
+	struct check_summary s;
+	char *names[5], *buf = NULL;
+	const char *params[] = {"pods", "5", "mode", "all <pairs>"};
+	const char *warn[] = {"MTU & friends"};
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	big_world(&w, 5, names, 1, 3); /* 1 -> 3 timed out */
+	check_summarize(&w, &s);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(check_html_write(f, &w, &s, params, 4, warn, 1), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "<!DOCTYPE html>"));
+	assert_non_null(strstr(buf, "job-worker-4"));
+	assert_non_null(strstr(buf, "all &lt;pairs&gt;"));
+	assert_non_null(strstr(buf, "MTU &amp; friends"));
+	assert_non_null(strstr(buf, "19/20 pairs OK over TCP"));
+	assert_non_null(strstr(buf, "title=\"job-worker-1 → job-worker-3: timeout\">✗</td>"));
+	assert_non_null(strstr(buf, "job-worker-1 -&gt; job-worker-3 (path: timeout)"));
+	assert_null(strstr(buf, "<script"));
+	assert_null(strstr(buf, "http"));
+	assert_null(strstr(buf, "src="));
+	free(buf);
+	check_world_free(&w);
+	free_names(names, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_ok),	    cmocka_unit_test(test_net1_down),
-	    cmocka_unit_test(test_mtu_low),	    cmocka_unit_test(test_star_missing),
-	    cmocka_unit_test(test_rdma_mixed),	    cmocka_unit_test(test_rdma_unavailable),
-	    cmocka_unit_test(test_hostile_reports), cmocka_unit_test(test_frames),
-	    cmocka_unit_test(test_result_hostile),  cmocka_unit_test(test_expected_pairs),
-	    cmocka_unit_test(test_matrix_sizes),    cmocka_unit_test(test_row_order),
-	    cmocka_unit_test(test_overload),	    cmocka_unit_test(test_star_default_line),
+	    cmocka_unit_test(test_all_ok),
+	    cmocka_unit_test(test_net1_down),
+	    cmocka_unit_test(test_mtu_low),
+	    cmocka_unit_test(test_star_missing),
+	    cmocka_unit_test(test_rdma_mixed),
+	    cmocka_unit_test(test_rdma_unavailable),
+	    cmocka_unit_test(test_hostile_reports),
+	    cmocka_unit_test(test_frames),
+	    cmocka_unit_test(test_result_hostile),
+	    cmocka_unit_test(test_expected_pairs),
+	    cmocka_unit_test(test_matrix_sizes),
+	    cmocka_unit_test(test_row_order),
+	    cmocka_unit_test(test_overload),
+	    cmocka_unit_test(test_star_default_line),
+	    cmocka_unit_test(test_html),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
