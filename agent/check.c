@@ -287,6 +287,69 @@ static void coord_warnings(struct check_cmd *c)
 		add_warning(c, line);
 }
 
+/*
+ * The second pass (issue 30): the coordinator, when known good, probes every
+ * pod that check_blame blamed (no good pair, or no report) once more, with
+ * the retries, before `by`. A confirmed failure goes into the pod's row why
+ * (named, and shown on every pod: the result carries it); a pod that answers
+ * now gets a warning (intermittent, or a stuck check).
+ */
+static void second_pass(struct check_cmd *c, int64_t by)
+{
+	struct check_net *n = &c->net;
+	struct check_world again, *first = n->w;
+	unsigned char *blame = calloc(c->w.n, 2), *only = blame ? blame + c->w.n : NULL;
+	const struct check_probe *p;
+	char line[512];
+	size_t npaths, want = 0;
+	uint32_t i;
+
+	if (!blame)
+		return;
+	check_blame(&c->w, blame, &npaths);
+	for (i = 0; i < c->w.n && blame[n->self] == CHECK_BLAME_NONE; i++) {
+		only[i] =
+		    i != n->self && (blame[i] == CHECK_BLAME_POD || blame[i] == CHECK_BLAME_BOTH ||
+				     blame[i] == CHECK_BLAME_MISSING);
+		want += only[i];
+	}
+	if (!want || check_world_init(&again, c->w.n, 0, c->w.names) < 0)
+		goto out;
+	gx_info("check: second pass: probing %zu blamed pod(s) again from %s", want,
+		c->w.names[n->self]);
+	check_probes_reset(n);
+	n->w = &again;
+	n->only = only;
+	n->tries = 2; /* the first pass had its 3 */
+	if (check_probes_start(n) == 0)
+		run_until(c, &n->probes_done, by);
+	check_probes_reset(n);
+	n->w = first;
+	n->only = NULL;
+	n->tries = 0;
+	for (i = 0; i < c->w.n; i++) {
+		if (!only[i] || !(p = check_find(&again, n->self, i, CHECK_TCP)))
+			continue;
+		if (p->ok) {
+			snprintf(line, sizeof(line),
+				 "%s %s, but answers %s's second probe (%lld µs)", c->w.names[i],
+				 blame[i] == CHECK_BLAME_MISSING ? "sent no report"
+								 : "failed its pairs",
+				 c->w.names[n->self], (long long)p->median_us);
+			add_warning(c, line);
+		} else if (!c->w.rows[i].why[0]) {
+			snprintf(c->w.rows[i].why, sizeof(c->w.rows[i].why),
+				 "%s; %s's second probe: %s",
+				 blame[i] == CHECK_BLAME_MISSING ? "missing: no report"
+								 : "no pod reaches it",
+				 c->w.names[n->self], p->why);
+		}
+	}
+	check_world_free(&again);
+out:
+	free(blame);
+}
+
 /* Every reporting member gets the result; wait (at most 5 s) until it is written. */
 static int coord_send(struct check_cmd *c, const struct check_summary *s)
 {
@@ -404,7 +467,7 @@ static void coord_report(struct check_cmd *c, const struct check_summary *s)
 	gx_info("check: report written to %s", o->report);
 }
 
-static int coord_finish(struct check_cmd *c, char *err, size_t errlen)
+static int coord_finish(struct check_cmd *c, int64_t by, char *err, size_t errlen)
 {
 	struct check_summary s;
 	size_t i;
@@ -415,6 +478,7 @@ static int coord_finish(struct check_cmd *c, char *err, size_t errlen)
 	if (rc < 0)
 		return rc;
 	check_world_overload(&c->w);
+	second_pass(c, by);
 	check_summarize(&c->w, &s);
 	rc = coord_send(c, &s);
 	if (rc < 0)
@@ -610,7 +674,11 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	deadline = n->t0 + budget + 10000;
 	if (n->is_coord) {
 		run_until(c, &n->reports_done, deadline);
-		return coord_finish(c, err, errlen);
+		/* the second pass ends before the members stop waiting (deadline + 5 s) */
+		return coord_finish(c,
+				    gx_now_ms() + 10000 < deadline + 3000 ? gx_now_ms() + 10000
+									  : deadline + 3000,
+				    err, errlen);
 	}
 	rc = report(c, err, errlen);
 	if (rc < 0)

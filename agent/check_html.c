@@ -52,7 +52,8 @@ static int has_probes(const struct check_world *w, int proto, int rail)
 
 	for (i = 0; i < w->n; i++)
 		for (k = 0; k < w->rows[i].nprobes; k++)
-			if (w->rows[i].probes[k].proto == proto && w->rows[i].probes[k].rail == rail)
+			if (w->rows[i].probes[k].proto == proto &&
+			    w->rows[i].probes[k].rail == rail)
 				return 1;
 	return 0;
 }
@@ -123,9 +124,10 @@ static void matrix(FILE *f, const struct check_world *w, const struct tab *t)
 	uint32_t i, j;
 
 	range(w, t, &lo, &hi);
-	fprintf(f, "<p class=scale>colour: median echo RTT from %lld µs (the fastest pair, green), "
-		   "each step 1.5 x slower (red: 38 x); measured: %lld .. %lld µs; "
-		   "✗ failed; · not probed; hover a cell for details</p>\n",
+	fprintf(f,
+		"<p class=scale>colour: median echo RTT from %lld µs (the fastest pair, green), "
+		"each step 1.5 x slower (red: 38 x); measured: %lld .. %lld µs; "
+		"✗ failed; · not probed; hover a cell for details</p>\n",
 		(long long)lo, (long long)lo, (long long)hi);
 	fputs("<table class=\"mx", f);
 	fputs(w->n > CELL_TEXT_N ? " small\">" : "\">", f);
@@ -156,8 +158,9 @@ static void matrix(FILE *f, const struct check_world *w, const struct tab *t)
 				esc(f, w->names[i]);
 				fputs(" → ", f);
 				esc(f, w->names[j]);
-				fprintf(f, ": %lld µs (min %lld, max %lld)\">", (long long)p->median_us,
-					(long long)p->min_us, (long long)p->max_us);
+				fprintf(f, ": %lld µs (min %lld, max %lld)\">",
+					(long long)p->median_us, (long long)p->min_us,
+					(long long)p->max_us);
 				if (w->n <= CELL_TEXT_N)
 					fprintf(f, "%lld", (long long)p->median_us);
 				fputs("</td>", f);
@@ -244,8 +247,8 @@ static void blamed(FILE *f, const struct check_world *w)
 	char *text = malloc(8192);
 
 	fputs("<h2>Blamed</h2>\n<p class=blame>", f);
-	if (text && check_blame_text(w, text, 8192) + check_rails_broken(w, text + strlen(text),
-									  8192 - strlen(text)))
+	if (text && check_blame_text(w, text, 8192) +
+			check_rails_broken(w, text + strlen(text), 8192 - strlen(text)))
 		esc(f, text[0] == ' ' ? text + 1 : text);
 	else
 		fputs("nobody", f);
@@ -290,8 +293,7 @@ int check_html_write(FILE *f, const struct check_world *w, const struct check_su
 	for (k = 0; k < nt; k++)
 		fprintf(f, "#t%zu:checked~#p%zu{display:block}", k, k);
 	fputs("</style></head><body>\n<h1>gxboot check</h1>\n", f);
-	fprintf(f, "<p id=summary class=%s>%s ", s->all_ok ? "ok" : "fail",
-		s->all_ok ? "✓" : "✗");
+	fprintf(f, "<p id=summary class=%s>%s ", s->all_ok ? "ok" : "fail", s->all_ok ? "✓" : "✗");
 	esc(f, s->line);
 	fputs("</p>\n<h2>Run</h2>\n<table class=params>\n", f);
 	for (k = 0; k + 1 < nparams; k += 2) {

@@ -260,9 +260,11 @@ struct check_net {
 	size_t npcs, next, inflight, ndone;
 	int launching;
 	int probes_done;
-	int64_t rtt_max_us; /* the slowest echo measured in this run (retry timeouts) */
-	size_t retries;	    /* probe attempts that timed out and were tried again */
-	uint64_t lag_timer; /* the loop-lag monitor */
+	int64_t rtt_max_us;	   /* the slowest echo measured in this run (retry timeouts) */
+	const unsigned char *only; /* second pass: probe only targets j with only[j], no rails */
+	int tries;		   /* attempts per timed-out probe; 0: 3 */
+	size_t retries;		   /* probe attempts that timed out and were tried again */
+	uint64_t lag_timer;	   /* the loop-lag monitor */
 	int64_t lag_due, lag_max_ms;
 	/* member: the report and the coordinator's answer */
 	union gx_sockaddr coord;
@@ -284,6 +286,8 @@ void check_serve_stop(struct check_net *n);
 
 /* Start the TCP probes of this pod's row (at most 16 in flight). */
 int check_probes_start(struct check_net *n);
+/* Close and forget this pod's probes (the second pass starts afresh). */
+void check_probes_reset(struct check_net *n);
 /* Member: send the sealed report (owned by the call) until a RESULT comes or the deadline. */
 int check_report_start(struct check_net *n, unsigned char *frame, size_t len);
 void check_probes_stop(struct check_net *n);

@@ -288,12 +288,14 @@ static void pc_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
  */
 static void pc_timed_out(struct check_pc *pc, int err, const char *why)
 {
-	if (++pc->tries >= TRIES) {
+	int tries = pc->n->tries > 0 ? pc->n->tries : TRIES;
+
+	if (++pc->tries >= tries) {
 		pc_finish(pc, err, why);
 		return;
 	}
 	gx_debug("check: tcp -> %s: %s, retrying (%d of %d)", pc->n->w->names[pc->to],
-		 why ? why : check_errno_why(err), pc->tries + 1, TRIES);
+		 why ? why : check_errno_why(err), pc->tries + 1, tries);
 	pc->n->retries++;
 	pc_close(pc);
 	pc->state = PC_WAIT;
@@ -409,9 +411,9 @@ int check_probes_start(struct check_net *n)
 	 */
 	for (m = 1; m <= n->w->n; m++) {
 		j = (n->self + m) % n->w->n;
-		if (!check_pair_probed(n->w, n->self, j))
+		if (!check_pair_probed(n->w, n->self, j) || (n->only && !n->only[j]))
 			continue;
-		for (k = 0; k <= n->w->nrails; k++) {
+		for (k = 0; k <= (n->only ? 0 : n->w->nrails); k++) {
 			n->pcs[n->npcs].n = n;
 			n->pcs[n->npcs].to = j;
 			n->pcs[n->npcs].rail = (int)k;
@@ -607,6 +609,18 @@ int check_report_start(struct check_net *n, unsigned char *frame, size_t len)
 	n->rep = rp;
 	rp->timer = gx_ev_timer(n->ev, 0, rep_timer, rp);
 	return rp->timer ? 0 : -ENOMEM;
+}
+
+void check_probes_reset(struct check_net *n)
+{
+	size_t k;
+
+	for (k = 0; n->pcs && k < n->npcs; k++)
+		pc_close(&n->pcs[k]);
+	free(n->pcs);
+	n->pcs = NULL;
+	n->npcs = n->next = n->inflight = n->ndone = 0;
+	n->probes_done = n->launching = 0;
 }
 
 void check_probes_stop(struct check_net *n)

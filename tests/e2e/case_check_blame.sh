@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Issue 30: blame the broken pod, not both ends. 6 pods; job-worker-3 drops everything that
-# arrives on its net1 (nftables). Every pod exits 1 and the exit line names job-worker-3 and
-# no other pod:
-#  a) --mode all: its pairs with every other pod fail, theirs with each other pass;
-#  b) --mode star: the only failed pairs are 0 -> 3 and 3 -> 0; job-worker-0 is known good
-#     (its pairs with 1, 2, 4, 5 pass), so the pair is blamed on 3 alone (c43d6af named
-#     job-worker-0 too: it took part in every failed pair).
+# Issue 30: blame the broken pod, not both ends. 6 pods; job-worker-3 drops what arrives on
+# its net1 for the check port (nftables): its rendezvous and secondary verification pass
+# (they connect out), but nobody reaches its check service. Every pod exits 1 and the exit
+# line names job-worker-3 alone, confirmed by the coordinator's second probe:
+#  a) --mode all: every probe to 3 fails, 3's own probes and all the others pass;
+#  b) --mode star: the only failed pair is 0 -> 3; job-worker-0 is known good (its pairs
+#     with 1, 2, 4, 5 pass), so the pair is blamed on 3 alone (c43d6af named job-worker-0
+#     too: it took part in every failed pair).
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -15,12 +16,12 @@ N=6
 cluster_create $N || fail "cluster_create"
 T=$(cluster_token)
 all=$(seq 0 $((N - 1)))
-# everything arriving on job-worker-3's net1 is dropped
+# job-worker-3's check service is unreachable on net1 (the check port: --port + 1)
 ip netns exec "$(pod_ns 3)" nft -f - <<'NFT' || fail "nft"
 table inet gxblame {
   chain in {
     type filter hook input priority 0; policy accept;
-    iifname "net1" counter drop
+    iifname "net1" tcp dport 29411 counter drop
   }
 }
 NFT
@@ -37,10 +38,10 @@ for mode in all star; do
     line=$(grep 'gxboot: check failed' "$GX_DIR/pod$i.log")
     [ -n "$line" ] || fail "$mode: job-worker-$i: no exit line" "$GX_DIR/pod$i.log"
     case "${line#*failing:}" in
-    " job-worker-3 ("*) ;;
+    " job-worker-3 (no pod reaches it; job-worker-0's second probe: "*) ;;
     *) fail "$mode: job-worker-$i does not blame job-worker-3 first: $line" ;;
     esac
-    others=$(echo "${line#*failing:}" | grep -oE 'job-worker-[0-9]+' | grep -vx job-worker-3)
+    others=$(echo "${line#*failing:}" | sed 's/([^)]*)//g' | grep -oE 'job-worker-[0-9]+' | grep -vx job-worker-3)
     [ -z "$others" ] || fail "$mode: job-worker-$i also blames $others: $line" "$GX_DIR/pod0.log"
   done
   echo "$mode: $(grep 'gxboot: check failed' "$GX_DIR/pod1.log")"
