@@ -134,7 +134,9 @@ static void plan(struct check_cmd *c)
 	       c->r.peers.self == 0 ? "coordinator" : "member");
 	printf("  check port:  %ld\n", o->check_port ? o->check_port : o->port + 1);
 	printf("  mode:        %s\n",
-	       o->check_mode == AGENT_CHECK_STAR ? "star"
+	       o->check_mode == AGENT_CHECK_SAMPLED
+		   ? "sampled (--sample peers per pod + the coordinator)"
+	       : o->check_mode == AGENT_CHECK_STAR ? "star"
 	       : o->check_mode == AGENT_CHECK_DEFAULT && c->r.peers.n > CHECK_MATRIX_MAX
 		   ? "star (the default above 64 pods; --mode all probes every pair)"
 		   : "all");
@@ -403,6 +405,7 @@ static void coord_report(struct check_cmd *c, const struct check_summary *s)
 {
 	const struct agent_opts *o = c->r.o;
 	char tmp[4096], pods[32], port[16], when[64], rails[CHECK_MAX_RAILS * CHECK_RAIL_NAME];
+	char mode[128];
 	const char *params[20];
 	size_t np = 0, off = 0;
 	time_t now = time(NULL);
@@ -425,8 +428,11 @@ static void coord_report(struct check_cmd *c, const struct check_summary *s)
 					c->w.rails[k]);
 	params[np++] = "pods";
 	params[np++] = pods;
+	snprintf(mode, sizeof(mode), "sampled: %u peers per pod + the coordinator, %zu of %u x %u",
+		 c->w.sample_k, check_pairs_probed(&c->w), c->w.n, c->w.n - 1);
 	params[np++] = "mode";
-	params[np++] = !c->w.star	   ? "all pairs"
+	params[np++] = c->w.sample_k	   ? mode
+		       : !c->w.star	   ? "all pairs"
 		       : c->w.star_default ? "star (the default above 64 pods)"
 					   : "star (--mode star)";
 	params[np++] = "coordinator";
@@ -518,6 +524,9 @@ static int member_finish(struct check_cmd *c, char *err, size_t errlen)
 	rc = check_world_init(&all, c->w.n, c->w.star, c->w.names);
 	if (rc < 0)
 		return rc;
+	all.star_default = c->w.star_default;
+	all.sample_k = c->w.sample_k;
+	memcpy(all.offs, c->w.offs, sizeof(all.offs));
 	rc =
 	    check_result_decode(&all, c->net.result, c->net.result_len, &doc, &s, why, sizeof(why));
 	if (rc < 0) {
@@ -699,6 +708,8 @@ static int setup_net(struct check_cmd *c)
 	if (rc < 0)
 		return rc;
 	c->w.star_default = star && o->check_mode == AGENT_CHECK_DEFAULT;
+	if (!star && o->check_mode == AGENT_CHECK_SAMPLED)
+		check_world_sample(&c->w, o->sample ? (uint32_t)o->sample : 8, c->r.res.round);
 	n->ev = c->r.ev;
 	n->w = &c->w;
 	n->self = (uint32_t)c->r.res.rank;

@@ -33,6 +33,7 @@
 #define CHECK_MATRIX_FULL 16	     /* full cells up to this N, one-char cells up to ... */
 #define CHECK_MATRIX_MAX 64	     /* ... this N; beyond: failures only */
 #define CHECK_MAX_RAILS 16	     /* rails probed (check --rails, issue 15) */
+#define CHECK_SAMPLE_MAX 64	     /* check --mode sampled: peers per pod at most */
 #define CHECK_RAIL_NAME 72	     /* a rail's name: its netdev, else "dev:port" */
 #define CHECK_OVERLOAD_MS 1000	     /* a pod whose loop stalled this long: overloaded */
 #define CHECK_OVERLOADED "overloaded, probes incomplete"
@@ -87,8 +88,11 @@ struct check_row {
 
 struct check_world {
 	uint32_t n;
-	int star;		/* --mode star */
-	int star_default;	/* star because N > CHECK_MATRIX_MAX and no --mode was given */
+	int star;	  /* --mode star */
+	int star_default; /* star because N > CHECK_MATRIX_MAX and no --mode was given */
+	/* --mode sampled: i probes i + offs[k] (mod n) for k < sample_k, and the coordinator */
+	uint32_t sample_k;
+	uint32_t offs[CHECK_SAMPLE_MAX];
 	char *const *names;	/* n names, rank order (borrowed) */
 	struct check_row *rows; /* n rows */
 	/* check --rails: the rails probed, by name (a probe's rail k is rails[k - 1]) */
@@ -116,6 +120,15 @@ struct check_summary {
 /* ---- check_report.c: world, (de)serialisation, MAC (check_summarize: check_render.c) ---- */
 int check_world_init(struct check_world *w, uint32_t n, int star, char *const *names);
 void check_world_free(struct check_world *w);
+/*
+ * --mode sampled: k distinct ring offsets in 1..n-1 drawn from seed (the
+ * round id: every pod draws the same), so pod i probes i + offs (mod n) and
+ * is probed by k pods; every pod also probes and is probed by the
+ * coordinator. k >= n - 1 probes every pair.
+ */
+void check_world_sample(struct check_world *w, uint32_t k, uint64_t seed);
+/* Pairs the mode probes (ordered), for the coverage. */
+size_t check_pairs_probed(const struct check_world *w);
 /* 1 when the mode probes from -> to. */
 int check_pair_probed(const struct check_world *w, uint32_t from, uint32_t to);
 /* Append a probe to row `from` (copied). 0 / -ENOMEM / -EINVAL. */

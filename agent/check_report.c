@@ -48,11 +48,66 @@ void check_world_free(struct check_world *w)
 	memset(w, 0, sizeof(*w));
 }
 
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void check_world_sample(struct check_world *w, uint32_t k, uint64_t seed)
+{
+	uint32_t have = 0, o, m;
+
+	w->sample_k = 0;
+	if (w->n < 2 || k == 0)
+		return;
+	if (k > CHECK_SAMPLE_MAX)
+		k = CHECK_SAMPLE_MAX;
+	if (k > w->n - 1)
+		k = w->n - 1;
+	while (have < k) {
+		o = 1 + (uint32_t)(splitmix64(&seed) % (w->n - 1));
+		for (m = 0; m < have && w->offs[m] != o; m++)
+			;
+		if (m == have)
+			w->offs[have++] = o;
+	}
+	w->sample_k = k;
+}
+
 int check_pair_probed(const struct check_world *w, uint32_t from, uint32_t to)
 {
+	uint32_t d, m;
+
 	if (from >= w->n || to >= w->n || from == to)
 		return 0;
-	return !w->star || from == 0 || to == 0;
+	if (w->star || from == 0 || to == 0)
+		return from == 0 || to == 0;
+	if (!w->sample_k)
+		return 1;
+	d = (to + w->n - from) % w->n;
+	for (m = 0; m < w->sample_k; m++)
+		if (w->offs[m] == d)
+			return 1;
+	return 0;
+}
+
+size_t check_pairs_probed(const struct check_world *w)
+{
+	uint32_t i;
+	size_t c;
+
+	if (!w->star && !w->sample_k)
+		return (size_t)w->n * (w->n - 1);
+	/* the coordinator's 2 (n - 1), then each other pod's offsets that miss the coordinator */
+	c = 2 * (size_t)(w->n - 1);
+	for (i = 1; !w->star && i < w->n; i++)
+		for (uint32_t m = 0; m < w->sample_k; m++)
+			c += (i + w->offs[m]) % w->n != 0;
+	return c;
 }
 
 int check_row_add(struct check_world *w, uint32_t from, const struct check_probe *p)
@@ -149,25 +204,33 @@ int check_probe_timed_out(const struct check_probe *p)
 
 void check_world_overload(struct check_world *w)
 {
+	unsigned char *over = calloc(w->n, 1);
 	struct check_probe *p;
 	uint32_t i;
 	size_t k;
 
+	if (!over)
+		return;
 	for (i = 0; i < w->n; i++) {
 		for (k = 0; k < w->rows[i].nprobes; k++) {
 			p = &w->rows[i].probes[k];
 			if (!check_probe_timed_out(p) || p->to >= w->n)
 				continue;
 			if (w->rows[i].lag_ms >= CHECK_OVERLOAD_MS)
-				gx_strlcpy(p->why, "overloaded", sizeof(p->why));
+				over[i] = 1;
 			else if (w->rows[p->to].lag_ms >= CHECK_OVERLOAD_MS)
-				gx_strlcpy(p->why, "overloaded", sizeof(p->why));
+				over[p->to] = 1;
+			else
+				continue;
+			gx_strlcpy(p->why, "overloaded", sizeof(p->why));
 		}
 	}
+	/* a pod that stalled but whose probes all came through is not named */
 	for (i = 0; i < w->n; i++)
-		if (w->rows[i].lag_ms >= CHECK_OVERLOAD_MS && !w->rows[i].why[0])
+		if (over[i] && !w->rows[i].why[0])
 			snprintf(w->rows[i].why, sizeof(w->rows[i].why), "%s (stalled %lld ms)",
 				 CHECK_OVERLOADED, (long long)w->rows[i].lag_ms);
+	free(over);
 }
 
 /* A failed bootstrap TCP pair that counts against the network (not an overload). */

@@ -34,7 +34,7 @@ struct opt_def {
 
 static const char *const rdma_names[] = {"auto", "require", "off", NULL};
 static const char *const hf_names[] = {"openmpi", "mpich", "horovod", NULL};
-static const char *const mode_names[] = {"", "star", "all", NULL};
+static const char *const mode_names[] = {"", "star", "all", "sampled", NULL};
 static const char *const ray_names[] = {"", "head", "worker", NULL};
 
 static const struct opt_def opt_defs[] = {
@@ -70,6 +70,7 @@ static const struct opt_def opt_defs[] = {
     {"mode", OT_ENUM, OFF(check_mode), mode_names, 0},
     {"size", OT_LONG, OFF(size), NULL, 1L << 30},
     {"report", OT_STR, OFF(report), NULL, 0},
+    {"sample", OT_LONG, OFF(sample), NULL, 64},
     {"json", OT_BOOL, OFF(json), NULL, 0},
 };
 

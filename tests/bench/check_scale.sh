@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check_scale.sh [N...]: `gxboot check` on N healthy netns pods (tests/e2e/cluster.sh), as root.
-# Not a timed test: prints, per N, the pairs OK, the pods that exited 0, the wall time, the
-# time per pair, pairs/s and the peak RSS of one pod (max over pods). Figures are this
-# machine's (2 cores shared: every pod is niced).
+# Not a timed test: prints, per N, the pods that exited 0, the wall time from the last start
+# to the last exit, the time per pair, pairs/s, the coordinator's peak RSS and the largest
+# member's, and the coordinator's summary. Figures are this machine's (2 cores shared: every
+# pod is niced, and so are the busy loops).
 #   CHECK_MODE=all|star|sampled (default all), CHECK_ARGS (extra options), REPS (default 1),
 #   BUSY=1: one busy loop per core during the run (started here, killed by PID),
 #   GXBOOT=path (default build/gxboot).
@@ -35,7 +36,7 @@ for k in 1 2 3; do
 done
 trap 'stop_busy; cluster_destroy; arp_restore' EXIT
 run_one() { # run_one N REP -> one table line
-  local n=$1 rep=$2 i ok0 t0 t1 rss=0 r pairs line
+  local n=$1 rep=$2 i ok0 t0 t1 rss=0 rss0=0 r pairs line
   T=$(cluster_token)
   for i in $(seq $((n - 1)) -1 0); do
     pod_bg "$i" "$GX_DIR/pod$i.log" nice -n 10 /usr/bin/time -f 'RSS %M' "$GXBOOT" check \
@@ -50,14 +51,16 @@ run_one() { # run_one N REP -> one table line
   for i in $(seq 0 $((n - 1))); do
     [ "${GX_RC[i]}" = 0 ] && ok0=$((ok0 + 1))
     r=$(sed -n 's/^RSS \([0-9]*\)$/\1/p' "$GX_DIR/pod$i.log" | tail -1)
-    [ -n "$r" ] && [ "$r" -gt "$rss" ] && rss=$r
+    [ -n "$r" ] || continue
+    if [ "$i" = 0 ]; then rss0=$r; elif [ "$r" -gt "$rss" ]; then rss=$r; fi
   done
   line=$(grep -E '^[0-9]+/[0-9]+ pairs' "$GX_DIR/pod0.log" | tail -1)
   pairs=$(echo "$line" | sed -n 's|^\([0-9]*\)/\([0-9]*\) pairs.*|\2|p')
   [ -n "$pairs" ] || pairs=0
   awk -v n="$n" -v rep="$rep" -v ok0="$ok0" -v t="$(((t1 - t0) / 1000000))" -v p="$pairs" \
-    -v rss="$rss" -v l="$line" 'BEGIN { printf "%5d %3d %7d/%-5d %8.1f %9.2f %9.0f %8d  %s\n",
-      n, rep, ok0, n, t / 1000, p ? t / p : 0, p ? p / (t / 1000) : 0, rss, l }'
+    -v rss="$rss" -v rss0="$rss0" -v l="$line" 'BEGIN {
+      printf "%5d %3d %7d/%-5d %8.1f %9.2f %9.0f %9d %9d  %s\n",
+      n, rep, ok0, n, t / 1000, p ? t / p : 0, p ? p / (t / 1000) : 0, rss0, rss, l }'
   if [ "$ok0" != "$n" ]; then
     echo "  pods that did not exit 0:" >&2
     for i in $(seq 0 $((n - 1))); do
@@ -66,7 +69,8 @@ run_one() { # run_one N REP -> one table line
   fi
 }
 echo "gxboot check, mode $MODE, busy loops: ${BUSY:-0}, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%5s %3s %13s %8s %9s %9s %8s  %s\n' N rep 'pods exit 0' 'wall s' 'ms/pair' 'pairs/s' 'RSS KiB' 'summary (coordinator)'
+printf '%5s %3s %13s %8s %9s %9s %9s %9s  %s\n' N rep 'pods exit 0' 'wall s' 'ms/pair' 'pairs/s' \
+  'RSS coord' 'RSS memb' 'summary (coordinator; RSS: peak KiB, members: the largest)'
 for n in "${@:-24}"; do
   cluster_create "$n" || { echo "cluster_create $n failed"; exit 1; }
   for rep in $(seq 1 "$REPS"); do

@@ -562,6 +562,7 @@ static void test_overload(void **state)
 	snprintf(p.why, sizeof(p.why), "no echo");
 	w.rows[3].probes[3] = p; /* 3 -> 4 (row 3's 4th probe is to 4) */
 	w.rows[2].lag_ms = 2500; /* pod 2 was starved */
+	w.rows[5].lag_ms = 1500; /* so was pod 5, but its probes all came through */
 	assert_int_equal(check_report_encode(&w, 2, &text, &len), 0);
 	assert_int_equal(check_world_init(&back, 6, 0, names), 0);
 	assert_int_equal(check_report_decode(&back, 2, text, len, why, sizeof(why)), 0);
@@ -579,6 +580,7 @@ static void test_overload(void **state)
 	assert_true(strncmp(w.rows[2].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) == 0);
 	assert_string_equal(w.rows[1].why, "");
 	assert_string_equal(w.rows[4].why, "");
+	assert_string_equal(w.rows[5].why, "");
 	check_world_free(&w);
 	free_names(names, 6);
 }
@@ -636,6 +638,51 @@ static void test_html(void **state)
 	free_names(names, 5);
 }
 
+/*
+ * Issue 30: --mode sampled: k offsets from the seed (the same on every pod),
+ * every pod probes k peers and the coordinator, is probed by k; the coverage
+ * counted matches the pairs probed; the line states it.
+ */
+static void test_sampled(void **state)
+{
+	struct check_world w, v;
+	struct check_summary s;
+	char *names[40];
+	uint32_t i, j, out, in;
+	size_t n = 0;
+
+	(void)state;
+	for (i = 0; i < 40; i++)
+		names[i] = "p";
+	assert_int_equal(check_world_init(&w, 40, 0, names), 0);
+	assert_int_equal(check_world_init(&v, 40, 0, names), 0);
+	check_world_sample(&w, 5, 42);
+	check_world_sample(&v, 5, 42);
+	assert_int_equal(w.sample_k, 5);
+	assert_memory_equal(w.offs, v.offs, sizeof(w.offs));
+	for (i = 0; i < 40; i++) {
+		for (out = in = 0, j = 0; j < 40; j++) {
+			n += (size_t)check_pair_probed(&w, i, j);
+			out += (uint32_t)check_pair_probed(&w, i, j);
+			in += (uint32_t)check_pair_probed(&w, j, i);
+		}
+		if (i) {
+			assert_true(check_pair_probed(&w, i, 0) && check_pair_probed(&w, 0, i));
+			assert_in_range(out, 5, 6);
+			assert_in_range(in, 5, 6);
+		}
+	}
+	assert_int_equal(n, check_pairs_probed(&w));
+	assert_true(n < 40 * 39 / 4);
+	assert_int_equal(check_world_finish(&w), 0);
+	check_summarize(&w, &s);
+	assert_non_null(strstr(s.line, "; sampled: 5 peers per pod + the coordinator, "));
+	check_world_sample(&v, 64, 7); /* k >= n - 1: every pair */
+	assert_int_equal(check_pairs_probed(&v), 40 * 39);
+	check_world_free(&w);
+	check_world_free(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -654,6 +701,7 @@ int main(void)
 	    cmocka_unit_test(test_overload),
 	    cmocka_unit_test(test_star_default_line),
 	    cmocka_unit_test(test_html),
+	    cmocka_unit_test(test_sampled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
