@@ -613,6 +613,7 @@ static void test_html(void **state)
 	char *names[5], *buf = NULL;
 	const char *params[] = {"pods", "5", "mode", "all <pairs>"};
 	const char *warn[] = {"MTU & friends"};
+	struct check_probe p;
 	size_t len = 0;
 	FILE *f;
 
@@ -633,6 +634,25 @@ static void test_html(void **state)
 	assert_null(strstr(buf, "<script"));
 	assert_null(strstr(buf, "http"));
 	assert_null(strstr(buf, "src="));
+	assert_null(strstr(buf, "rail"));
+	free(buf);
+
+	/* a rail: its own tab, its failure in the list */
+	memset(&p, 0, sizeof(p));
+	p.to = 2;
+	p.rail = 1;
+	snprintf(p.why, sizeof(p.why), "no rail at peer");
+	assert_int_equal(check_rail_index(&w, "net2"), 1);
+	assert_int_equal(check_row_add(&w, 0, &p), 0);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(check_html_write(f, &w, &s, params, 4, warn, 1), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "<label for=t1>TCP rail net2</label>"));
+	assert_non_null(strstr(buf, "id=p1"));
+	assert_non_null(
+	    strstr(buf, "title=\"job-worker-0 → job-worker-2: no rail at peer\">✗</td>"));
 	free(buf);
 	check_world_free(&w);
 	free_names(names, 5);
