@@ -516,6 +516,8 @@ static int member_finish(struct check_cmd *c, char *err, size_t errlen)
 	char why[160];
 	int rc;
 
+	if (c->r.o->report && *c->r.o->report)
+		gx_info("check --report: the coordinator (%s) writes the page", c->w.names[0]);
 	if (!c->net.result_done) {
 		snprintf(err, errlen, "no result from the coordinator %s (%s)", c->w.names[0],
 			 c->net.result_why[0] ? c->net.result_why : "no answer");
