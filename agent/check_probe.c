@@ -3,11 +3,13 @@
  * check_probe.c - the clients of `gxboot check` (issue 8), in the gx_ev loop:
  * TCP probes from this pod's secondary address (bound to its iface) to each
  * target's secondary address at the check port: connect, then CHECK_ECHO_K
- * echo round trips; at most 16 in flight; 2 s per connect, 1 s per echo; a
- * refused or reset connection early on is retried (the target may not have
- * opened its service yet). And a member's report client: the sealed REPORT
- * to the coordinator's primary address, then the RESULT on the same
- * connection, retried until the report deadline. Wire: rdzv/CHECK.md.
+ * echo round trips; at most 16 in flight, targets in ring order from this
+ * pod; 2 s per connect, 1 s per echo; a refused or reset connection early on
+ * is retried (the target may not have opened its service yet), a timed-out
+ * probe is tried again (3 attempts, longer timeouts, judged against the
+ * slowest echo of the run); a 50 ms timer measures the loop's stalls. And a member's report client:
+ * the sealed REPORT to the coordinator's primary address, then the RESULT on the same connection,
+ * retried until the report deadline. Wire: rdzv/CHECK.md.
  */
 #include "agent/check_int.h"
 
