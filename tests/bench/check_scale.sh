@@ -73,6 +73,7 @@ printf '%5s %3s %13s %8s %9s %9s %9s %9s  %s\n' N rep 'pods exit 0' 'wall s' 'ms
   'RSS coord' 'RSS memb' 'summary (coordinator; RSS: peak KiB, members: the largest)'
 for n in "${@:-24}"; do
   cluster_create "$n" || { echo "cluster_create $n failed"; exit 1; }
+  trap 'stop_busy; cluster_destroy; arp_restore' EXIT # cluster_create sets its own
   for rep in $(seq 1 "$REPS"); do
     if [ "${BUSY:-0}" = 1 ]; then
       for _ in $(seq 1 "$(nproc)"); do nice -n 10 sh -c "while :; do :; done" & busy+=($!); done
