@@ -44,6 +44,7 @@ enum agent_check_mode {
 	AGENT_CHECK_DEFAULT = 0,
 	AGENT_CHECK_STAR,
 	AGENT_CHECK_ALL,
+	AGENT_CHECK_SAMPLED, /* --mode sampled: --sample K random peers per pod + the coordinator */
 };
 
 enum agent_ray_role {
@@ -89,7 +90,9 @@ struct agent_opts {
 	int serve;
 	/* check */
 	enum agent_check_mode check_mode;
-	long size; /* default 65536 */
+	long size;	    /* default 65536 */
+	const char *report; /* check --report FILE.html */
+	long sample;	    /* check --mode sampled: peers per pod (default 8) */
 	/* output */
 	int json;
 	int verbosity; /* -v adds, -q subtracts */

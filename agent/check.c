@@ -14,12 +14,16 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-#define PROBE_WAVE_MS 7000 /* connect 2 s + 5 echoes of 1 s */
-#define RDMA_PROBE_MS 3000 /* check_rdma.c: one RDMA-CM probe */
+#define PROBE_WAVE_MS 7000   /* connect 2 s + 5 echoes of 1 s */
+#define RETRY_SLACK_MS 10000 /* check_probe.c: timed-out probes tried again, longer */
+#define RDMA_PROBE_MS 3000   /* check_rdma.c: one RDMA-CM probe */
 #define INFLIGHT 16
 #define MAX_WARN 8
 
@@ -42,7 +46,7 @@ static int64_t probe_budget_ms(const struct check_world *w, int rdma)
 	int64_t probes = ((int64_t)w->n - 1) * (1 + (int64_t)w->nrails);
 	int64_t waves = (probes + INFLIGHT - 1) / INFLIGHT;
 
-	return waves * PROBE_WAVE_MS + 5000 + (rdma ? probes * RDMA_PROBE_MS : 0);
+	return waves * PROBE_WAVE_MS + 5000 + RETRY_SLACK_MS + (rdma ? probes * RDMA_PROBE_MS : 0);
 }
 
 static int derive_key(struct check_cmd *c, char *err, size_t errlen)
@@ -130,9 +134,11 @@ static void plan(struct check_cmd *c)
 	       c->r.peers.self == 0 ? "coordinator" : "member");
 	printf("  check port:  %ld\n", o->check_port ? o->check_port : o->port + 1);
 	printf("  mode:        %s\n",
-	       o->check_mode == AGENT_CHECK_STAR ||
-		       (o->check_mode == AGENT_CHECK_DEFAULT && c->r.peers.n > CHECK_MATRIX_MAX)
-		   ? "star"
+	       o->check_mode == AGENT_CHECK_SAMPLED
+		   ? "sampled (--sample peers per pod + the coordinator)"
+	       : o->check_mode == AGENT_CHECK_STAR ? "star"
+	       : o->check_mode == AGENT_CHECK_DEFAULT && c->r.peers.n > CHECK_MATRIX_MAX
+		   ? "star (the default above 64 pods; --mode all probes every pair)"
 		   : "all");
 	printf("  token:       %s\n", c->r.token.len ? "yes" : "none (unauthenticated)");
 	printf("  interface:   %s\n", c->r.nd ? c->r.nd->iface : c->r.nd_err);
@@ -249,50 +255,18 @@ static void add_warning(struct check_cmd *c, const char *line)
 	c->nwarn++;
 }
 
-/* Failed pairs (either protocol) that pod i takes part in; *total: all failed pairs. */
-static size_t involved(const struct check_world *w, uint32_t i, size_t *total)
-{
-	size_t cnt = 0, k;
-	uint32_t a;
-
-	*total = 0;
-	for (a = 0; a < w->n; a++) {
-		for (k = 0; k < w->rows[a].nprobes; k++) {
-			const struct check_probe *p = &w->rows[a].probes[k];
-
-			if (p->ok || p->rail || !check_pair_probed(w, a, p->to))
-				continue;
-			(*total)++;
-			cnt += a == i || p->to == i;
-		}
-	}
-	return cnt;
-}
-
 /*
- * The exit-1 line: the pods that failed their own checks or take part in
- * more than half of the failed pairs (the broken one), else every pod in a
- * failed pair.
+ * The exit-1 line: the pods that failed their own checks, sent no report, or
+ * fail with known-good pods (check_blame), then the paths between good pods.
  */
 static int fail_line(const struct check_world *w, const struct check_summary *s, char *err,
 		     size_t errlen)
 {
-	size_t n, total, cnt;
-	uint32_t i, named = 0;
-	int pass;
+	size_t n, named;
 
 	n = (size_t)snprintf(err, errlen, "check failed: %s; failing:", s->line);
-	for (pass = 0; pass < 2 && !named; pass++) {
-		for (i = 0; i < w->n && n < errlen; i++) {
-			cnt = involved(w, i, &total);
-			if (!w->rows[i].why[0] && !(pass ? cnt : 2 * cnt > total))
-				continue;
-			named++;
-			n += (size_t)snprintf(err + n, errlen - n, " %s%s%s%s", w->names[i],
-					      w->rows[i].why[0] ? " (" : "", w->rows[i].why,
-					      w->rows[i].why[0] ? ")" : "");
-		}
-	}
+	named = n < errlen ? check_blame_text(w, err + n, errlen - n) : 0;
+	n = strlen(err);
 	if (n < errlen)
 		named += check_rails_broken(w, err + n, errlen - n);
 	n = strlen(err);
@@ -313,6 +287,69 @@ static void coord_warnings(struct check_cmd *c)
 		}
 	if (check_mtu_warning(&c->w, line, sizeof(line)))
 		add_warning(c, line);
+}
+
+/*
+ * The second pass (issue 30): the coordinator, when known good, probes every
+ * pod that check_blame blamed (no good pair, or no report) once more, with
+ * the retries, before `by`. A confirmed failure goes into the pod's row why
+ * (named, and shown on every pod: the result carries it); a pod that answers
+ * now gets a warning (intermittent, or a stuck check).
+ */
+static void second_pass(struct check_cmd *c, int64_t by)
+{
+	struct check_net *n = &c->net;
+	struct check_world again, *first = n->w;
+	unsigned char *blame = calloc(c->w.n, 2), *only = blame ? blame + c->w.n : NULL;
+	const struct check_probe *p;
+	char line[512];
+	size_t npaths, want = 0;
+	uint32_t i;
+
+	if (!blame)
+		return;
+	check_blame(&c->w, blame, &npaths);
+	for (i = 0; i < c->w.n && blame[n->self] == CHECK_BLAME_NONE; i++) {
+		only[i] =
+		    i != n->self && (blame[i] == CHECK_BLAME_POD || blame[i] == CHECK_BLAME_BOTH ||
+				     blame[i] == CHECK_BLAME_MISSING);
+		want += only[i];
+	}
+	if (!want || check_world_init(&again, c->w.n, 0, c->w.names) < 0)
+		goto out;
+	gx_info("check: second pass: probing %zu blamed pod(s) again from %s", want,
+		c->w.names[n->self]);
+	check_probes_reset(n);
+	n->w = &again;
+	n->only = only;
+	n->tries = 2; /* the first pass had its 3 */
+	if (check_probes_start(n) == 0)
+		run_until(c, &n->probes_done, by);
+	check_probes_reset(n);
+	n->w = first;
+	n->only = NULL;
+	n->tries = 0;
+	for (i = 0; i < c->w.n; i++) {
+		if (!only[i] || !(p = check_find(&again, n->self, i, CHECK_TCP)))
+			continue;
+		if (p->ok) {
+			snprintf(line, sizeof(line),
+				 "%s %s, but answers %s's second probe (%lld µs)", c->w.names[i],
+				 blame[i] == CHECK_BLAME_MISSING ? "sent no report"
+								 : "failed its pairs",
+				 c->w.names[n->self], (long long)p->median_us);
+			add_warning(c, line);
+		} else if (!c->w.rows[i].why[0]) {
+			snprintf(c->w.rows[i].why, sizeof(c->w.rows[i].why),
+				 "%s; %s's second probe: %s",
+				 blame[i] == CHECK_BLAME_MISSING ? "missing: no report"
+								 : "no pod reaches it",
+				 c->w.names[n->self], p->why);
+		}
+	}
+	check_world_free(&again);
+out:
+	free(blame);
 }
 
 /* Every reporting member gets the result; wait (at most 5 s) until it is written. */
@@ -359,7 +396,84 @@ static void coord_print(struct check_cmd *c, const struct check_summary *s)
 	fflush(stdout);
 }
 
-static int coord_finish(struct check_cmd *c, char *err, size_t errlen)
+/*
+ * check --report FILE.html (coordinator): the page from the world it holds;
+ * written to FILE.tmp, then renamed. A failure to write is a warning: the
+ * check's verdict stands.
+ */
+static void coord_report(struct check_cmd *c, const struct check_summary *s)
+{
+	const struct agent_opts *o = c->r.o;
+	char tmp[4096], pods[32], port[16], when[64], rails[CHECK_MAX_RAILS * CHECK_RAIL_NAME];
+	char mode[128];
+	const char *params[20];
+	size_t np = 0, off = 0;
+	time_t now = time(NULL);
+	struct tm tm;
+	uint32_t k;
+	FILE *f;
+	int fd, rc;
+
+	if (!o->report || !*o->report)
+		return;
+	snprintf(pods, sizeof(pods), "%u", c->w.n);
+	snprintf(port, sizeof(port), "%u", c->net.port);
+	if (gmtime_r(&now, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	else
+		snprintf(when, sizeof(when), "?");
+	rails[0] = '\0';
+	for (k = 0; k < c->w.nrails && off < sizeof(rails); k++)
+		off += (size_t)snprintf(rails + off, sizeof(rails) - off, "%s%s", k ? ", " : "",
+					c->w.rails[k]);
+	params[np++] = "pods";
+	params[np++] = pods;
+	snprintf(mode, sizeof(mode), "sampled: %u peers per pod + the coordinator, %zu of %u x %u",
+		 c->w.sample_k, check_pairs_probed(&c->w), c->w.n, c->w.n - 1);
+	params[np++] = "mode";
+	params[np++] = c->w.sample_k	   ? mode
+		       : !c->w.star	   ? "all pairs"
+		       : c->w.star_default ? "star (the default above 64 pods)"
+					   : "star (--mode star)";
+	params[np++] = "coordinator";
+	params[np++] = c->w.names[c->net.self];
+	params[np++] = "interface (coordinator)";
+	params[np++] = c->net.ifname[0] ? c->net.ifname : "none";
+	params[np++] = "rails";
+	params[np++] = rails[0] ? rails : "not probed (--rails)";
+	params[np++] = "check port";
+	params[np++] = port;
+	params[np++] = "TCP probe";
+	params[np++] = "connect 2 s, 5 echoes of 32 bytes (1 s each), 16 in flight, "
+		       "a timed-out probe tried 3 times";
+	params[np++] = "finished";
+	params[np++] = when;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", o->report) >= (int)sizeof(tmp)) {
+		gx_warn("check --report: path too long");
+		return;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		gx_warn("check --report: cannot write %s: %s", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rc = check_html_write(f, &c->w, s, params, np, c->warn, c->nwarn);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, o->report) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		gx_warn("check --report: cannot write %s: %s", o->report, gx_strerror(rc));
+		unlink(tmp);
+		return;
+	}
+	gx_info("check: report written to %s", o->report);
+}
+
+static int coord_finish(struct check_cmd *c, int64_t by, char *err, size_t errlen)
 {
 	struct check_summary s;
 	size_t i;
@@ -369,6 +483,8 @@ static int coord_finish(struct check_cmd *c, char *err, size_t errlen)
 	rc = check_world_finish(&c->w);
 	if (rc < 0)
 		return rc;
+	check_world_overload(&c->w);
+	second_pass(c, by);
 	check_summarize(&c->w, &s);
 	rc = coord_send(c, &s);
 	if (rc < 0)
@@ -376,6 +492,7 @@ static int coord_finish(struct check_cmd *c, char *err, size_t errlen)
 	for (i = 0; i < c->nwarn; i++)
 		gx_warn("%s", c->warn[i]);
 	coord_print(c, &s);
+	coord_report(c, &s);
 	return s.all_ok ? 0 : fail_line(&c->w, &s, err, errlen);
 }
 
@@ -399,6 +516,8 @@ static int member_finish(struct check_cmd *c, char *err, size_t errlen)
 	char why[160];
 	int rc;
 
+	if (c->r.o->report && *c->r.o->report)
+		gx_info("check --report: the coordinator (%s) writes the page", c->w.names[0]);
 	if (!c->net.result_done) {
 		snprintf(err, errlen, "no result from the coordinator %s (%s)", c->w.names[0],
 			 c->net.result_why[0] ? c->net.result_why : "no answer");
@@ -407,6 +526,9 @@ static int member_finish(struct check_cmd *c, char *err, size_t errlen)
 	rc = check_world_init(&all, c->w.n, c->w.star, c->w.names);
 	if (rc < 0)
 		return rc;
+	all.star_default = c->w.star_default;
+	all.sample_k = c->w.sample_k;
+	memcpy(all.offs, c->w.offs, sizeof(all.offs));
 	rc =
 	    check_result_decode(&all, c->net.result, c->net.result_len, &doc, &s, why, sizeof(why));
 	if (rc < 0) {
@@ -512,6 +634,27 @@ static void rails_serve(struct check_cmd *c, char *err, size_t errlen)
 	err[0] = '\0';
 }
 
+/*
+ * This pod's probes are over (or out of time): its row says how long its loop
+ * stalled, and a pod that did not finish its probes says so itself
+ * (CHECK_OVERLOADED) rather than letting the missing pairs blame its peers.
+ */
+static void probes_end(struct check_cmd *c)
+{
+	struct check_net *n = &c->net;
+	struct check_row *row = &c->w.rows[n->self];
+
+	row->lag_ms = n->lag_max_ms;
+	if (n->retries)
+		gx_info("check: %zu probe attempt(s) timed out and were tried again", n->retries);
+	if (row->lag_ms >= CHECK_OVERLOAD_MS)
+		gx_warn("check: this pod's event loop stalled %lld ms (CPU starved)",
+			(long long)row->lag_ms);
+	if (!n->probes_done && !row->why[0])
+		snprintf(row->why, sizeof(row->why), "%s (%zu of %zu probes done)",
+			 CHECK_OVERLOADED, n->ndone, n->npcs);
+}
+
 /* After the rendezvous: service, probes, reports, result. */
 static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 {
@@ -528,10 +671,12 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	gx_info("check: rank %u of %u, %s mode, probing from %s on port %u", n->self, c->w.n,
 		c->w.star ? "star" : "all", n->ifname[0] ? n->ifname : "(no secondary interface)",
 		n->port);
+	check_lag_start(n);
 	rc = check_probes_start(n);
 	if (rc < 0)
 		return rc;
 	run_until(c, &n->probes_done, n->t0 + budget);
+	probes_end(c);
 	if (c->rdma) {
 		check_rdma_go(&c->child);
 		run_until(c, &c->child.done, n->t0 + budget);
@@ -540,7 +685,11 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	deadline = n->t0 + budget + 10000;
 	if (n->is_coord) {
 		run_until(c, &n->reports_done, deadline);
-		return coord_finish(c, err, errlen);
+		/* the second pass ends before the members stop waiting (deadline + 5 s) */
+		return coord_finish(c,
+				    gx_now_ms() + 10000 < deadline + 3000 ? gx_now_ms() + 10000
+									  : deadline + 3000,
+				    err, errlen);
 	}
 	rc = report(c, err, errlen);
 	if (rc < 0)
@@ -560,6 +709,9 @@ static int setup_net(struct check_cmd *c)
 	rc = check_world_init(&c->w, (uint32_t)c->r.peers.n, star, c->r.peers.names);
 	if (rc < 0)
 		return rc;
+	c->w.star_default = star && o->check_mode == AGENT_CHECK_DEFAULT;
+	if (!star && o->check_mode == AGENT_CHECK_SAMPLED)
+		check_world_sample(&c->w, o->sample ? (uint32_t)o->sample : 8, c->r.res.round);
 	n->ev = c->r.ev;
 	n->w = &c->w;
 	n->self = (uint32_t)c->r.res.rank;

@@ -35,7 +35,10 @@
 #define CHECK_MATRIX_FULL 16	     /* full cells up to this N, one-char cells up to ... */
 #define CHECK_MATRIX_MAX 64	     /* ... this N; beyond: failures only */
 #define CHECK_MAX_RAILS 16	     /* rails probed (check --rails, issue 15) */
+#define CHECK_SAMPLE_MAX 64	     /* check --mode sampled: peers per pod at most */
 #define CHECK_RAIL_NAME 72	     /* a rail's name: its netdev, else "dev:port" */
+#define CHECK_OVERLOAD_MS 1000	     /* a pod whose loop stalled this long: overloaded */
+#define CHECK_OVERLOADED "overloaded, probes incomplete"
 #define CHECK_MAC_LEN 32
 #define CHECK_KEY_LEN 32
 
@@ -76,17 +79,22 @@ struct check_probe {
 
 /* One pod's report. */
 struct check_row {
-	int reported;  /* its report arrived (the own row counts as reported) */
-	int mtu;       /* its iface MTU, 0 unknown */
-	int rdma;      /* enum check_rdma_state */
-	char why[256]; /* its own netdetect / verification failure, "" */
+	int reported;	/* its report arrived (the own row counts as reported) */
+	int mtu;	/* its iface MTU, 0 unknown */
+	int rdma;	/* enum check_rdma_state */
+	char why[256];	/* its own netdetect / verification failure, "" */
+	int64_t lag_ms; /* the longest its event loop stalled while probing (CPU starvation) */
 	struct check_probe *probes;
 	size_t nprobes, cap;
 };
 
 struct check_world {
 	uint32_t n;
-	int star;		/* --mode star */
+	int star;	  /* --mode star */
+	int star_default; /* star because N > CHECK_MATRIX_MAX and no --mode was given */
+	/* --mode sampled: i probes i + offs[k] (mod n) for k < sample_k, and the coordinator */
+	uint32_t sample_k;
+	uint32_t offs[CHECK_SAMPLE_MAX];
 	char *const *names;	/* n names, rank order (borrowed) */
 	struct check_row *rows; /* n rows */
 	/* check --rails: the rails probed, by name (a probe's rail k is rails[k - 1]) */
@@ -114,6 +122,15 @@ struct check_summary {
 /* ---- check_report.c: world, (de)serialisation, MAC (check_summarize: check_render.c) ---- */
 int check_world_init(struct check_world *w, uint32_t n, int star, char *const *names);
 void check_world_free(struct check_world *w);
+/*
+ * --mode sampled: k distinct ring offsets in 1..n-1 drawn from seed (the
+ * round id: every pod draws the same), so pod i probes i + offs (mod n) and
+ * is probed by k pods; every pod also probes and is probed by the
+ * coordinator. k >= n - 1 probes every pair.
+ */
+void check_world_sample(struct check_world *w, uint32_t k, uint64_t seed);
+/* Pairs the mode probes (ordered), for the coverage. */
+size_t check_pairs_probed(const struct check_world *w);
 /* 1 when the mode probes from -> to. */
 int check_pair_probed(const struct check_world *w, uint32_t from, uint32_t to);
 /* Append a probe to row `from` (copied). 0 / -ENOMEM / -EINVAL. */
@@ -125,6 +142,34 @@ const struct check_probe *check_find_rail(const struct check_world *w, uint32_t 
 					  int proto, int rail);
 /* Fill every expected TCP pair that has no probe: "no report" / "not probed". */
 int check_world_finish(struct check_world *w);
+/* 1 when a failed probe says only that an end was too slow ("timeout", "no echo", ...). */
+int check_probe_timed_out(const struct check_probe *p);
+/*
+ * A timed-out probe from or to an overloaded pod (lag >= CHECK_OVERLOAD_MS)
+ * proves nothing about the network: its why becomes "overloaded" and the
+ * pod's row why CHECK_OVERLOADED, so the pod is named, not its peers.
+ */
+void check_world_overload(struct check_world *w);
+
+/* Who is to blame for the failed bootstrap TCP pairs (issue 30). */
+enum check_blame {
+	CHECK_BLAME_NONE = 0,
+	CHECK_BLAME_OWN = 1,	 /* failed its own checks (row why), overloaded included */
+	CHECK_BLAME_MISSING = 2, /* sent no report */
+	CHECK_BLAME_POD = 3,	 /* a failed pair with a known-good pod, and no good pair itself */
+	CHECK_BLAME_BOTH = 4,	 /* a failed pair between two pods neither known good */
+};
+/*
+ * Blame the failed (bootstrap, TCP) pairs: a pod is known good when it has an
+ * OK probe out and an OK probe in with some third pod and no own failure.
+ * For a failed pair a -> b: when one end is known good the other is blamed
+ * (its pairs with good pods fail too, so the path is not the suspect); when
+ * both are known good only the pair's path is (*npaths counts those; they
+ * are named by check_blame_text); when neither, both ends. blame: n entries.
+ */
+void check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths);
+/* " pod (why)" for each blamed pod, then " a -> b (path)" for each blamed path; count named. */
+size_t check_blame_text(const struct check_world *w, char *buf, size_t len);
 void check_summarize(const struct check_world *w, struct check_summary *s);
 /* The MTU warning naming the pods that differ from the most common MTU; 0 = none. */
 int check_mtu_warning(const struct check_world *w, char *buf, size_t len);
@@ -192,6 +237,16 @@ json_t *check_result_json(const struct check_world *w, const struct check_summar
 /* Short cell text for a probe ("✓ 142", "✗ refused"). */
 void check_cell(const struct check_probe *p, char *buf, size_t len);
 
+/* ---- check_html.c: check --report FILE.html ---- */
+/*
+ * One self-contained HTML page: params (name, value pairs: 2 * n strings),
+ * the summary, blamed pods, warnings, worst pairs, a heatmap per protocol
+ * and rail. 0 / -EIO.
+ */
+int check_html_write(FILE *f, const struct check_world *w, const struct check_summary *s,
+		     const char *const *params, size_t nparams, const char *const *warnings,
+		     size_t nwarnings);
+
 /* ---- check_serve.c / check_probe.c: the network side, in one gx_ev loop ---- */
 struct check_sconn; /* a service connection */
 struct check_pc;    /* a TCP probe client */
@@ -223,6 +278,12 @@ struct check_net {
 	size_t npcs, next, inflight, ndone;
 	int launching;
 	int probes_done;
+	int64_t rtt_max_us;	   /* the slowest echo measured in this run (retry timeouts) */
+	const unsigned char *only; /* second pass: probe only targets j with only[j], no rails */
+	int tries;		   /* attempts per timed-out probe; 0: 3 */
+	size_t retries;		   /* probe attempts that timed out and were tried again */
+	uint64_t lag_timer;	   /* the loop-lag monitor */
+	int64_t lag_due, lag_max_ms;
 	/* member: the report and the coordinator's answer */
 	union gx_sockaddr coord;
 	socklen_t coordlen;
@@ -243,9 +304,14 @@ void check_serve_stop(struct check_net *n);
 
 /* Start the TCP probes of this pod's row (at most 16 in flight). */
 int check_probes_start(struct check_net *n);
+/* Close and forget this pod's probes (the second pass starts afresh). */
+void check_probes_reset(struct check_net *n);
 /* Member: send the sealed report (owned by the call) until a RESULT comes or the deadline. */
 int check_report_start(struct check_net *n, unsigned char *frame, size_t len);
 void check_probes_stop(struct check_net *n);
+/* The loop-lag monitor: how late a 50 ms timer fires (n->lag_max_ms); stop is idempotent. */
+void check_lag_start(struct check_net *n);
+void check_lag_stop(struct check_net *n);
 /* Short reason for a socket error ("refused", "timeout", ...). */
 const char *check_errno_why(int err);
 

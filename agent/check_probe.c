@@ -3,11 +3,13 @@
  * check_probe.c - the clients of `gxboot check` (issue 8), in the gx_ev loop:
  * TCP probes from this pod's secondary address (bound to its iface) to each
  * target's secondary address at the check port: connect, then CHECK_ECHO_K
- * echo round trips; at most 16 in flight; 2 s per connect, 1 s per echo; a
- * refused or reset connection early on is retried (the target may not have
- * opened its service yet). And a member's report client: the sealed REPORT
- * to the coordinator's primary address, then the RESULT on the same
- * connection, retried until the report deadline. Wire: rdzv/CHECK.md.
+ * echo round trips; at most 16 in flight, targets in ring order from this
+ * pod; 2 s per connect, 1 s per echo; a refused or reset connection early on
+ * is retried (the target may not have opened its service yet), a timed-out
+ * probe is tried again (3 attempts, longer timeouts, judged against the
+ * slowest echo of the run); a 50 ms timer measures the loop's stalls. And a member's report client:
+ * the sealed REPORT to the coordinator's primary address, then the RESULT on the same connection,
+ * retried until the report deadline. Wire: rdzv/CHECK.md.
  */
 #include "agent/check_int.h"
 
@@ -25,6 +27,10 @@
 #define RETRY_MS 100
 #define GRACE_MS 5000 /* refused / reset retried until t0 + this (services opening) */
 #define ECHO_LEN 32
+#define TRIES 3		 /* a probe that times out is tried this often in all */
+#define RTT_FACTOR 16	 /* a retry waits at least this many times the run's worst echo */
+#define TIMEOUT_MAX 8000 /* ... but never longer than this (ms) */
+#define LAG_TICK_MS 50	 /* the loop-lag monitor's period */
 
 enum pc_state {
 	PC_IDLE = 0,
@@ -45,6 +51,7 @@ struct check_pc {
 	socklen_t dlen, slen;
 	int64_t retry_until;
 	uint64_t timer;
+	int tries; /* attempts that timed out so far */
 	int k;
 	int64_t rtt[CHECK_ECHO_K], sent_us;
 	unsigned char frame[CHECK_HDR_LEN + ECHO_LEN], in[CHECK_HDR_LEN + ECHO_LEN];
@@ -102,6 +109,20 @@ out:
 static void pc_timer(struct gx_ev *ev, uint64_t id, void *arg);
 static void pc_io(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void pc_launch(struct check_net *n);
+
+/*
+ * A timeout for this attempt: the base on the first, then longer on each
+ * retry and at least RTT_FACTOR times the slowest echo this pod has measured
+ * in this run (a loaded cluster is slow everywhere; a broken path is not).
+ */
+static int64_t pc_timeout(const struct check_pc *pc, int64_t base)
+{
+	int64_t t = base + base * pc->tries / 2, rtt = pc->n->rtt_max_us / 1000 * RTT_FACTOR;
+
+	if (pc->tries && rtt > t)
+		t = rtt;
+	return t < TIMEOUT_MAX ? t : TIMEOUT_MAX;
+}
 
 static void pc_arm(struct check_pc *pc, int64_t ms)
 {
@@ -180,7 +201,7 @@ static void pc_attempt(struct check_pc *pc)
 	pc->state = PC_CONNECT;
 	pc->k = 0;
 	pc->inoff = 0;
-	pc_arm(pc, CONNECT_MS);
+	pc_arm(pc, pc_timeout(pc, CONNECT_MS));
 }
 
 /* Refused / reset before the first echo came back: the service may still be opening. */
@@ -213,7 +234,7 @@ static void pc_send(struct check_pc *pc)
 	}
 	pc->state = PC_ECHO;
 	gx_ev_mod(pc->n->ev, pc->fd, EPOLLIN);
-	pc_arm(pc, ECHO_MS);
+	pc_arm(pc, pc_timeout(pc, ECHO_MS));
 }
 
 static void pc_read(struct check_pc *pc)
@@ -233,7 +254,10 @@ static void pc_read(struct check_pc *pc)
 		pc_finish(pc, GX_EPROTO, NULL);
 		return;
 	}
-	pc->rtt[pc->k++] = gx_now_us() - pc->sent_us;
+	pc->rtt[pc->k] = gx_now_us() - pc->sent_us;
+	if (pc->rtt[pc->k] > pc->n->rtt_max_us)
+		pc->n->rtt_max_us = pc->rtt[pc->k];
+	pc->k++;
 	if (pc->k == CHECK_ECHO_K)
 		pc_finish(pc, 0, NULL);
 	else
@@ -259,6 +283,28 @@ static void pc_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		pc_read(pc);
 }
 
+/*
+ * A timeout is not yet a verdict: the target (or this pod) may be starved of
+ * CPU for a moment. Retry from scratch after a pause, with a longer timeout,
+ * at most TRIES attempts in all; the last one's result stands.
+ */
+static void pc_timed_out(struct check_pc *pc, int err, const char *why)
+{
+	int tries = pc->n->tries > 0 ? pc->n->tries : TRIES;
+
+	if (++pc->tries >= tries) {
+		pc_finish(pc, err, why);
+		return;
+	}
+	gx_debug("check: tcp -> %s: %s, retrying (%d of %d)", pc->n->w->names[pc->to],
+		 why ? why : check_errno_why(err), pc->tries + 1, tries);
+	pc->n->retries++;
+	pc_close(pc);
+	pc->state = PC_WAIT;
+	pc->retry_until = gx_now_ms() + pc_timeout(pc, CONNECT_MS);
+	pc_arm(pc, 200 * (int64_t)pc->tries);
+}
+
 static void pc_timer(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct check_pc *pc = arg;
@@ -269,9 +315,9 @@ static void pc_timer(struct gx_ev *ev, uint64_t id, void *arg)
 	if (pc->state == PC_WAIT)
 		pc_attempt(pc);
 	else if (pc->state == PC_CONNECT)
-		pc_finish(pc, -ETIMEDOUT, NULL);
+		pc_timed_out(pc, -ETIMEDOUT, NULL);
 	else if (pc->state == PC_ECHO)
-		pc_finish(pc, 0, pc->k ? "echo lost" : "no echo");
+		pc_timed_out(pc, 0, pc->k ? "echo lost" : "no echo");
 }
 
 /* Source and destination at the check port; NULL, or why not. */
@@ -355,15 +401,21 @@ static void pc_launch(struct check_net *n)
 /* One probe per target and rail (0: the bootstrap iface, then every rail of w). */
 int check_probes_start(struct check_net *n)
 {
-	uint32_t j, k;
+	uint32_t j, k, m;
 
 	n->pcs = calloc((size_t)n->w->n * (1 + n->w->nrails), sizeof(*n->pcs));
 	if (!n->pcs)
 		return -ENOMEM;
-	for (j = 0; j < n->w->n; j++) {
-		if (!check_pair_probed(n->w, n->self, j))
+	/*
+	 * Targets in ring order from this pod (self+1, self+2, ...): every pod
+	 * probes a different target at a time, so none takes N x 16 probes at
+	 * once (rank order sent every pod to pod 1 first).
+	 */
+	for (m = 1; m <= n->w->n; m++) {
+		j = (n->self + m) % n->w->n;
+		if (!check_pair_probed(n->w, n->self, j) || (n->only && !n->only[j]))
 			continue;
-		for (k = 0; k <= n->w->nrails; k++) {
+		for (k = 0; k <= (n->only ? 0 : n->w->nrails); k++) {
 			n->pcs[n->npcs].n = n;
 			n->pcs[n->npcs].to = j;
 			n->pcs[n->npcs].rail = (int)k;
@@ -377,6 +429,33 @@ int check_probes_start(struct check_net *n)
 	}
 	pc_launch(n);
 	return 0;
+}
+
+/* ---- the loop-lag monitor ---- */
+
+static void lag_tick(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct check_net *n = arg;
+	int64_t now = gx_now_ms();
+
+	(void)id;
+	if (now - n->lag_due > n->lag_max_ms)
+		n->lag_max_ms = now - n->lag_due;
+	n->lag_due = now + LAG_TICK_MS;
+	n->lag_timer = gx_ev_timer(ev, LAG_TICK_MS, lag_tick, n);
+}
+
+void check_lag_start(struct check_net *n)
+{
+	n->lag_due = gx_now_ms() + LAG_TICK_MS;
+	n->lag_timer = gx_ev_timer(n->ev, LAG_TICK_MS, lag_tick, n);
+}
+
+void check_lag_stop(struct check_net *n)
+{
+	if (n->lag_timer)
+		gx_ev_timer_cancel(n->ev, n->lag_timer);
+	n->lag_timer = 0;
 }
 
 /* ---- the member's report ---- */
@@ -534,10 +613,23 @@ int check_report_start(struct check_net *n, unsigned char *frame, size_t len)
 	return rp->timer ? 0 : -ENOMEM;
 }
 
+void check_probes_reset(struct check_net *n)
+{
+	size_t k;
+
+	for (k = 0; n->pcs && k < n->npcs; k++)
+		pc_close(&n->pcs[k]);
+	free(n->pcs);
+	n->pcs = NULL;
+	n->npcs = n->next = n->inflight = n->ndone = 0;
+	n->probes_done = n->launching = 0;
+}
+
 void check_probes_stop(struct check_net *n)
 {
 	size_t k;
 
+	check_lag_stop(n);
 	for (k = 0; n->pcs && k < n->npcs; k++)
 		pc_close(&n->pcs[k]);
 	free(n->pcs);

@@ -232,8 +232,21 @@ static void summary_line(const struct check_world *w, struct check_summary *s)
 		n += (size_t)snprintf(s->line + n, cap - n, ", rails: %zu/%zu probes OK",
 				      s->rail_ok, s->rail_total);
 	if (n < cap && s->missing)
-		snprintf(s->line + n, cap - n, " (%u report%s missing)", s->missing,
-			 s->missing == 1 ? "" : "s");
+		n += (size_t)snprintf(s->line + n, cap - n, " (%u report%s missing)", s->missing,
+				      s->missing == 1 ? "" : "s");
+	/* issue 31: a star the user did not ask for says so */
+	if (n < cap && w->star && w->star_default)
+		n += (size_t)snprintf(
+		    s->line + n, cap - n,
+		    "; star mode: the default above %d pods (--mode all probes every pair)",
+		    CHECK_MATRIX_MAX);
+	/* sampled: what it covered */
+	if (n < cap && w->sample_k && !w->star)
+		snprintf(
+		    s->line + n, cap - n,
+		    "; sampled: %u peers per pod + the coordinator, %zu of %zu pairs (%.1f %%)",
+		    w->sample_k, check_pairs_probed(w), (size_t)w->n * (w->n - 1),
+		    100.0 * (double)check_pairs_probed(w) / ((double)w->n * (w->n - 1)));
 }
 
 void check_summarize(const struct check_world *w, struct check_summary *s)
@@ -360,7 +373,9 @@ json_t *check_result_json(const struct check_world *w, const struct check_summar
 		if (json_array_append_new(warn, json_string(warnings[k])) < 0)
 			break;
 	return json_pack("{s:I, s:s, s:b, s:o, s:o, s:o, s:o?}", "world", (json_int_t)w->n, "mode",
-			 w->star ? "star" : "all", "complete", !failures_only, "summary",
-			 summary_doc(s), "peers", peers_doc(w), "probes",
-			 probes_doc(w, failures_only), "warnings", warn);
+			 w->star       ? "star"
+			 : w->sample_k ? "sampled"
+				       : "all",
+			 "complete", !failures_only, "summary", summary_doc(s), "peers",
+			 peers_doc(w), "probes", probes_doc(w, failures_only), "warnings", warn);
 }

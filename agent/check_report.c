@@ -48,11 +48,66 @@ void check_world_free(struct check_world *w)
 	memset(w, 0, sizeof(*w));
 }
 
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void check_world_sample(struct check_world *w, uint32_t k, uint64_t seed)
+{
+	uint32_t have = 0, o, m;
+
+	w->sample_k = 0;
+	if (w->n < 2 || k == 0)
+		return;
+	if (k > CHECK_SAMPLE_MAX)
+		k = CHECK_SAMPLE_MAX;
+	if (k > w->n - 1)
+		k = w->n - 1;
+	while (have < k) {
+		o = 1 + (uint32_t)(splitmix64(&seed) % (w->n - 1));
+		for (m = 0; m < have && w->offs[m] != o; m++)
+			;
+		if (m == have)
+			w->offs[have++] = o;
+	}
+	w->sample_k = k;
+}
+
 int check_pair_probed(const struct check_world *w, uint32_t from, uint32_t to)
 {
+	uint32_t d, m;
+
 	if (from >= w->n || to >= w->n || from == to)
 		return 0;
-	return !w->star || from == 0 || to == 0;
+	if (w->star || from == 0 || to == 0)
+		return from == 0 || to == 0;
+	if (!w->sample_k)
+		return 1;
+	d = (to + w->n - from) % w->n;
+	for (m = 0; m < w->sample_k; m++)
+		if (w->offs[m] == d)
+			return 1;
+	return 0;
+}
+
+size_t check_pairs_probed(const struct check_world *w)
+{
+	uint32_t i;
+	size_t c;
+
+	if (!w->star && !w->sample_k)
+		return (size_t)w->n * (w->n - 1);
+	/* the coordinator's 2 (n - 1), then each other pod's offsets that miss the coordinator */
+	c = 2 * (size_t)(w->n - 1);
+	for (i = 1; !w->star && i < w->n; i++)
+		for (uint32_t m = 0; m < w->sample_k; m++)
+			c += (i + w->offs[m]) % w->n != 0;
+	return c;
 }
 
 int check_row_add(struct check_world *w, uint32_t from, const struct check_probe *p)
@@ -141,6 +196,145 @@ int check_world_finish(struct check_world *w)
 	return 0;
 }
 
+int check_probe_timed_out(const struct check_probe *p)
+{
+	return !p->ok && (strcmp(p->why, "timeout") == 0 || strcmp(p->why, "no echo") == 0 ||
+			  strcmp(p->why, "echo lost") == 0 || strcmp(p->why, "overloaded") == 0);
+}
+
+void check_world_overload(struct check_world *w)
+{
+	unsigned char *over = calloc(w->n, 1);
+	struct check_probe *p;
+	uint32_t i;
+	size_t k;
+
+	if (!over)
+		return;
+	for (i = 0; i < w->n; i++) {
+		for (k = 0; k < w->rows[i].nprobes; k++) {
+			p = &w->rows[i].probes[k];
+			if (!check_probe_timed_out(p) || p->to >= w->n)
+				continue;
+			if (w->rows[i].lag_ms >= CHECK_OVERLOAD_MS)
+				over[i] = 1;
+			else if (w->rows[p->to].lag_ms >= CHECK_OVERLOAD_MS)
+				over[p->to] = 1;
+			else
+				continue;
+			gx_strlcpy(p->why, "overloaded", sizeof(p->why));
+		}
+	}
+	/* a pod that stalled but whose probes all came through is not named */
+	for (i = 0; i < w->n; i++)
+		if (over[i] && !w->rows[i].why[0])
+			snprintf(w->rows[i].why, sizeof(w->rows[i].why), "%s (stalled %lld ms)",
+				 CHECK_OVERLOADED, (long long)w->rows[i].lag_ms);
+	free(over);
+}
+
+/* A failed bootstrap TCP pair that counts against the network (not an overload). */
+static int pair_failed(const struct check_world *w, uint32_t from, const struct check_probe *p)
+{
+	if (p->ok || p->rail || p->proto != CHECK_TCP || !check_pair_probed(w, from, p->to))
+		return 0;
+	if (strcmp(p->why, "overloaded") == 0)
+		return 0;
+	/* a pod that did not finish its probes named itself; its unprobed pairs blame nobody */
+	return !(strcmp(p->why, "not probed") == 0 &&
+		 strncmp(w->rows[from].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) == 0);
+}
+
+void check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths)
+{
+	unsigned char *in = calloc(w->n, 2), *out = in ? in + w->n : NULL;
+	const struct check_probe *p;
+	uint32_t i, a, b;
+	size_t k;
+	int ga, gb;
+
+	*npaths = 0;
+	memset(blame, 0, w->n);
+	for (i = 0; i < w->n; i++)
+		blame[i] = w->rows[i].why[0]	  ? CHECK_BLAME_OWN
+			   : !w->rows[i].reported ? CHECK_BLAME_MISSING
+						  : CHECK_BLAME_NONE;
+	if (!in)
+		return;
+	for (a = 0; a < w->n; a++)
+		for (k = 0; k < w->rows[a].nprobes; k++) {
+			p = &w->rows[a].probes[k];
+			if (p->ok && !p->rail && p->proto == CHECK_TCP && p->to < w->n) {
+				out[a] = 1;
+				in[p->to] = 1;
+			}
+		}
+	for (a = 0; a < w->n; a++)
+		for (k = 0; k < w->rows[a].nprobes; k++) {
+			p = &w->rows[a].probes[k];
+			if (!pair_failed(w, a, p) || p->to >= w->n)
+				continue;
+			b = p->to;
+			ga = in[a] && out[a] && !blame[a];
+			gb = in[b] && out[b] && !blame[b];
+			if (ga && gb) {
+				(*npaths)++;
+				continue;
+			}
+			if (!blame[a] && !ga)
+				blame[a] = gb ? CHECK_BLAME_POD : CHECK_BLAME_BOTH;
+			if (!blame[b] && !gb)
+				blame[b] = ga ? CHECK_BLAME_POD : CHECK_BLAME_BOTH;
+		}
+	free(in);
+}
+
+static const char *blame_why(const struct check_world *w, uint32_t i, int b)
+{
+	switch (b) {
+	case CHECK_BLAME_OWN:
+		return w->rows[i].why;
+	case CHECK_BLAME_MISSING:
+		return "missing: no report";
+	case CHECK_BLAME_POD:
+		return "no pod reaches it or is reached by it";
+	default:
+		return "failed pairs with pods not known good either";
+	}
+}
+
+size_t check_blame_text(const struct check_world *w, char *buf, size_t len)
+{
+	unsigned char *blame = malloc(w->n);
+	const struct check_probe *p;
+	size_t off = 0, named = 0, npaths, k;
+	uint32_t i, a;
+
+	if (len)
+		buf[0] = '\0';
+	if (!blame)
+		return 0;
+	check_blame(w, blame, &npaths);
+	for (i = 0; i < w->n && off < len; i++) {
+		if (!blame[i])
+			continue;
+		off += (size_t)snprintf(buf + off, len - off, " %s (%s)", w->names[i],
+					blame_why(w, i, blame[i]));
+		named++;
+	}
+	for (a = 0; npaths && a < w->n && off < len; a++)
+		for (k = 0; k < w->rows[a].nprobes && off < len; k++) {
+			p = &w->rows[a].probes[k];
+			if (!pair_failed(w, a, p) || p->to >= w->n || blame[a] || blame[p->to])
+				continue;
+			off += (size_t)snprintf(buf + off, len - off, " %s -> %s (path: %s)",
+						w->names[a], w->names[p->to], p->why);
+			named++;
+		}
+	free(blame);
+	return named;
+}
+
 int check_mtu_warning(const struct check_world *w, char *buf, size_t len)
 {
 	uint32_t i, j, best = 0, bestc = 0, c;
@@ -205,8 +399,9 @@ int check_report_encode(const struct check_world *w, uint32_t rank, char **out, 
 	for (k = 0; arr && k < r->nprobes; k++)
 		if (json_array_append_new(arr, probe_json(w, &r->probes[k])) < 0)
 			goto out;
-	j = json_pack("{s:I, s:i, s:i, s:s, s:O}", "rank", (json_int_t)rank, "mtu", r->mtu, "rdma",
-		      r->rdma, "why", r->why, "probes", arr);
+	j = json_pack("{s:I, s:i, s:i, s:s, s:I, s:O}", "rank", (json_int_t)rank, "mtu", r->mtu,
+		      "rdma", r->rdma, "why", r->why, "lag_ms", (json_int_t)r->lag_ms, "probes",
+		      arr);
 	if (!j)
 		goto out;
 	*out = json_dumps(j, JSON_COMPACT);
@@ -331,12 +526,16 @@ static int probes_parse(struct check_world *w, uint32_t from, json_t *arr, struc
 static int row_parse(struct check_world *w, uint32_t rank, json_t *j)
 {
 	struct check_row *r = &w->rows[rank];
-	json_int_t mtu, rdma;
+	json_int_t mtu, rdma, lag = 0;
 
 	row_clear(r);
 	if (get_int(j, "mtu", 0, 65536, &mtu) < 0 || get_int(j, "rdma", 0, 2, &rdma) < 0 ||
 	    get_text(j, "why", r->why, sizeof(r->why)) < 0)
 		return -1;
+	/* optional (older reports lack it) */
+	if (json_object_get(j, "lag_ms") && get_int(j, "lag_ms", 0, US_MAX / 1000, &lag) < 0)
+		return -1;
+	r->lag_ms = json_object_get(j, "lag_ms") ? (int64_t)lag : 0;
 	r->mtu = (int)mtu;
 	r->rdma = (int)rdma;
 	if (probes_parse(w, rank, json_object_get(j, "probes"), r) < 0) {

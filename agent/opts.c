@@ -35,7 +35,7 @@ struct opt_def {
 
 static const char *const rdma_names[] = {"auto", "require", "off", NULL};
 static const char *const hf_names[] = {"", "openmpi", "mpich", "horovod", NULL};
-static const char *const mode_names[] = {"", "star", "all", NULL};
+static const char *const mode_names[] = {"", "star", "all", "sampled", NULL};
 static const char *const ray_names[] = {"", "head", "worker", NULL};
 
 static const struct opt_def opt_defs[] = {
@@ -70,6 +70,8 @@ static const struct opt_def opt_defs[] = {
     {"serve", OT_BOOL, OFF(serve), NULL, 0},
     {"mode", OT_ENUM, OFF(check_mode), mode_names, 0},
     {"size", OT_LONG, OFF(size), NULL, 1L << 30},
+    {"report", OT_STR, OFF(report), NULL, 0},
+    {"sample", OT_LONG, OFF(sample), NULL, 64},
     {"json", OT_BOOL, OFF(json), NULL, 0},
 };
 _Static_assert(sizeof(opt_defs) / sizeof(opt_defs[0]) <= 64, "options given: a 64-bit mask");
@@ -121,6 +123,8 @@ static const struct {
     {"serve", CMD_BIT(RUN) | CMD_BIT(INIT) | CMD_BIT(SERVE)},
     {"mode", CMD_BIT(CHECK)},
     {"size", CMD_BIT(CHECK)},
+    {"report", CMD_BIT(CHECK)},
+    {"sample", CMD_BIT(CHECK)},
     {"json", CMD_BIT(NETDETECT) | CMD_BIT(CHECK)},
 };
 

@@ -82,6 +82,9 @@ static const char usage_netdetect[] =
 static const char usage_check[] =
     "Usage: gxboot check [OPTIONS] [--mode star|all] [--size BYTES] [--rails [auto|LIST]] "
     "[--json]\n"
+    "                    [--report FILE.html]   (coordinator: the matrix as one HTML page)\n"
+    "                    [--mode sampled [--sample K]]  (K random peers per pod + the "
+    "coordinator)\n"
     "All-pairs (or star) TCP and RDMA-CM reachability among the peers on the chosen\n"
     "interface. --rails also probes rail k <-> rail k between every pair (TCP on each rail's\n"
     "netdev, RDMA-CM on its device; without RDMA, auto = every up secondary netdev).\n"

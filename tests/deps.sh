@@ -12,6 +12,7 @@ PKGS=(
   # simulated cluster: namespaces, DNS, firewall, real torchrun and mpirun
   iproute2 util-linux procps dnsmasq-base nftables python3-torch python3-yaml
   time  # /usr/bin/time -f %M: the bench's peak RSS (not in a minimal Debian)
+  chromium  # check --report: the page is rendered in a real headless browser (issue 30)
   openmpi-bin libopenmpi-dev
   # MPICH (Hydra) beside OpenMPI, for the Hydra e2e (issue 27)
   mpich libmpich-dev

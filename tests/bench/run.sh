@@ -11,6 +11,9 @@
 #   (e) DNS: a member resolving the coordinator's name through c-ares at a dnsmasq on
 #       127.0.0.1 (high port, --no-resolv, addn-hosts) whose record appears DELAY ms late
 #       (file rewritten + SIGHUP): the lag from the record's appearance to the member's connect
+#   (f) `gxboot check` all pairs on N netns pods with a busy loop per core (issue 30;
+#       tests/bench/check_scale.sh, as root): pods exit 0, time per pair, pairs/s, peak RSS;
+#       CHECK_NS (default "24 120"), CHECK_REPS (default 1)
 # --smoke: tiny N only, prints one PASS/FAIL line (make check runs it).
 # BENCH_ONLY=a|b|c|d|e (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
 # (default build: the bench tools are $BENCH_BUILD/release/bench/bench_*), REPS (default 5),
@@ -25,7 +28,7 @@ BENCH_BUILD=${BENCH_BUILD:-build}
 BENCH=$BENCH_BUILD/release/bench/bench_rdzv
 BOOT=$BENCH_BUILD/release/bench/bench_boot
 REPS=${REPS:-5}
-ONLY=${BENCH_ONLY:-abcde}
+ONLY=${BENCH_ONLY:-abcdef}
 want() { [[ "$ONLY" == *"$1"* ]]; }
 load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 tmp=$(mktemp -d /tmp/gxbench.XXXXXX)
@@ -245,6 +248,17 @@ if want e; then
     pids=()
     echo "  (member retry after NXDOMAIN: backoff 100 ms doubling to 2 s, equal jitter [d/2, d):"
     echo "   the lag is the rest of the current backoff; dnsmasq_reload = SIGHUP -> our own lookup answers)"
+  fi
+fi
+if want f; then
+  echo
+  echo "(f) gxboot check, all pairs, N healthy netns pods, a busy loop per core; $(load)"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "  skipped: needs root (network namespaces)"
+  else
+    # shellcheck disable=SC2086
+    REPS=${CHECK_REPS:-1} BUSY=1 GXBOOT=$GXBOOT tests/bench/check_scale.sh ${CHECK_NS:-24 120} |
+      sed 's/^/  /'
   fi
 fi
 echo

@@ -542,15 +542,186 @@ static void test_row_order(void **state)
 	check_world_free(&w);
 }
 
+/*
+ * Issue 30: a timed-out probe from or to a pod whose loop stalled (its
+ * report's lag_ms) blames that pod as overloaded, not the network; the lag
+ * survives the report round trip; a timeout between healthy pods stays one.
+ */
+static void test_overload(void **state)
+{
+	struct check_world w, back;
+	struct check_probe p;
+	char *names[6], why[128], *text = NULL;
+	const struct check_probe *q;
+	size_t len = 0;
+
+	(void)state;
+	big_world(&w, 6, names, 1, 2); /* 1 -> 2 timed out */
+	memset(&p, 0, sizeof(p));
+	p.to = 4;
+	snprintf(p.why, sizeof(p.why), "no echo");
+	w.rows[3].probes[3] = p; /* 3 -> 4 (row 3's 4th probe is to 4) */
+	w.rows[2].lag_ms = 2500; /* pod 2 was starved */
+	w.rows[5].lag_ms = 1500; /* so was pod 5, but its probes all came through */
+	assert_int_equal(check_report_encode(&w, 2, &text, &len), 0);
+	assert_int_equal(check_world_init(&back, 6, 0, names), 0);
+	assert_int_equal(check_report_decode(&back, 2, text, len, why, sizeof(why)), 0);
+	assert_int_equal(back.rows[2].lag_ms, 2500);
+	free(text);
+	check_world_free(&back);
+
+	check_world_overload(&w);
+	q = check_find(&w, 1, 2, CHECK_TCP);
+	assert_non_null(q);
+	assert_string_equal(q->why, "overloaded");
+	q = check_find(&w, 3, 4, CHECK_TCP);
+	assert_non_null(q);
+	assert_string_equal(q->why, "no echo"); /* nobody stalled: a real failure */
+	assert_true(strncmp(w.rows[2].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) == 0);
+	assert_string_equal(w.rows[1].why, "");
+	assert_string_equal(w.rows[4].why, "");
+	assert_string_equal(w.rows[5].why, "");
+	check_world_free(&w);
+	free_names(names, 6);
+}
+
+/* Issue 31 item 7: a star chosen by default (N > 64) says so in the summary line. */
+static void test_star_default_line(void **state)
+{
+	struct check_world w;
+	struct check_summary s;
+	char *names[3] = {"a", "b", "c"};
+
+	(void)state;
+	assert_int_equal(check_world_init(&w, 3, 1, names), 0);
+	w.star_default = 1;
+	assert_int_equal(check_world_finish(&w), 0);
+	check_summarize(&w, &s);
+	assert_non_null(strstr(s.line, "; star mode: the default above 64 pods (--mode all "
+				       "probes every pair)"));
+	w.star_default = 0; /* --mode star: the user asked for it */
+	check_summarize(&w, &s);
+	assert_null(strstr(s.line, "star"));
+	check_world_free(&w);
+}
+
+/* Issue 30: check --report's page: self-contained, names, ✗ for the failed pair, blame. */
+static void test_html(void **state)
+{
+	struct check_world w;
+	struct check_summary s;
+	char *names[5], *buf = NULL;
+	const char *params[] = {"pods", "5", "mode", "all <pairs>"};
+	const char *warn[] = {"MTU & friends"};
+	struct check_probe p;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	big_world(&w, 5, names, 1, 3); /* 1 -> 3 timed out */
+	check_summarize(&w, &s);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(check_html_write(f, &w, &s, params, 4, warn, 1), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "<!DOCTYPE html>"));
+	assert_non_null(strstr(buf, "job-worker-4"));
+	assert_non_null(strstr(buf, "all &lt;pairs&gt;"));
+	assert_non_null(strstr(buf, "MTU &amp; friends"));
+	assert_non_null(strstr(buf, "19/20 pairs OK over TCP"));
+	assert_non_null(strstr(buf, "title=\"job-worker-1 → job-worker-3: timeout\">✗</td>"));
+	assert_non_null(strstr(buf, "job-worker-1 -&gt; job-worker-3 (path: timeout)"));
+	assert_null(strstr(buf, "<script"));
+	assert_null(strstr(buf, "http"));
+	assert_null(strstr(buf, "src="));
+	assert_null(strstr(buf, "rail"));
+	free(buf);
+
+	/* a rail: its own tab, its failure in the list */
+	memset(&p, 0, sizeof(p));
+	p.to = 2;
+	p.rail = 1;
+	snprintf(p.why, sizeof(p.why), "no rail at peer");
+	assert_int_equal(check_rail_index(&w, "net2"), 1);
+	assert_int_equal(check_row_add(&w, 0, &p), 0);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(check_html_write(f, &w, &s, params, 4, warn, 1), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "<label for=t1>TCP rail net2</label>"));
+	assert_non_null(strstr(buf, "id=p1"));
+	assert_non_null(
+	    strstr(buf, "title=\"job-worker-0 → job-worker-2: no rail at peer\">✗</td>"));
+	free(buf);
+	check_world_free(&w);
+	free_names(names, 5);
+}
+
+/*
+ * Issue 30: --mode sampled: k offsets from the seed (the same on every pod),
+ * every pod probes k peers and the coordinator, is probed by k; the coverage
+ * counted matches the pairs probed; the line states it.
+ */
+static void test_sampled(void **state)
+{
+	struct check_world w, v;
+	struct check_summary s;
+	char *names[40];
+	uint32_t i, j, out, in;
+	size_t n = 0;
+
+	(void)state;
+	for (i = 0; i < 40; i++)
+		names[i] = "p";
+	assert_int_equal(check_world_init(&w, 40, 0, names), 0);
+	assert_int_equal(check_world_init(&v, 40, 0, names), 0);
+	check_world_sample(&w, 5, 42);
+	check_world_sample(&v, 5, 42);
+	assert_int_equal(w.sample_k, 5);
+	assert_memory_equal(w.offs, v.offs, sizeof(w.offs));
+	for (i = 0; i < 40; i++) {
+		for (out = in = 0, j = 0; j < 40; j++) {
+			n += (size_t)check_pair_probed(&w, i, j);
+			out += (uint32_t)check_pair_probed(&w, i, j);
+			in += (uint32_t)check_pair_probed(&w, j, i);
+		}
+		if (i) {
+			assert_true(check_pair_probed(&w, i, 0) && check_pair_probed(&w, 0, i));
+			assert_in_range(out, 5, 6);
+			assert_in_range(in, 5, 6);
+		}
+	}
+	assert_int_equal(n, check_pairs_probed(&w));
+	assert_true(n < 40 * 39 / 4);
+	assert_int_equal(check_world_finish(&w), 0);
+	check_summarize(&w, &s);
+	assert_non_null(strstr(s.line, "; sampled: 5 peers per pod + the coordinator, "));
+	check_world_sample(&v, 64, 7); /* k >= n - 1: every pair */
+	assert_int_equal(check_pairs_probed(&v), 40 * 39);
+	check_world_free(&w);
+	check_world_free(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_ok),	    cmocka_unit_test(test_net1_down),
-	    cmocka_unit_test(test_mtu_low),	    cmocka_unit_test(test_star_missing),
-	    cmocka_unit_test(test_rdma_mixed),	    cmocka_unit_test(test_rdma_unavailable),
-	    cmocka_unit_test(test_hostile_reports), cmocka_unit_test(test_frames),
-	    cmocka_unit_test(test_result_hostile),  cmocka_unit_test(test_expected_pairs),
-	    cmocka_unit_test(test_matrix_sizes),    cmocka_unit_test(test_row_order),
+	    cmocka_unit_test(test_all_ok),
+	    cmocka_unit_test(test_net1_down),
+	    cmocka_unit_test(test_mtu_low),
+	    cmocka_unit_test(test_star_missing),
+	    cmocka_unit_test(test_rdma_mixed),
+	    cmocka_unit_test(test_rdma_unavailable),
+	    cmocka_unit_test(test_hostile_reports),
+	    cmocka_unit_test(test_frames),
+	    cmocka_unit_test(test_result_hostile),
+	    cmocka_unit_test(test_expected_pairs),
+	    cmocka_unit_test(test_matrix_sizes),
+	    cmocka_unit_test(test_row_order),
+	    cmocka_unit_test(test_overload),
+	    cmocka_unit_test(test_star_default_line),
+	    cmocka_unit_test(test_html),
+	    cmocka_unit_test(test_sampled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
