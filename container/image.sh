@@ -6,7 +6,8 @@
 # the build runs with --pull=never: podman never contacts a registry. The apt-get of the
 # build stage reaches the Debian mirror this machine's apt uses (--network host).
 #
-#   container/image.sh            -> $GX_IMAGE (default localhost/gxboot:latest)
+#   container/image.sh [--quiet]  -> $GX_IMAGE (default localhost/gxboot:latest)
+#   --quiet: the build's output goes to a log, shown only on failure; one PASS/FAIL line
 #
 # Cache: /var/cache/gxboot-image/ (GX_IMAGE_CACHE): bookworm-minbase.tar (made once,
 # about a minute) and containers.conf, the settings `podman run` needs on this kind of host:
@@ -21,7 +22,9 @@ BASE=docker.io/library/debian:bookworm
 cache=${GX_IMAGE_CACHE:-/var/cache/gxboot-image}
 tar=$cache/bookworm-minbase.tar
 
-die() { echo "image: $*" >&2; exit 1; }
+quiet=0
+[ "${1:-}" = --quiet ] && quiet=1
+die() { echo "FAIL image: $*"; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "run as root (podman import/build of the bookworm base)"
 for c in podman runc debootstrap; do
   command -v "$c" >/dev/null || die "$c is not installed (make deps)"
@@ -68,7 +71,14 @@ if ! podman image exists "$BASE"; then
 fi
 t2=$(date +%s)
 rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
-podman build --pull=never --network host -f container/Dockerfile -t "$IMAGE" \
-  --build-arg GXBOOT_REV="$rev" . || die "podman build failed"
+build=(podman build --pull=never --network host -f container/Dockerfile -t "$IMAGE"
+  --build-arg GXBOOT_REV="$rev" .)
+if [ "$quiet" = 1 ]; then
+  log=$(mktemp /tmp/gxboot-image.XXXXXX)
+  "${build[@]}" >"$log" 2>&1 || { tail -25 "$log" | sed 's/^/  | /'; rm -f "$log"; die "podman build failed"; }
+  rm -f "$log"
+else
+  "${build[@]}" || die "podman build failed"
+fi
 t3=$(date +%s)
-echo "image: $IMAGE ($rev): base root $((t1 - t0))s, import $((t2 - t1))s, build $((t3 - t2))s"
+echo "PASS image $IMAGE ($rev): base root $((t1 - t0))s, import $((t2 - t1))s, build $((t3 - t2))s"

@@ -26,10 +26,7 @@ IMG=${GX_IMAGE:-localhost/gxboot:latest}
 BASE=docker.io/library/debian:bookworm
 # The image is (re)built from this tree: layers are cached, so this is seconds when nothing
 # changed and minutes on a fresh machine (make image before, as make check does).
-GX_IMAGE=$IMG "$GX_ROOT/container/image.sh" >"/tmp/gximage.$$.log" 2>&1 ||
-  { tail -20 "/tmp/gximage.$$.log"; rm -f "/tmp/gximage.$$.log"; fail "container/image.sh failed"; }
-tail -1 "/tmp/gximage.$$.log"
-rm -f "/tmp/gximage.$$.log"
+GX_IMAGE=$IMG "$GX_ROOT/container/image.sh" --quiet || fail "container/image.sh failed"
 export CONTAINERS_CONF=${GX_IMAGE_CACHE:-/var/cache/gxboot-image}/containers.conf
 
 # --- the image itself
