@@ -3,6 +3,7 @@
 #   make check      lint + every test (unit plain/ASan+UBSan/valgrind, fuzz smoke, e2e)
 #   make demo       4-pod simulated cluster, torchrun over net1
 #   make deps       apt-install everything build, tests and demo need (idempotent)
+#   make image      container/Dockerfile built with podman, offline (container/image.sh)
 #   make asan | debug | valgrind | fuzz | bench | fmt | lint | clean
 # V=1 shows the commands.
 
@@ -66,7 +67,7 @@ SUPPORT_OBJ := $(B)/tests/unit/test_support.o
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 .PHONY: all release debug asan check unit deps demo fmt fmt-check lint clean valgrind fuzz arm64 \
-	bench tools
+	bench tools image
 .DEFAULT_GOAL := all
 
 all: build/gxboot
@@ -137,6 +138,9 @@ deps:
 check:
 	$(Q)tests/deps.sh --if-missing
 	$(Q)tests/check.sh
+
+image:
+	$(Q)container/image.sh
 
 unit: debug
 	$(Q)tests/run-unit.sh build/debug

@@ -46,6 +46,7 @@ step "unit tests (valgrind)" tests/run-unit.sh build/debug valgrind
 [ -x tests/fuzz/run.sh ] && step "fuzz smoke" tests/fuzz/run.sh "${FUZZ_SECONDS:-10}"
 [ -x tests/e2e/nd_netns.sh ] && step "netdetect in netns" tests/e2e/nd_netns.sh
 [ -x tests/container/run.sh ] && step "container manifests" tests/container/run.sh
+[ -x container/image.sh ] && step "container image" container/image.sh --quiet
 [ -x tests/e2e/run.sh ] && step "end-to-end" tests/e2e/run.sh
 [ -x tests/bench/run.sh ] && step "bench smoke" tests/bench/run.sh --smoke
 
