@@ -43,7 +43,7 @@ complete() {
     case "$(basename "$f")" in
     env) env -i /bin/sh -c '. "$1" && [ -n "$NODE_RANK" ]' sh "$f" || return 1 ;;
     env.json | rendezvous.json) /usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$f" || return 1 ;;
-    hostfile) [ -s "$f" ] || return 1 ;;
+    hostfile | hostfile.hydra) [ -s "$f" ] || return 1 ;;
     *) echo "unexpected file $f" >&2; return 1 ;;
     esac
   done
