@@ -5,10 +5,10 @@
  * rping idiom, behind an ops table so that unit tests replace every rdma_* /
  * ibv_* call with recorded shapes (this machine has no RDMA device).
  *
- * The server side runs inside the caller's gx_ev loop (the rdma_cm event
+ * Server and client run inside the caller's gx_ev loop (the rdma_cm event
  * channel fd and the completion channel fds are non-blocking and polled);
- * the client side is blocking with a deadline (a member waits for nothing
- * else while it verifies; check runs its RDMA probes one at a time).
+ * rdzv_rdma_probe_run is the client in a private loop (a member waits for
+ * nothing else while it verifies).
  * Steps and the private-data layout: rdzv/PROTOCOL.md, "RDMA-CM".
  */
 #ifndef RDZV_RDMA_H
@@ -124,10 +124,29 @@ struct rdzv_rdma_probe {
 };
 
 /*
- * Client probe (check): from self's secondary address to peer's, port;
- * connect, send/recv, RDMA WRITE of size bytes (0 = skip), with latency.
- * Blocks until done or deadline_ms (gx_now_ms clock). 0 with out->ok set
- * or cleared; negative only for bad arguments / out of memory.
+ * Client probe: from self's secondary address to peer's, port; connect,
+ * send/recv, RDMA WRITE of size bytes (0 = skip), with latency; the outcome
+ * by deadline_ms (gx_now_ms clock). It runs inside ev (the rdma_cm channel
+ * and the completion channel are polled there, a timer holds the deadline):
+ * no fork, no thread, so the verbs objects are used only by the process
+ * that opened them. done(arg, out) is called exactly once, from the loop
+ * (never from start), after every object is released; the probe is freed
+ * then. *ret (may be NULL) is valid until done or rdzv_rdma_probe_cancel.
+ * Negative only for bad arguments / out of memory (done is not called).
+ */
+struct rdzv_rdma_cli;
+typedef void rdzv_rdma_probe_fn(void *arg, const struct rdzv_rdma_probe *out);
+int rdzv_rdma_probe_start(struct rdzv_rdma_ctx *c, struct gx_ev *ev, const struct rdzv_peer *self,
+			  const struct rdzv_peer *peer, uint16_t port, size_t size,
+			  int64_t deadline_ms, rdzv_rdma_probe_fn *done, void *arg,
+			  struct rdzv_rdma_cli **ret);
+/* Stops a running probe without calling done; NULL is fine. */
+void rdzv_rdma_probe_cancel(struct rdzv_rdma_cli *cl);
+
+/*
+ * The same probe, blocking: runs a private loop until done (the member's
+ * verification, which waits for nothing else). 0 with out->ok set or
+ * cleared; negative only for bad arguments / out of memory.
  */
 int rdzv_rdma_probe_run(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
 			const struct rdzv_peer *peer, uint16_t port, size_t size,

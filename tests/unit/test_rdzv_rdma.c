@@ -889,6 +889,71 @@ static void test_client_memlock(void **state)
 	assert_int_equal(f->req_pdlen, 0);
 }
 
+/* The loop-driven client: done() comes from the loop, once, never from start. */
+struct async_seen {
+	int calls;
+	struct rdzv_rdma_probe out;
+};
+
+static void async_done(void *arg, const struct rdzv_rdma_probe *out)
+{
+	struct async_seen *a = arg;
+
+	a->calls++;
+	a->out = *out;
+}
+
+static void test_client_in_loop(void **state)
+{
+	struct rdzv_rdma_ctx *c = NULL;
+	struct rdzv_peer self, peer;
+	struct rdzv_rdma_cli *cl = NULL;
+	struct async_seen a;
+	struct gx_ev *ev = NULL;
+
+	(void)state;
+	peers(&self, &peer, 0);
+	assert_int_equal(gx_ev_new(&ev), 0);
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 4096, &c), 0);
+	/* two probes at once in one loop: both finish, each once */
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 4096, gx_now_ms() + 2000,
+					       async_done, &a, &cl),
+			 0);
+	assert_non_null(cl);
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 0, gx_now_ms() + 2000,
+					       async_done, &a, NULL),
+			 0);
+	assert_int_equal(a.calls, 0);
+	for (int i = 0; i < 100 && a.calls < 2; i++)
+		gx_ev_run_until(ev, gx_now_ms() + 20);
+	assert_int_equal(a.calls, 2);
+	assert_int_equal(a.out.ok, 1);
+	/* a failure found in start is reported from the loop */
+	self.addr4[0] = '\0';
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 0, gx_now_ms() + 2000,
+					       async_done, &a, NULL),
+			 0);
+	assert_int_equal(a.calls, 0);
+	gx_ev_run_until(ev, gx_now_ms() + 50);
+	assert_int_equal(a.calls, 1);
+	assert_string_equal(a.out.step, "resolve_addr");
+	/* cancelled: done never comes, nothing stays alive (teardown counts) */
+	peers(&self, &peer, 0);
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 0, gx_now_ms() + 2000,
+					       async_done, &a, &cl),
+			 0);
+	rdzv_rdma_probe_cancel(cl);
+	gx_ev_run_until(ev, gx_now_ms() + 50);
+	assert_int_equal(a.calls, 0);
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 0, 0, NULL, &a, NULL),
+			 -EINVAL);
+	rdzv_rdma_ctx_free(c);
+	gx_ev_free(ev);
+}
+
 static void test_ops_check(void **state)
 {
 	struct fake *f = *state;
@@ -1118,6 +1183,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_client_deadline, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_hostile_accept, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_memlock, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_in_loop, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ops_check, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_answers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_garbage, setup, teardown),
