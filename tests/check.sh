@@ -47,6 +47,7 @@ step "unit tests (valgrind)" tests/run-unit.sh build/debug valgrind
 [ -x tests/e2e/nd_netns.sh ] && step "netdetect in netns" tests/e2e/nd_netns.sh
 [ -x tests/container/run.sh ] && step "container manifests" tests/container/run.sh
 [ -x tests/e2e/run.sh ] && step "end-to-end" tests/e2e/run.sh
+[ -x tests/e2e/rdma_vm.sh ] && step "RDMA end-to-end (soft-RoCE VM)" tests/e2e/rdma_vm.sh
 [ -x tests/bench/run.sh ] && step "bench smoke" tests/bench/run.sh --smoke
 
 pass=$(grep -c '^PASS' "$log")

@@ -1,0 +1,38 @@
+# lib.sh - shared by tests/e2e/rdma/case_*.sh, which run INSIDE the soft-RoCE VM
+# (tests/e2e/rdma_vm.sh boots it): cluster.sh pods plus one rdma_rxe device per pod on net1.
+# rdma_rxe works across network namespaces only in shared mode (the default): every pod sees
+# every pod's rxe device and GID table, and every pod's net1 has the same ifindex.
+#
+#   rxe_pods N      cluster_create N, then `rdma link add rxe<i> type rxe netdev net1` in pod i
+#   rxe_del i       remove pod i's rxe device (its rail is gone)
+#   rxe_drop_roce i drop RoCE v2 (UDP 4791) arriving on pod i's net1 (nftables; TCP stays)
+#   rxe_check P...  gxboot check on every pod (coordinator last), GX_RC[i], logs pod<i>.log
+. "$(dirname "${BASH_SOURCE[0]}")/../cluster.sh"
+
+rxe_pods() {
+  local i n=$1
+  cluster_create "$n" || fail "cluster_create"
+  for ((i = 0; i < n; i++)); do
+    pod_exec "$i" rdma link add "rxe$i" type rxe netdev net1 || fail "rdma link add rxe$i"
+  done
+}
+
+rxe_del() { pod_exec "$1" rdma link del "rxe$1"; }
+
+rxe_drop_roce() {
+  printf '%s\n' 'table inet gxrxe {' \
+    ' chain in { type filter hook input priority -10; iifname "net1" udp dport 4791 drop; }' \
+    '}' | pod_exec "$1" nft -f - || fail "nft in pod $1"
+}
+
+# rxe_run SEC CMD-ARGS... : `gxboot CMD-ARGS` on pods N-1..0 (coordinator last), waits SEC s
+rxe_run() {
+  local sec=$1 i
+  shift
+  for ((i = GX_N - 1; i >= 0; i--)); do
+    mkdir -p "$GX_DIR/out$i"
+    pod_bg "$i" "$GX_DIR/pod$i.log" "$GXBOOT" "$@"
+    GX_PIDS[i]=$GX_PID
+  done
+  gx_wait_all "$sec" $(seq 0 $((GX_N - 1)))
+}
