@@ -193,7 +193,7 @@ static const struct rdzv_rdma_ops *rdma_ops(struct agent_run *r)
 		return NULL;
 	rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), 0, &r->rdma_ctx);
 	if (rc < 0) {
-		gx_warn("RDMA-CM unavailable (%s): verifying over TCP only", gx_strerror(rc));
+		r->rdma_ctx_rc = rc; /* rdma_verdict says so, once (issue 24) */
 		return NULL;
 	}
 	return rdzv_rdma_ops(r->rdma_ctx);
@@ -245,6 +245,45 @@ static int start_rdzv(struct agent_run *r)
 	else
 		rc = rdzv_member_start(r->ev, &cfg, rdzv_done, r, &r->member);
 	return rc;
+}
+
+/*
+ * Issue 24 / issue 31 item 5: was this pod's RDMA-CM path to the coordinator
+ * really exercised? One line either way; with --rdma require, not verified is
+ * a failure (exit 4 for a local cause, 5 otherwise). check has its own RDMA
+ * probes and report: not judged here.
+ */
+static int rdma_verdict(struct agent_run *r, char *err, size_t errlen)
+{
+	const struct nd_result *nd = r->nd;
+	const struct rdzv_rdma_probe *last = rdzv_rdma_last(r->rdma_ctx);
+	struct agent_rdma_facts f = {
+	    .mode = (int)r->o->rdma,
+	    .have_dev = !r->soft_verify && !r->peers.observer && nd_ok(r) && nd->rdma_usable &&
+			nd->rdma_dev[0],
+	    .dev = nd_ok(r) ? nd->rdma_dev : "",
+	    .is_coord = r->res.rank == 0,
+	    .ctx_rc = r->rdma_ctx_rc,
+	    .listen_err = r->res.rdma_warning,
+	    .members = r->res.world > 1 ? r->res.world - 1 : 0,
+	    .answered = rdzv_rdma_answered(r->rdma_ctx),
+	    .verified = r->res.rdma_verified,
+	    .verify_us = last ? last->connect_us + last->sendrecv_us : -1,
+	    .coord_has_dev = r->res.coord.rdma_dev[0] != '\0',
+	    .coord_name = r->peers.names[0],
+	    .coord_dev = r->res.coord.rdma_dev,
+	};
+
+	agent_rdma_verdict(&f, &r->rdma_v);
+	if (r->rdma_v.state == 1)
+		gx_info("RDMA verified: %s", r->rdma_v.why);
+	else if (r->rdma_v.state == 0 && r->rdma_v.fail_rc)
+		snprintf(err, errlen, "--rdma require: RDMA not verified: %s", r->rdma_v.why);
+	else if (r->rdma_v.state == 0)
+		gx_warn("RDMA not verified: %s (NCCL_IB_HCA is still set: the job may fail or "
+			"fall back to sockets)",
+			r->rdma_v.why);
+	return r->rdma_v.fail_rc;
 }
 
 /* The one line and code for a failed rendezvous; our own netdetect failure wins (exit 4). */
@@ -342,7 +381,7 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", r->nd_err);
 		return r->nd_rc;
 	}
-	return 0;
+	return rdma_verdict(r, err, errlen);
 }
 
 /* ---- after the rendezvous: environment, files ---- */
@@ -448,6 +487,14 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	ri.npeers = n;
 	j = agent_rendezvous_json(&ri, err, errlen);
 	free(pi);
+	if (j && r->rdma_v.state >= 0 &&
+	    json_object_set_new(j, "rdma",
+				json_pack("{s:b,s:s}", "verified", r->rdma_v.state == 1, "why",
+					  r->rdma_v.why)) < 0) {
+		snprintf(err, errlen, "rendezvous.json: out of memory");
+		json_decref(j);
+		j = NULL;
+	}
 	return j;
 }
 
@@ -455,6 +502,7 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 {
 	char rails[1024] = "", hfpath[4096];
 	struct agent_env_input in;
+	int rc;
 
 	if (nd_ok(r) && r->nd->rdma_usable && nd_rails_hca(r->nd, rails, sizeof(rails)) < 0)
 		rails[0] = '\0';
@@ -482,7 +530,11 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.override_env = r->o->override_env;
 	in.rsh_agent = r->rsh_agent[0] ? r->rsh_agent : NULL;
 	in.rsh_key_file = r->rsh_key_file[0] ? r->rsh_key_file : NULL;
-	return agent_env_build(&in, environ, env, err, errlen);
+	rc = agent_env_build(&in, environ, env, err, errlen);
+	/* issue 24: whether this pod's RDMA-CM path was really exercised */
+	if (rc == 0 && r->rdma_v.state >= 0)
+		rc = agent_env_set(env, "GXBOOT_RDMA_VERIFIED", r->rdma_v.state == 1 ? "1" : "0");
+	return rc;
 }
 
 /* The table's files: hostfile (when the table is known) and rendezvous.json. */

@@ -554,7 +554,11 @@ static int ops_check(void *arg, const struct rdzv_peer *self, const struct rdzv_
 	struct rdzv_rdma_probe p;
 	int rc;
 
-	rc = rdzv_rdma_probe_run(arg, self, coord, port, 0, deadline_ms, &p);
+	struct rdzv_rdma_ctx *c = arg;
+
+	rc = rdzv_rdma_probe_run(c, self, coord, port, 0, deadline_ms, &p);
+	if (rc == 0)
+		c->last = p;
 	if (rc < 0) {
 		snprintf(why, whylen, "%s", gx_strerror(rc));
 		return rc;
@@ -594,6 +598,7 @@ int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 	c->ops.listen = ops_listen;
 	c->ops.close = ops_close;
 	c->ops.arg = c;
+	c->last.size = (size_t)-1; /* no verification yet */
 	*ret = c;
 	return 0;
 }
@@ -604,6 +609,11 @@ void rdzv_rdma_ctx_free(struct rdzv_rdma_ctx *c)
 		return;
 	rdzv_rdma_stop(c);
 	free(c);
+}
+
+const struct rdzv_rdma_probe *rdzv_rdma_last(const struct rdzv_rdma_ctx *c)
+{
+	return c && c->last.size != (size_t)-1 ? &c->last : NULL;
 }
 
 const struct rdzv_rdma_ops *rdzv_rdma_ops(struct rdzv_rdma_ctx *c)

@@ -86,6 +86,8 @@ struct rdzv_rdma_ctx; /* server state; owns no global state */
  */
 int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 		      struct rdzv_rdma_ctx **ret);
+/* The outcome of the latest verification (ops check()); NULL when none ran. */
+const struct rdzv_rdma_probe *rdzv_rdma_last(const struct rdzv_rdma_ctx *c);
 /* Stops the server (if any) and frees everything; NULL is fine. */
 void rdzv_rdma_ctx_free(struct rdzv_rdma_ctx *c);
 
@@ -108,6 +110,11 @@ int rdzv_rdma_serve(struct rdzv_rdma_ctx *c, struct gx_ev *ev, const struct rdzv
 void rdzv_rdma_stop(struct rdzv_rdma_ctx *c);
 /* Server connections open now (tests, progress). */
 unsigned rdzv_rdma_nconns(const struct rdzv_rdma_ctx *c);
+/*
+ * Server: connections whose connect + first send/recv went through, since the
+ * context was made (the coordinator's evidence that its RDMA-CM path works).
+ */
+unsigned rdzv_rdma_answered(const struct rdzv_rdma_ctx *c);
 
 struct rdzv_rdma_probe {
 	int ok;		     /* 1: every step passed */

@@ -98,8 +98,10 @@ struct rdzv_rdma_ctx {
 	const struct rdzv_rdma_cm_ops *cm;
 	size_t max_write;
 	struct rdzv_rdma_ops ops;
-	struct rdzv_rdma_srv *srv; /* NULL when not serving */
-	uint64_t nonce;		   /* client: per-probe counter, mixed with the clock */
+	struct rdzv_rdma_srv *srv;   /* NULL when not serving */
+	uint64_t nonce;		     /* client: per-probe counter, mixed with the clock */
+	unsigned answered;	     /* server: connections whose first PING got its PONG */
+	struct rdzv_rdma_probe last; /* the latest check() (size -1: none yet) */
 };
 
 #endif

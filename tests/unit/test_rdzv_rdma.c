@@ -1048,6 +1048,7 @@ static void test_server_answers(void **state)
 	pump(s.ev);
 	assert_int_equal(f->naccepts, 1);
 	assert_int_equal(rdzv_rdma_nconns(s.c), 1);
+	assert_int_equal(rdzv_rdma_answered(s.c), 0); /* connected, nothing exchanged yet */
 	/* the accept names a registered, writable buffer of max_write bytes */
 	assert_int_equal(rdzv_rdma_dec_acc(f->acc_pd, (size_t)f->acc_pdlen, &a), 0);
 	assert_int_equal(a.mtu, 2048);
@@ -1064,12 +1065,14 @@ static void test_server_answers(void **state)
 	assert_int_equal(rdzv_rdma_dec_msg(f->sent, sizeof(f->sent), &m), 0);
 	assert_int_equal(m.type, RDZV_RDMA_T_PONG);
 	assert_true(m.nonce == 0x1122334455667788ull);
+	assert_int_equal(rdzv_rdma_answered(s.c), 1);
 	/* a second PING on the re-posted recv is answered too */
 	m.type = RDZV_RDMA_T_PING;
 	rdzv_rdma_enc_msg(&m, ping);
 	deliver((struct fake_qp *)id->qp, ping, sizeof(ping));
 	pump(s.ev);
 	assert_int_equal(f->nsent, 2);
+	assert_int_equal(rdzv_rdma_answered(s.c), 1); /* one connection verified */
 	/* the client hangs up: everything of that connection is gone */
 	push_ev(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 	pump(s.ev);

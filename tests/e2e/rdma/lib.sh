@@ -25,14 +25,27 @@ rxe_drop_roce() {
     '}' | pod_exec "$1" nft -f - || fail "nft in pod $1"
 }
 
-# rxe_run SEC CMD-ARGS... : `gxboot CMD-ARGS` on pods N-1..0 (coordinator last), waits SEC s
+# rxe_run SEC ARGS... : `gxboot ARGS` on pods N-1..0 (coordinator last), waits SEC s;
+# GX_RC[i], logs $GX_DIR/pod<i>.log. "@OUT@" in ARGS becomes pod i's $GX_DIR/out<i>.
 rxe_run() {
   local sec=$1 i
   shift
   for ((i = GX_N - 1; i >= 0; i--)); do
-    mkdir -p "$GX_DIR/out$i"
-    pod_bg "$i" "$GX_DIR/pod$i.log" "$GXBOOT" "$@"
-    GX_PIDS[i]=$GX_PID
+    rxe_start "$i" "$@"
   done
   gx_wait_all "$sec" $(seq 0 $((GX_N - 1)))
 }
+
+# rxe_start i ARGS... : `gxboot ARGS` in pod i in the background (GX_PIDS[i]); "@OUT@" as above
+rxe_start() {
+  local i=$1 a args=()
+  shift
+  rm -rf "$GX_DIR/out$i"
+  mkdir -p "$GX_DIR/out$i"
+  for a in "$@"; do args+=("${a//@OUT@/$GX_DIR/out$i}"); done
+  pod_bg "$i" "$GX_DIR/pod$i.log" "$GXBOOT" "${args[@]}"
+  GX_PIDS[i]=$GX_PID
+}
+
+# rxe_json i EXPR : a value from pod i's rendezvous.json (python expression over d)
+rxe_json() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$GX_DIR/out$1/rendezvous.json" "$2"; }
