@@ -247,6 +247,24 @@ static int start_rdzv(struct agent_run *r)
 	return rc;
 }
 
+/* Issue 24 item 4: NCCL_IB_HCA only with the rails that verified; the others named once. */
+static void rdma_gate(struct agent_run *r)
+{
+	const struct rdzv_rdma_rail *rails = NULL;
+	size_t n = rdzv_rdma_rails(r->rdma_ctx, &rails);
+	char hca[1024];
+
+	if (!n || nd_rails_hca(r->nd, hca, sizeof(hca)) < 0)
+		return;
+	r->rdma_gid = r->nd->nccl_gid_index;
+	if (agent_rdma_gate(hca, rails, n, r->res.rank == 0, r->rdma_hca, sizeof(r->rdma_hca),
+			    &r->rdma_gid, r->rdma_dropped, sizeof(r->rdma_dropped)) < 0)
+		return;
+	r->rdma_gated = 1;
+	if (r->rdma_dropped[0])
+		gx_warn("RDMA rails left out of NCCL_IB_HCA (not verified): %s", r->rdma_dropped);
+}
+
 /*
  * Issue 24 / issue 31 item 5: was this pod's RDMA-CM path to the coordinator
  * really exercised? One line either way; with --rdma require, not verified is
@@ -275,6 +293,8 @@ static int rdma_verdict(struct agent_run *r, char *err, size_t errlen)
 	};
 
 	agent_rdma_verdict(&f, &r->rdma_v);
+	if (r->rdma_v.state == 1)
+		rdma_gate(r);
 	if (r->rdma_v.state == 1)
 		gx_info("RDMA verified: %s", r->rdma_v.why);
 	else if (r->rdma_v.state == 0 && r->rdma_v.fail_rc)
@@ -489,8 +509,9 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	free(pi);
 	if (j && r->rdma_v.state >= 0 &&
 	    json_object_set_new(j, "rdma",
-				json_pack("{s:b,s:s}", "verified", r->rdma_v.state == 1, "why",
-					  r->rdma_v.why)) < 0) {
+				json_pack("{s:b,s:s,s:s?}", "verified", r->rdma_v.state == 1, "why",
+					  r->rdma_v.why, "rails_left_out",
+					  r->rdma_dropped[0] ? r->rdma_dropped : NULL)) < 0) {
 		snprintf(err, errlen, "rendezvous.json: out of memory");
 		json_decref(j);
 		j = NULL;
@@ -515,8 +536,10 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.iface = our_iface(r);
 	if (nd_ok(r))
 		in.addr = r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6;
-	in.rails = rails;
+	in.rails = r->rdma_gated ? r->rdma_hca : rails;
 	in.nccl_gid_index = nd_ok(r) && r->nd->rdma_usable ? r->nd->nccl_gid_index : -1;
+	if (r->rdma_gated)
+		in.nccl_gid_index = r->rdma_gid;
 	in.observer = r->peers.observer;
 	if (r->peers.ray != AGENT_RAY_AUTO) {
 		long port = 6379; /* KubeRay's RAY_PORT: the head's GCS port */

@@ -8,6 +8,7 @@
 #include "netdetect/netdetect.h"
 #include "rdzv/gx.h"
 #include "rdzv/rdzv.h"
+#include "rdzv/rdzv_rdma.h"
 
 struct agent_token {
 	unsigned char *data; /* NULL = no token */
@@ -48,6 +49,17 @@ struct agent_rdma_verdict {
 	char why[400]; /* one line: what passed, or why not */
 };
 void agent_rdma_verdict(const struct agent_rdma_facts *f, struct agent_rdma_verdict *v);
+/*
+ * The fabric gate per HCA (issue 24 item 4): hca ("dev:port,...", netdetect's rails) with
+ * the rails that did not verify left out: a member's rail whose RDMA-CM probe to the
+ * coordinator's rail of the same interface failed or had no partner; a coordinator's rail
+ * with no listener or no member verified on it. The bootstrap rail always stays (the
+ * rendezvous failed otherwise). *gid: a member's SGID index that carried every kept rail's
+ * probe (-1 when they differ; untouched when none is known). dropped: "net2 (rxe4): why; ...".
+ * Returns the number left out, -ENOSPC when out is too small.
+ */
+int agent_rdma_gate(const char *hca, const struct rdzv_rdma_rail *rails, size_t n, int is_coord,
+		    char *out, size_t cap, int *gid, char *dropped, size_t dcap);
 
 struct agent_run {
 	struct agent_opts *o;
@@ -79,6 +91,10 @@ struct agent_run {
 	struct rdzv_rdma_ctx *rdma_ctx;	  /* RDMA-CM verification (issue 5), owned */
 	int rdma_ctx_rc;		  /* why rdma_ctx could not be made */
 	struct agent_rdma_verdict rdma_v; /* issue 24: verified or not, and why */
+	int rdma_gated;			  /* rdma_hca / rdma_gid replace netdetect's */
+	char rdma_hca[1024];		  /* the rails that verified (NCCL_IB_HCA) */
+	int rdma_gid;			  /* NCCL_IB_GID_INDEX that carried the traffic */
+	char rdma_dropped[1024];	  /* the rails left out, and why */
 	uint32_t self_flags;		  /* RDZV_PF_* added to our JOIN (serve: RDZV_PF_SERVES) */
 	/* remote exec (issue 17, run_serve.c) */
 	int serving;		   /* serve / --serve */

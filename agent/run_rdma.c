@@ -68,3 +68,69 @@ void agent_rdma_verdict(const struct agent_rdma_facts *f, struct agent_rdma_verd
 	if (f->mode != AGENT_RDMA_REQUIRE)
 		v->fail_rc = 0;
 }
+
+/* The rail entry for device dev (the part of an HCA item before ':'), or NULL. */
+static const struct rdzv_rdma_rail *rail_for(const struct rdzv_rdma_rail *rails, size_t n,
+					     const char *dev, size_t devlen)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		if (strlen(rails[k].dev) == devlen && strncmp(rails[k].dev, dev, devlen) == 0)
+			return &rails[k];
+	return NULL;
+}
+
+/* Why a rail did not pass the gate, or NULL when it did. */
+static const char *rail_failed(const struct rdzv_rdma_rail *rl, int is_coord)
+{
+	if (!rl || rl->bootstrap)
+		return NULL;
+	if (is_coord && !rl->served)
+		return rl->why[0] ? rl->why : "no RDMA-CM listener";
+	if (is_coord && rl->answered == 0)
+		return "no member verified RDMA-CM on it";
+	if (!is_coord && !rl->ok)
+		return rl->why[0] ? rl->why : "not verified";
+	return NULL;
+}
+
+int agent_rdma_gate(const char *hca, const struct rdzv_rdma_rail *rails, size_t n, int is_coord,
+		    char *out, size_t cap, int *gid, char *dropped, size_t dcap)
+{
+	const struct rdzv_rdma_rail *rl;
+	const char *s = hca, *e, *colon, *why;
+	size_t len = 0, dlen = 0;
+	int ndropped = 0, g = -2, w;
+
+	out[0] = '\0';
+	if (dcap)
+		dropped[0] = '\0';
+	while (s && *s) {
+		e = strchr(s, ',');
+		if (!e)
+			e = s + strlen(s);
+		colon = memchr(s, ':', (size_t)(e - s));
+		rl = rail_for(rails, n, s, (size_t)((colon ? colon : e) - s));
+		why = rail_failed(rl, is_coord);
+		if (why) {
+			w = snprintf(dropped + dlen, dcap - dlen, "%s%s (%s): %s", dlen ? "; " : "",
+				     rl->netdev, rl->dev, why);
+			if (w > 0 && (size_t)w < dcap - dlen)
+				dlen += (size_t)w;
+			ndropped++;
+		} else {
+			w = snprintf(out + len, cap - len, "%s%.*s", len ? "," : "", (int)(e - s),
+				     s);
+			if (w < 0 || (size_t)w >= cap - len)
+				return -ENOSPC;
+			len += (size_t)w;
+			if (!is_coord && rl && rl->ok)
+				g = g == -2 || g == rl->gid_index ? rl->gid_index : -1;
+		}
+		s = *e ? e + 1 : e;
+	}
+	if (g != -2)
+		*gid = g; /* the index that carried every verified rail's traffic, or none */
+	return ndropped;
+}

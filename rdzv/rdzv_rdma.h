@@ -88,6 +88,30 @@ int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 		      struct rdzv_rdma_ctx **ret);
 /* The outcome of the latest verification (ops check()); NULL when none ran. */
 const struct rdzv_rdma_probe *rdzv_rdma_last(const struct rdzv_rdma_ctx *c);
+/*
+ * The fabric gate per HCA (issue 24 item 4). Each rail in rdzv_peer.rails
+ * ("dev:port/netdev/addr,...") is matched with the coordinator's rail on the
+ * interface of the same name; the member's check() probes every matched rail
+ * (RDMA-CM connect + send/recv from its rail address to the coordinator's),
+ * the coordinator's listen() serves each of its rail addresses. A rail's
+ * failure does not fail check() (only the bootstrap rail does): it is left
+ * out of NCCL_IB_HCA by the caller and named.
+ */
+#define RDZV_RDMA_MAX_RAILS 8
+struct rdzv_rdma_rail {
+	char dev[64];	   /* this pod's device on the rail */
+	char netdev[16];   /* the rail's interface */
+	int bootstrap;	   /* the rail of the bootstrap address */
+	int checked;	   /* member: probed to the coordinator's same rail */
+	int ok;		   /* member: that probe passed */
+	int gid_index;	   /* member: the SGID index that carried it, -1 unknown */
+	int served;	   /* coordinator: a listener runs on this rail */
+	unsigned answered; /* coordinator: members whose connect + send/recv came on it */
+	char why[200];	   /* member: why not ok; coordinator: why not served */
+};
+/* This context's rails (after check() or listen()); *ret valid until the next call / free. */
+size_t rdzv_rdma_rails(struct rdzv_rdma_ctx *c, const struct rdzv_rdma_rail **ret);
+
 /* Stops the server (if any) and frees everything; NULL is fine. */
 void rdzv_rdma_ctx_free(struct rdzv_rdma_ctx *c);
 

@@ -102,6 +102,9 @@ struct rdzv_rdma_ctx {
 	uint64_t nonce;		     /* client: per-probe counter, mixed with the clock */
 	unsigned answered;	     /* server: connections whose first PING got its PONG */
 	struct rdzv_rdma_probe last; /* the latest check() (size -1: none yet) */
+	struct rdzv_rdma_rail rails[RDZV_RDMA_MAX_RAILS];
+	size_t nrails;
+	struct rdzv_rdma_ctx *rail_srv[RDZV_RDMA_MAX_RAILS]; /* coordinator: one per extra rail */
 };
 
 #endif

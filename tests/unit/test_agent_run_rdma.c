@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "agent/run_int.h"
@@ -127,12 +128,88 @@ static void test_nothing_to_verify(void **state)
 	expect(&f, -1, 0, "");
 }
 
+static void test_gate(void **state)
+{
+	struct rdzv_rdma_rail r[3] = {
+	    {.dev = "rxe0",
+	     .netdev = "net1",
+	     .bootstrap = 1,
+	     .checked = 1,
+	     .ok = 1,
+	     .gid_index = 1},
+	    {.dev = "rxe3", .netdev = "net2", .checked = 1, .ok = 1, .gid_index = 1},
+	    {.dev = "mlx5_1", .netdev = "net3", .checked = 1, .ok = 1, .gid_index = 1},
+	};
+	char out[256], dropped[256];
+	int gid = 7;
+
+	(void)state;
+	/* every rail verified: all kept, the index that carried them */
+	assert_int_equal(agent_rdma_gate("rxe0:1,rxe3:1,mlx5_1:1", r, 3, 0, out, sizeof(out), &gid,
+					 dropped, sizeof(dropped)),
+			 0);
+	assert_string_equal(out, "rxe0:1,rxe3:1,mlx5_1:1");
+	assert_int_equal(gid, 1);
+	assert_string_equal(dropped, "");
+	/* one rail broken: left out and named; the indexes of the others differ: none */
+	r[1].ok = 0;
+	snprintf(r[1].why, sizeof(r[1].why), "to rxe9 (10.1.0.1): connect: timed out");
+	r[2].gid_index = 3;
+	assert_int_equal(agent_rdma_gate("rxe0:1,rxe3:1,mlx5_1:1", r, 3, 0, out, sizeof(out), &gid,
+					 dropped, sizeof(dropped)),
+			 1);
+	assert_string_equal(out, "rxe0:1,mlx5_1:1");
+	assert_int_equal(gid, -1);
+	assert_string_equal(dropped, "net2 (rxe3): to rxe9 (10.1.0.1): connect: timed out");
+	/* a rail the coordinator has no partner for is not verified either */
+	r[2].ok = 0;
+	r[2].checked = 0;
+	snprintf(r[2].why, sizeof(r[2].why), "the coordinator has no rail on net3");
+	assert_int_equal(agent_rdma_gate("rxe0:1,rxe3:1,mlx5_1:1", r, 3, 0, out, sizeof(out), &gid,
+					 dropped, sizeof(dropped)),
+			 2);
+	assert_string_equal(out, "rxe0:1");
+	assert_int_equal(gid, 1);
+	/* coordinator: a rail no member verified on, a rail without listener */
+	memset(r, 0, sizeof(r));
+	snprintf(r[0].dev, sizeof(r[0].dev), "rxe0");
+	r[0].bootstrap = r[0].served = 1;
+	snprintf(r[1].dev, sizeof(r[1].dev), "rxe3");
+	snprintf(r[1].netdev, sizeof(r[1].netdev), "net2");
+	r[1].served = 1;
+	r[1].answered = 2;
+	snprintf(r[2].dev, sizeof(r[2].dev), "rxe6");
+	snprintf(r[2].netdev, sizeof(r[2].netdev), "net3");
+	r[2].served = 1;
+	gid = 5;
+	assert_int_equal(agent_rdma_gate("rxe0:1,rxe3:1,rxe6:1", r, 3, 1, out, sizeof(out), &gid,
+					 dropped, sizeof(dropped)),
+			 1);
+	assert_string_equal(out, "rxe0:1,rxe3:1");
+	assert_string_equal(dropped, "net3 (rxe6): no member verified RDMA-CM on it");
+	assert_int_equal(gid, 5); /* the coordinator keeps netdetect's */
+	r[1].served = 0;
+	snprintf(r[1].why, sizeof(r[1].why), "rdma_bind_addr(10.1.0.1 port 29400): No such device");
+	assert_int_equal(agent_rdma_gate("rxe0:1,rxe3:1,rxe6:1", r, 3, 1, out, sizeof(out), &gid,
+					 dropped, sizeof(dropped)),
+			 2);
+	assert_string_equal(out, "rxe0:1");
+	/* a device the rails do not know stays; too small an output is an error */
+	assert_int_equal(
+	    agent_rdma_gate("other:1", r, 3, 1, out, sizeof(out), &gid, dropped, sizeof(dropped)),
+	    0);
+	assert_string_equal(out, "other:1");
+	assert_int_equal(agent_rdma_gate("rxe0:1", r, 3, 1, out, 4, &gid, dropped, sizeof(dropped)),
+			 -ENOSPC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_member),
 	    cmocka_unit_test(test_coordinator),
 	    cmocka_unit_test(test_nothing_to_verify),
+	    cmocka_unit_test(test_gate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

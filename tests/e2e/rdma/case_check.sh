@@ -36,4 +36,4 @@ for i in 0 1 2; do
   gx_expect_in "$i" 'job-worker-2'
   gx_expect_in "$i" '^6/6 pairs OK over TCP, 2/6 over RDMA'
 done
-echo "broken rail named:"; grep -h 'job-worker-2' "$GX_DIR/pod0.log" | head -5
+echo "rdma check with a broken rail: $(grep -h "gxboot: check failed" "$GX_DIR/pod1.log")"

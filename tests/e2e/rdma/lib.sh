@@ -49,3 +49,28 @@ rxe_start() {
 
 # rxe_json i EXPR : a value from pod i's rendezvous.json (python expression over d)
 rxe_json() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$GX_DIR/out$1/rendezvous.json" "$2"; }
+
+# rxe_net2 : a second rail: net2 in every pod (bridge ${GX_P}-r2, 10.<x>.2.<10+i>/24, as in
+# case_check_rails.sh) with `rdma link add rxf<i> type rxe netdev net2`
+rxe_net2() {
+  local i ns rx=${GX_NET_A#10.}
+  rx=${rx%.1}
+  RXE_NET2=10.$rx.2
+  trap 'ip link del "${GX_P}-r2" 2>/dev/null; cluster_destroy' EXIT
+  gx_bridge "${GX_P}-r2" || fail "bridge r2"
+  for ((i = 0; i < GX_N; i++)); do
+    ns=$(pod_ns "$i")
+    ip link add "${GX_P}-q2$i" type veth peer name net2 netns "$ns" || fail "veth net2 pod $i"
+    ip link set "${GX_P}-q2$i" master "${GX_P}-r2" up
+    ip -n "$ns" addr add "$RXE_NET2.$((10 + i))/24" dev net2
+    ip -n "$ns" link set net2 up
+    pod_exec "$i" rdma link add "rxf$i" type rxe netdev net2 || fail "rdma link add rxf$i"
+  done
+}
+
+# rxe_drop_roce_on i IFACE : drop RoCE v2 arriving on one interface of pod i
+rxe_drop_roce_on() {
+  printf '%s\n' 'table inet gxrxe2 {' \
+    " chain in { type filter hook input priority -10; iifname \"$2\" udp dport 4791 drop; }" \
+    '}' | pod_exec "$1" nft -f - || fail "nft in pod $1"
+}
