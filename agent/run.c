@@ -196,6 +196,8 @@ static const struct rdzv_rdma_ops *rdma_ops(struct agent_run *r)
 		r->rdma_ctx_rc = rc; /* rdma_verdict says so, once (issue 24) */
 		return NULL;
 	}
+	/* check probes its rails itself: the rendezvous gates only run/init/serve's */
+	rdzv_rdma_set_rails(r->rdma_ctx, !r->soft_verify);
 	return rdzv_rdma_ops(r->rdma_ctx);
 }
 

@@ -633,11 +633,20 @@ static void check_rails(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
 			const struct rdzv_rdma_probe *boot)
 {
 	struct rail_item mine[RDZV_RDMA_MAX_RAILS], theirs[RDZV_RDMA_MAX_RAILS];
-	size_t nm = rails_of(self, mine), nt = rails_of(coord, theirs), i, j;
+	size_t nm = rails_of(self, mine), nt = rails_of(coord, theirs), i, j, left = 0;
 	struct rdzv_peer me, them;
 	struct rdzv_rdma_rail *rl;
 	struct rdzv_rdma_probe p;
+	int64_t now = gx_now_ms(), end, dl;
 
+	/*
+	 * The rails share half of what is left of the deadline, in equal parts: the
+	 * coordinator's phase-2 connection waits for our VERIFY meanwhile, and a
+	 * broken rail's connect only ends at its deadline.
+	 */
+	for (i = 0; i < nm; i++)
+		left += !is_bootstrap(self, &mine[i]);
+	end = now + (deadline_ms > now ? (deadline_ms - now) / 2 : 0);
 	for (i = 0; i < nm; i++) {
 		rl = rail_add(c, &mine[i], is_bootstrap(self, &mine[i]));
 		if (rl->bootstrap) {
@@ -650,12 +659,18 @@ static void check_rails(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
 		if (j == nt) {
 			snprintf(rl->why, sizeof(rl->why), "the coordinator has no rail on %s",
 				 mine[i].netdev);
+			if (left)
+				left--;
 			continue;
 		}
 		rail_peer(self, &mine[i], &me);
 		rail_peer(coord, &theirs[j], &them);
 		rl->checked = 1;
-		if (rdzv_rdma_probe_run(c, &me, &them, port, 0, deadline_ms, &p) < 0) {
+		now = gx_now_ms();
+		dl = now + (end > now ? (end - now) / (int64_t)(left ? left : 1) : 0);
+		if (left)
+			left--;
+		if (rdzv_rdma_probe_run(c, &me, &them, port, 0, dl, &p) < 0) {
 			snprintf(rl->why, sizeof(rl->why), "probe failed to start");
 			continue;
 		}
@@ -685,7 +700,8 @@ static int ops_check(void *arg, const struct rdzv_peer *self, const struct rdzv_
 		return GX_ERDZV;
 	}
 	c->last = p;
-	check_rails(c, self, coord, port, deadline_ms, &p);
+	if (c->rails_on)
+		check_rails(c, self, coord, port, deadline_ms, &p);
 	return 0;
 }
 
@@ -704,7 +720,7 @@ static int ops_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
 	rc = rdzv_rdma_serve(c, ev, self, port, why, whylen);
 	if (rc < 0)
 		return rc;
-	n = rails_of(self, mine);
+	n = c->rails_on ? rails_of(self, mine) : 0;
 	for (i = 0; i < n; i++) {
 		rl = rail_add(c, &mine[i], is_bootstrap(self, &mine[i]));
 		if (rl->bootstrap) {
@@ -766,6 +782,7 @@ int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 	c->ops.close = ops_close;
 	c->ops.arg = c;
 	c->last.size = (size_t)-1; /* no verification yet */
+	c->rails_on = 1;
 	*ret = c;
 	return 0;
 }
@@ -777,6 +794,12 @@ void rdzv_rdma_ctx_free(struct rdzv_rdma_ctx *c)
 	rdzv_rdma_stop(c);
 	rails_reset(c);
 	free(c);
+}
+
+void rdzv_rdma_set_rails(struct rdzv_rdma_ctx *c, int on)
+{
+	if (c)
+		c->rails_on = on;
 }
 
 const struct rdzv_rdma_probe *rdzv_rdma_last(const struct rdzv_rdma_ctx *c)

@@ -109,6 +109,11 @@ struct rdzv_rdma_rail {
 	unsigned answered; /* coordinator: members whose connect + send/recv came on it */
 	char why[200];	   /* member: why not ok; coordinator: why not served */
 };
+/*
+ * Rails on (default) or off (check: its own --rails probes cover them). The
+ * rail probes share half of check()'s remaining time, in equal parts.
+ */
+void rdzv_rdma_set_rails(struct rdzv_rdma_ctx *c, int on);
 /* This context's rails (after check() or listen()); *ret valid until the next call / free. */
 size_t rdzv_rdma_rails(struct rdzv_rdma_ctx *c, const struct rdzv_rdma_rail **ret);
 

@@ -104,6 +104,7 @@ struct rdzv_rdma_ctx {
 	struct rdzv_rdma_probe last; /* the latest check() (size -1: none yet) */
 	struct rdzv_rdma_rail rails[RDZV_RDMA_MAX_RAILS];
 	size_t nrails;
+	int rails_on; /* check()/listen() cover the rails too (default) */
 	struct rdzv_rdma_ctx *rail_srv[RDZV_RDMA_MAX_RAILS]; /* coordinator: one per extra rail */
 };
 

@@ -84,7 +84,7 @@ struct fake {
 	int hangup;	       /* answer a SEND by disconnecting */
 	int reg_mr_rc;	       /* forced ibv_reg_mr failure */
 	uint32_t unreachable4; /* an IPv4 destination whose address never resolves */
-	int nresolves;
+	int nresolves, resolve_ms;
 	enum ibv_mtu mtu;
 	int sgid_index;
 	/* recordings */
@@ -232,6 +232,7 @@ static int f_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct so
 	memcpy(&F->dst, dst, dst->sa_family == AF_INET6 ? sizeof(F->dst.in6) : sizeof(F->dst.in4));
 	id->verbs = &F->verbs;
 	F->nresolves++;
+	F->resolve_ms = timeout_ms;
 	if (F->unreachable4 && dst->sa_family == AF_INET &&
 	    ((struct sockaddr_in *)dst)->sin_addr.s_addr == F->unreachable4) {
 		push_ev(id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH, NULL, 0);
@@ -986,6 +987,8 @@ static void test_rails_gate(void **state)
 	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
 			 0);
 	assert_int_equal(f->nresolves, 2); /* bootstrap + net2; net3 has no partner */
+	/* the rails got at most half of the 2 s left: the coordinator waits for our VERIFY */
+	assert_true(f->resolve_ms > 0 && f->resolve_ms <= 1000);
 	assert_string_equal(inet_ntop(AF_INET, &f->dst.in4.sin_addr, a, sizeof(a)), "10.1.0.1");
 	assert_string_equal(inet_ntop(AF_INET, &f->src.in4.sin_addr, a, sizeof(a)), "10.1.0.2");
 	assert_int_equal(rdzv_rdma_rails(c, &rl), 3);
@@ -1002,6 +1005,15 @@ static void test_rails_gate(void **state)
 	assert_int_equal(rdzv_rdma_rails(c, &rl), 3);
 	assert_true(rl[0].ok && rl[1].checked && !rl[1].ok);
 	assert_string_equal(rl[1].why, "to rxe3 (10.1.0.1): resolve_addr: No route to host");
+	/* rails off (check probes them itself): only the bootstrap rail */
+	f->unreachable4 = 0;
+	f->nresolves = 0;
+	rdzv_rdma_set_rails(c, 0);
+	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
+			 0);
+	assert_int_equal(f->nresolves, 1);
+	assert_int_equal(rdzv_rdma_rails(c, &rl), 0);
+	rdzv_rdma_set_rails(c, 1);
 	/* the bootstrap rail broken: the check fails as before */
 	f->unreachable4 = inet_addr("10.0.0.1");
 	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
