@@ -108,4 +108,13 @@ struct rdzv_rdma_ctx {
 	struct rdzv_rdma_ctx *rail_srv[RDZV_RDMA_MAX_RAILS]; /* coordinator: one per extra rail */
 };
 
+/* rdzv_rdma_rails.c: the struct rdzv_rdma_ops entries and the rails' state. */
+int rdzv_rdma_ops_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
+			uint16_t port, int64_t deadline_ms, char *why, size_t whylen);
+int rdzv_rdma_ops_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
+			 char *why, size_t whylen);
+void rdzv_rdma_ops_close(void *arg);
+/* Frees the rail servers and forgets the rails. */
+void rdzv_rdma_rails_reset(struct rdzv_rdma_ctx *c);
+
 #endif
