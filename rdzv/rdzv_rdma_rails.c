@@ -148,7 +148,7 @@ static void check_rails(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
 }
 
 int rdzv_rdma_ops_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
-		     uint16_t port, int64_t deadline_ms, char *why, size_t whylen)
+			uint16_t port, int64_t deadline_ms, char *why, size_t whylen)
 {
 	struct rdzv_rdma_ctx *c = arg;
 	struct rdzv_rdma_probe p;
@@ -172,7 +172,7 @@ int rdzv_rdma_ops_check(void *arg, const struct rdzv_peer *self, const struct rd
 
 /* Coordinator: the bootstrap address, then a listener on every other rail's address. */
 int rdzv_rdma_ops_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
-		      char *why, size_t whylen)
+			 char *why, size_t whylen)
 {
 	struct rdzv_rdma_ctx *c = arg;
 	struct rail_item mine[RDZV_RDMA_MAX_RAILS];
