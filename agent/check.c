@@ -33,7 +33,7 @@ struct check_cmd {
 	struct check_net net;
 	struct rdzv_rdma_ctx *rdma;
 	struct rdzv_rdma_ctx *rail_rdma[CHECK_MAX_RAILS]; /* check --rails: a server per rail */
-	struct check_rdma_child child;
+	struct check_rdma probes; /* this pod's RDMA-CM probes, in the loop */
 	int rdma_state;
 	const char *warn[MAX_WARN];
 	char warnbuf[MAX_WARN][512];
@@ -578,27 +578,23 @@ static int report(struct check_cmd *c, char *err, size_t errlen)
 }
 
 /*
- * RDMA: fork the probe child first (no verbs state crosses the fork), then
- * serve RDMA-CM connects in the loop. A pod that cannot serve reports RDMA as
- * not available; probes to it are then not counted.
+ * RDMA: serve RDMA-CM connects in the loop; the probes run in the same loop
+ * later (check_rdma.c; no fork). A pod that cannot serve reports RDMA as not
+ * available; probes to it are then not counted.
  */
-static void rdma_start(struct check_cmd *c, int64_t deadline, char *err, size_t errlen)
+static void rdma_start(struct check_cmd *c, char *err, size_t errlen)
 {
 	struct check_net *n = &c->net;
 	int rc;
 
 	if (!c->rdma)
 		return;
-	rc = check_rdma_spawn(n, c->rdma, (size_t)c->r.o->size, deadline, &c->child);
-	if (rc == 0)
-		rc = rdzv_rdma_serve(c->rdma, c->r.ev, &c->r.res.table[n->self], n->port, err,
-				     errlen);
-	else
-		snprintf(err, errlen, "cannot start the probe process: %s", gx_strerror(rc));
+	check_rdma_init(n, c->rdma, (size_t)c->r.o->size, &c->probes);
+	rc = rdzv_rdma_serve(c->rdma, c->r.ev, &c->r.res.table[n->self], n->port, err, errlen);
 	if (rc < 0) {
 		gx_warn("RDMA: not available (%s): TCP probes only", err);
 		err[0] = '\0';
-		check_rdma_reap(&c->child);
+		check_rdma_stop(&c->probes);
 		c->rdma_state = CHECK_RDMA_UNAVL;
 		rdzv_rdma_ctx_free(c->rdma);
 		c->rdma = NULL;
@@ -665,7 +661,7 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	rc = check_serve_start(n, err, errlen);
 	if (rc < 0)
 		return rc;
-	rdma_start(c, n->t0 + budget, err, errlen);
+	rdma_start(c, err, errlen);
 	rails_serve(c, err, errlen);
 	own_row(c);
 	gx_info("check: rank %u of %u, %s mode, probing from %s on port %u", n->self, c->w.n,
@@ -678,9 +674,9 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	run_until(c, &n->probes_done, n->t0 + budget);
 	probes_end(c);
 	if (c->rdma) {
-		check_rdma_go(&c->child);
-		run_until(c, &c->child.done, n->t0 + budget);
-		check_rdma_reap(&c->child);
+		check_rdma_go(&c->probes);
+		run_until(c, &c->probes.done, n->t0 + budget);
+		check_rdma_stop(&c->probes);
 	}
 	deadline = n->t0 + budget + 10000;
 	if (n->is_coord) {
@@ -764,7 +760,7 @@ int agent_cmd_check(struct agent_opts *o, char *err, size_t errlen)
 	if (rc == 0)
 		rc = check_phase(c, err, errlen);
 out:
-	check_rdma_reap(&c->child);
+	check_rdma_stop(&c->probes);
 	check_probes_stop(&c->net);
 	if (c->net.ev)
 		check_serve_stop(&c->net);

@@ -11,7 +11,7 @@
  * (de)serialisation, frame MAC); check_render.c: summary, matrix, rows, JSON;
  * check_rails.c: check --rails (rails lists, rail set, which rail is broken);
  * check_serve.c / check_probe.c: the service and the clients in a gx_ev
- * loop; check_rdma.c: the blocking RDMA-CM probes in a forked child;
+ * loop; check_rdma.c: the RDMA-CM probes in the loop;
  * check.c: the command.
  */
 #ifndef AGENT_CHECK_INT_H
@@ -315,24 +315,29 @@ void check_lag_stop(struct check_net *n);
 /* Short reason for a socket error ("refused", "timeout", ...). */
 const char *check_errno_why(int err);
 
-/* ---- check_rdma.c: RDMA-CM probes in a forked child (the client blocks) ---- */
+/* ---- check_rdma.c: RDMA-CM probes, one at a time, in this pod's loop ---- */
 struct rdzv_rdma_ctx;
-struct check_rdma_child {
+struct rdzv_rdma_cli;
+struct check_rdma {
 	struct check_net *n;
-	size_t size;	  /* --size: RDMA WRITE bytes */
-	int64_t deadline; /* the child gives up waiting for "go" here */
-	int pid;
-	int go_fd, res_fd;
-	int done; /* the child closed its end: every result is in */
+	struct rdzv_rdma_ctx *ctx;
+	size_t size;		   /* --size: RDMA WRITE bytes */
+	struct rdzv_rdma_cli *cli; /* the probe running now */
+	uint64_t timer;		   /* the retry of a refused connect */
+	uint32_t j, k;		   /* current target: pod j, rail k (0: bootstrap) */
+	struct rdzv_peer me, them;
+	int64_t t_start;
+	int started, retried;
+	int done; /* every result is in */
 };
 
-/* Fork the child before this pod's RDMA-CM server opens anything. */
-int check_rdma_spawn(struct check_net *n, struct rdzv_rdma_ctx *ctx, size_t size, int64_t deadline,
-		     struct check_rdma_child *ch);
+/* Prepares the probes (nothing runs yet); ctx: the pod's client context. */
+void check_rdma_init(struct check_net *n, struct rdzv_rdma_ctx *ctx, size_t size,
+		     struct check_rdma *r);
 /* Start probing (after this pod's TCP probes); results arrive in the loop. */
-void check_rdma_go(struct check_rdma_child *ch);
-/* Close, kill if still running, reap. Safe on a zeroed struct. */
-void check_rdma_reap(struct check_rdma_child *ch);
+void check_rdma_go(struct check_rdma *r);
+/* Cancels a probe still running. Safe on a zeroed struct. */
+void check_rdma_stop(struct check_rdma *r);
 
 /* ---- check.c ---- */
 /*

@@ -32,6 +32,7 @@ static const char *const written[] = {
     "GXBOOT_IFACE",
     "GXBOOT_ADDR",
     "GXBOOT_RSH_KEY_FILE",
+    "GXBOOT_RDMA_VERIFIED", /* run.c, after the rendezvous (issue 24) */
     "PET_NNODES",
     "PET_NODE_RANK",
     "PET_MASTER_ADDR",

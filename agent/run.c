@@ -213,9 +213,11 @@ static const struct rdzv_rdma_ops *rdma_ops(struct agent_run *r)
 		return NULL;
 	rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), 0, &r->rdma_ctx);
 	if (rc < 0) {
-		gx_warn("RDMA-CM unavailable (%s): verifying over TCP only", gx_strerror(rc));
+		r->rdma_ctx_rc = rc; /* rdma_verdict says so, once (issue 24) */
 		return NULL;
 	}
+	/* check probes its rails itself: the rendezvous gates only run/init/serve's */
+	rdzv_rdma_set_rails(r->rdma_ctx, !r->soft_verify);
 	return rdzv_rdma_ops(r->rdma_ctx);
 }
 
@@ -271,6 +273,65 @@ static int start_rdzv(struct agent_run *r)
 	else
 		rc = rdzv_member_start(r->ev, &cfg, rdzv_done, r, &r->member);
 	return rc;
+}
+
+/* Issue 24 item 4: NCCL_IB_HCA only with the rails that verified; the others named once. */
+static void rdma_gate(struct agent_run *r)
+{
+	const struct rdzv_rdma_rail *rails = NULL;
+	size_t n = rdzv_rdma_rails(r->rdma_ctx, &rails);
+	char hca[1024];
+
+	if (!n || nd_rails_hca(r->nd, hca, sizeof(hca)) < 0)
+		return;
+	r->rdma_gid = r->nd->nccl_gid_index;
+	if (agent_rdma_gate(hca, rails, n, r->res.rank == 0, r->rdma_hca, sizeof(r->rdma_hca),
+			    &r->rdma_gid, r->rdma_dropped, sizeof(r->rdma_dropped)) < 0)
+		return;
+	r->rdma_gated = 1;
+	if (r->rdma_dropped[0])
+		gx_warn("RDMA rails left out of NCCL_IB_HCA (not verified): %s", r->rdma_dropped);
+}
+
+/*
+ * Issue 24 / issue 31 item 5: was this pod's RDMA-CM path to the coordinator
+ * really exercised? One line either way; with --rdma require, not verified is
+ * a failure (exit 4 for a local cause, 5 otherwise). check has its own RDMA
+ * probes and report: not judged here.
+ */
+static int rdma_verdict(struct agent_run *r, char *err, size_t errlen)
+{
+	const struct nd_result *nd = r->nd;
+	const struct rdzv_rdma_probe *last = rdzv_rdma_last(r->rdma_ctx);
+	struct agent_rdma_facts f = {
+	    .mode = (int)r->o->rdma,
+	    .have_dev = !r->soft_verify && !r->peers.observer && nd_ok(r) && nd->rdma_usable &&
+			nd->rdma_dev[0],
+	    .dev = nd_ok(r) ? nd->rdma_dev : "",
+	    .is_coord = r->res.rank == 0,
+	    .ctx_rc = r->rdma_ctx_rc,
+	    .listen_err = r->res.rdma_warning,
+	    .members = r->res.world > 1 ? r->res.world - 1 : 0,
+	    .answered = rdzv_rdma_answered(r->rdma_ctx),
+	    .verified = r->res.rdma_verified,
+	    .verify_us = last ? last->connect_us + last->sendrecv_us : -1,
+	    .coord_has_dev = r->res.coord.rdma_dev[0] != '\0',
+	    .coord_name = r->peers.names[0],
+	    .coord_dev = r->res.coord.rdma_dev,
+	};
+
+	agent_rdma_verdict(&f, &r->rdma_v);
+	if (r->rdma_v.state == 1)
+		rdma_gate(r);
+	if (r->rdma_v.state == 1)
+		gx_info("RDMA verified: %s", r->rdma_v.why);
+	else if (r->rdma_v.state == 0 && r->rdma_v.fail_rc)
+		snprintf(err, errlen, "--rdma require: RDMA not verified: %s", r->rdma_v.why);
+	else if (r->rdma_v.state == 0)
+		gx_warn("RDMA not verified: %s (NCCL_IB_HCA is still set: the job may fail or "
+			"fall back to sockets)",
+			r->rdma_v.why);
+	return r->rdma_v.fail_rc;
 }
 
 /* The one line and code for a failed rendezvous; our own netdetect failure wins (exit 4). */
@@ -368,7 +429,7 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", r->nd_err);
 		return r->nd_rc;
 	}
-	return 0;
+	return rdma_verdict(r, err, errlen);
 }
 
 /* ---- after the rendezvous: environment, files ---- */
@@ -481,6 +542,15 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	ri.npeers = n;
 	j = agent_rendezvous_json(&ri, err, errlen);
 	free(pi);
+	if (j && r->rdma_v.state >= 0 &&
+	    json_object_set_new(j, "rdma",
+				json_pack("{s:b,s:s,s:s?}", "verified", r->rdma_v.state == 1, "why",
+					  r->rdma_v.why, "rails_left_out",
+					  r->rdma_dropped[0] ? r->rdma_dropped : NULL)) < 0) {
+		snprintf(err, errlen, "rendezvous.json: out of memory");
+		json_decref(j);
+		j = NULL;
+	}
 	return j;
 }
 
@@ -488,6 +558,7 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 {
 	char rails[1024] = "", hfpath[4096], hydra[4096], rsh_exec[4096];
 	struct agent_env_input in;
+	int rc;
 
 	if (nd_ok(r) && r->nd->rdma_usable && nd_rails_hca(r->nd, rails, sizeof(rails)) < 0)
 		rails[0] = '\0';
@@ -502,8 +573,10 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.iface = our_iface(r);
 	if (nd_ok(r))
 		in.addr = r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6;
-	in.rails = rails;
+	in.rails = r->rdma_gated ? r->rdma_hca : rails;
 	in.nccl_gid_index = nd_ok(r) && r->nd->rdma_usable ? r->nd->nccl_gid_index : -1;
+	if (r->rdma_gated)
+		in.nccl_gid_index = r->rdma_gid;
 	in.observer = r->peers.observer;
 	if (r->peers.ray != AGENT_RAY_AUTO) {
 		long port = 6379; /* KubeRay's RAY_PORT: the head's GCS port */
@@ -519,7 +592,11 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.rsh_key_file = r->rsh_key_file[0] ? r->rsh_key_file : NULL;
 	in.hydra_hostfile = r->res.ntable ? hydra : NULL;
 	in.rsh_exec = r->rsh_agent[0] ? rsh_exec : NULL;
-	return agent_env_build(&in, environ, env, err, errlen);
+	rc = agent_env_build(&in, environ, env, err, errlen);
+	/* issue 24: whether this pod's RDMA-CM path was really exercised */
+	if (rc == 0 && r->rdma_v.state >= 0)
+		rc = agent_env_set(env, "GXBOOT_RDMA_VERIFIED", r->rdma_v.state == 1 ? "1" : "0");
+	return rc;
 }
 
 static int write_hostfile(struct agent_run *r, enum agent_hostfile_fmt fmt, const char *name,

@@ -8,6 +8,7 @@
 #include "netdetect/netdetect.h"
 #include "rdzv/gx.h"
 #include "rdzv/rdzv.h"
+#include "rdzv/rdzv_rdma.h"
 
 struct agent_token {
 	unsigned char *data; /* NULL = no token */
@@ -30,6 +31,43 @@ int agent_cmd_token(char *err, size_t errlen);
  * token, netdetect (its failure is kept in nd_rc / nd_err: a pod still meets
  * and reports it, DECISIONS 4). meet: the rendezvous in r->ev. free: all of it.
  */
+/*
+ * ---- run_rdma.c: was RDMA-CM really exercised? (issue 24; `--rdma require`) ----
+ * The facts after a successful rendezvous; strings non-NULL ("" when unknown).
+ */
+struct agent_rdma_facts {
+	int mode;	 /* enum agent_rdma_mode (--rdma) */
+	int have_dev;	 /* this pod's iface has a usable RDMA device */
+	const char *dev; /* its name */
+	int is_coord;
+	int ctx_rc;		/* the RDMA-CM context: 0, or why none was made */
+	const char *listen_err; /* coordinator: its RDMA-CM listen failure, "" none */
+	unsigned members;	/* coordinator: the other pods (world - 1) */
+	unsigned answered;	/* coordinator: members whose connect + send/recv it answered */
+	int verified;		/* member: its connect + send/recv to the coordinator passed */
+	int64_t verify_us;	/* member: what that took (resolve .. send/recv); <0 unknown */
+	int coord_has_dev;	/* member: the coordinator announced an RDMA device */
+	const char *coord_name, *coord_dev;
+};
+struct agent_rdma_verdict {
+	int state; /* -1: nothing to verify (no device, --rdma off); 0: not verified; 1: verified */
+	int fail_rc;   /* --rdma require and not verified: GX_ENORDMA (exit 4, local cause) or
+			  GX_ERDZV (exit 5); else 0 */
+	char why[400]; /* one line: what passed, or why not */
+};
+void agent_rdma_verdict(const struct agent_rdma_facts *f, struct agent_rdma_verdict *v);
+/*
+ * The fabric gate per HCA (issue 24 item 4): hca ("dev:port,...", netdetect's rails) with
+ * the rails that did not verify left out: a member's rail whose RDMA-CM probe to the
+ * coordinator's rail of the same interface failed or had no partner; a coordinator's rail
+ * with no listener or no member verified on it. The bootstrap rail always stays (the
+ * rendezvous failed otherwise). *gid: a member's SGID index that carried every kept rail's
+ * probe (-1 when they differ; untouched when none is known). dropped: "net2 (rxe4): why; ...".
+ * Returns the number left out, -ENOSPC when out is too small.
+ */
+int agent_rdma_gate(const char *hca, const struct rdzv_rdma_rail *rails, size_t n, int is_coord,
+		    char *out, size_t cap, int *gid, char *dropped, size_t dcap);
+
 struct agent_run {
 	struct agent_opts *o;
 	struct agent_peers peers;
@@ -58,8 +96,14 @@ struct agent_run {
 	int soft_verify; /* rdzv_config.soft_verify (check) */
 	int full_table;	 /* ask for every entry even without --full-table */
 	const struct rdzv_rdma_ops *rdma;
-	struct rdzv_rdma_ctx *rdma_ctx; /* RDMA-CM verification (issue 5), owned */
-	uint32_t self_flags;		/* RDZV_PF_* added to our JOIN (serve: RDZV_PF_SERVES) */
+	struct rdzv_rdma_ctx *rdma_ctx;	  /* RDMA-CM verification (issue 5), owned */
+	int rdma_ctx_rc;		  /* why rdma_ctx could not be made */
+	struct agent_rdma_verdict rdma_v; /* issue 24: verified or not, and why */
+	int rdma_gated;			  /* rdma_hca / rdma_gid replace netdetect's */
+	char rdma_hca[1024];		  /* the rails that verified (NCCL_IB_HCA) */
+	int rdma_gid;			  /* NCCL_IB_GID_INDEX that carried the traffic */
+	char rdma_dropped[1024];	  /* the rails left out, and why */
+	uint32_t self_flags;		  /* RDZV_PF_* added to our JOIN (serve: RDZV_PF_SERVES) */
 	/* remote exec (issue 17, run_serve.c) */
 	int serving;		   /* serve / --serve */
 	unsigned char rsh_key[32]; /* derived from the token for "rsh:<job id>" */

@@ -78,8 +78,9 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 		if (rc < 0) {
 			char line[300];
 
-			snprintf(line, sizeof(line), "RDMA-CM to %.63s: %.200s",
-				 m->res.coord.rdma_dev, why[0] ? why : gx_strerror(rc));
+			snprintf(line, sizeof(line), "RDMA-CM from %.63s to %.63s: %.150s",
+				 m->self.rdma_dev, m->res.coord.rdma_dev,
+				 why[0] ? why : gx_strerror(rc));
 			mb_fail2(m, line);
 			return 1;
 		}

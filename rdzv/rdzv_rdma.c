@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdzv_rdma.c - RDMA-CM client (member verification, check probes) and the
- * context whose ops the rendezvous calls; the server is rdzv_rdma_srv.c, the
- * codec and queue-pair resources rdzv_rdma_wire.c. Steps follow rdma-core's rping: resolve addr,
+ * rdzv_rdma.c - RDMA-CM client (member verification, check probes), driven by
+ * a gx_ev loop, and the context; the rendezvous' ops on it are
+ * rdzv_rdma_rails.c, the server rdzv_rdma_srv.c, the codec and queue-pair
+ * resources rdzv_rdma_wire.c. Steps follow rdma-core's rping: resolve addr,
  * resolve route, QP + buffers, connect with private data, SEND/RECV, RDMA WRITE. Every library call
  * goes through struct rdzv_rdma_cm_ops (rdzv_rdma_cm.c). Layouts and steps: rdzv/PROTOCOL.md,
  * "RDMA-CM".
@@ -10,7 +11,7 @@
 #include "rdzv/rdzv_rdma_int.h"
 
 #include <errno.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,18 +22,45 @@
 
 /* ---- client -------------------------------------------------------------- */
 
-struct cli {
+/*
+ * The client is a small state machine inside a gx_ev loop: the rdma_cm event
+ * channel fd and the completion channel fd are non-blocking and polled by
+ * the loop, a timer holds the deadline. No fork and no thread: the verbs
+ * objects stay in the process (and credentials) that opened them.
+ */
+enum cli_state {
+	CLI_ADDR,  /* rdma_resolve_addr issued */
+	CLI_ROUTE, /* rdma_resolve_route issued */
+	CLI_CONN,  /* rdma_connect issued */
+	CLI_RECV,  /* PING posted, waiting for the PONG */
+	CLI_WRITE, /* RDMA WRITE posted, waiting for its completion */
+	CLI_DONE,
+};
+
+static const char *const cli_steps[] = {
+    [CLI_ADDR] = "resolve_addr", [CLI_ROUTE] = "resolve_route", [CLI_CONN] = "connect",
+    [CLI_RECV] = "recv",	 [CLI_WRITE] = "write",		[CLI_DONE] = "done",
+};
+
+struct rdzv_rdma_cli {
 	const struct rdzv_rdma_cm_ops *cm;
+	struct gx_ev *ev;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
 	struct rdzv_rdma_qp q;
-	int connected;
+	enum cli_state state;
+	int connected, ch_added, cc_added;
+	uint64_t timer;
 	int64_t deadline_ms;
-	struct rdzv_rdma_probe *out;
+	size_t size;
+	uint64_t nonce;
+	int64_t t0, t;
+	struct rdzv_rdma_acc acc;
+	struct rdzv_rdma_probe out;
+	rdzv_rdma_probe_fn *done;
+	void *arg;
 	char peer[46];
 	uint16_t port;
-	unsigned char pdata[64]; /* the private data of the last expected event */
-	size_t pdlen;
 };
 
 static int64_t now_us(void)
@@ -43,7 +71,7 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(struct cli *cl, const char *step,
+__attribute__((format(printf, 3, 4))) static int fail(struct rdzv_rdma_cli *cl, const char *step,
 						      const char *fmt, ...)
 {
 	char cause[200];
@@ -52,9 +80,9 @@ __attribute__((format(printf, 3, 4))) static int fail(struct cli *cl, const char
 	va_start(ap, fmt);
 	vsnprintf(cause, sizeof(cause), fmt, ap);
 	va_end(ap);
-	cl->out->ok = 0;
-	cl->out->step = step;
-	snprintf(cl->out->why, sizeof(cl->out->why), "%s: %s", step, cause);
+	cl->out.ok = 0;
+	cl->out.step = step;
+	snprintf(cl->out.why, sizeof(cl->out.why), "%s: %s", step, cause);
 	return GX_ERDZV;
 }
 
@@ -63,33 +91,15 @@ static const char *err_text(int rc)
 	return rc == -ETIMEDOUT ? "timed out" : gx_strerror(rc);
 }
 
-static int remaining_ms(const struct cli *cl)
+/* The resolve timeout: what is left of the deadline, at most CLI_RESOLVE_MS. */
+static int remaining_ms(const struct rdzv_rdma_cli *cl)
 {
 	int64_t left = cl->deadline_ms - gx_now_ms();
 
-	return left <= 0 ? 0 : left > CLI_RESOLVE_MS ? CLI_RESOLVE_MS : (int)left;
+	return left <= 0 ? 1 : left > CLI_RESOLVE_MS ? CLI_RESOLVE_MS : (int)left;
 }
 
-/* Waits for fd0 (and fd1 when >= 0); returns a bit mask of the readable ones. */
-static int wait_fds(struct cli *cl, const char *step, int fd0, int fd1)
-{
-	struct pollfd p[2] = {{.fd = fd0, .events = POLLIN}, {.fd = fd1, .events = POLLIN}};
-	int64_t left;
-	int n;
-
-	for (;;) {
-		left = cl->deadline_ms - gx_now_ms();
-		if (left <= 0)
-			return fail(cl, step, "timed out");
-		n = poll(p, fd1 >= 0 ? 2 : 1, left > 1000 ? 1000 : (int)left);
-		if (n < 0 && errno != EINTR)
-			return fail(cl, step, "poll: %s", gx_strerror(-errno));
-		if (n > 0)
-			return (p[0].revents ? 1 : 0) | (fd1 >= 0 && p[1].revents ? 2 : 0);
-	}
-}
-
-static int rejected(struct cli *cl, const struct rdma_cm_event *e)
+static int rejected(struct rdzv_rdma_cli *cl, const struct rdma_cm_event *e)
 {
 	static const char *const reasons[] = {
 	    [RDZV_RDMA_REJ_BUSY] = "server busy",
@@ -110,7 +120,7 @@ static int rejected(struct cli *cl, const struct rdma_cm_event *e)
 }
 
 /* The failure line for an event that is not the one step waits for. */
-static int unexpected(struct cli *cl, const char *step, const struct rdma_cm_event *e)
+static int unexpected(struct rdzv_rdma_cli *cl, const char *step, const struct rdma_cm_event *e)
 {
 	int st = e->status;
 
@@ -134,88 +144,294 @@ static int unexpected(struct cli *cl, const char *step, const struct rdma_cm_eve
 	}
 }
 
-/* Next event; the expected one's private data lands in cl->pdata (bounded). */
-static int wait_cm(struct cli *cl, const char *step, enum rdma_cm_event_type want)
+/* Releases every library object and loop entry; idempotent. */
+static void cli_close(struct rdzv_rdma_cli *cl)
 {
-	struct rdma_cm_event *e = NULL;
+	if (cl->timer)
+		gx_ev_timer_cancel(cl->ev, cl->timer);
+	cl->timer = 0;
+	if (cl->cc_added)
+		gx_ev_del(cl->ev, cl->q.cc->fd);
+	if (cl->ch_added)
+		gx_ev_del(cl->ev, cl->ch->fd);
+	cl->cc_added = cl->ch_added = 0;
+	if (cl->connected)
+		cl->cm->disconnect(cl->id);
+	cl->connected = 0;
+	rdzv_rdma_qp_free(cl->cm, cl->id, &cl->q);
+	if (cl->id)
+		cl->cm->destroy_id(cl->id);
+	if (cl->ch)
+		cl->cm->destroy_event_channel(cl->ch);
+	cl->id = NULL;
+	cl->ch = NULL;
+}
+
+/* The end: everything released, then done() with the outcome, then freed. */
+static void cli_finish(struct rdzv_rdma_cli *cl)
+{
+	struct rdzv_rdma_probe out;
+	rdzv_rdma_probe_fn *done = cl->done;
+	void *arg = cl->arg;
+
+	cli_close(cl);
+	out = cl->out;
+	if (!out.ok)
+		gx_debug("rdma probe to %s: %s", cl->peer[0] ? cl->peer : "?", out.why);
+	free(cl);
+	done(arg, &out);
+}
+
+static void on_finish_timer(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct rdzv_rdma_cli *cl = arg;
+
+	(void)ev;
+	(void)id;
+	cl->timer = 0;
+	cli_finish(cl);
+}
+
+/* A failure found while starting: reported from the loop, never from start. */
+static void cli_fail_later(struct rdzv_rdma_cli *cl)
+{
+	cli_close(cl);
+	cl->state = CLI_DONE;
+	cl->timer = gx_ev_timer(cl->ev, 0, on_finish_timer, cl);
+}
+
+static void on_deadline(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct rdzv_rdma_cli *cl = arg;
+
+	(void)ev;
+	(void)id;
+	cl->timer = 0;
+	fail(cl, cli_steps[cl->state], "timed out");
+	cli_finish(cl);
+}
+
+static void on_cc(struct gx_ev *ev, int fd, uint32_t events, void *arg);
+
+static int cli_route(struct rdzv_rdma_cli *cl)
+{
+	int rc = cl->cm->resolve_route(cl->id, remaining_ms(cl));
+
+	if (rc < 0)
+		return fail(cl, "resolve_route", "%s", err_text(rc));
+	cl->state = CLI_ROUTE;
+	return 0;
+}
+
+static int cli_connect(struct rdzv_rdma_cli *cl)
+{
+	unsigned char req[RDZV_RDMA_REQ_LEN];
+	struct rdma_conn_param p;
+	char why[200];
 	int rc;
 
-	for (;;) {
-		rc = cl->cm->get_cm_event(cl->ch, &e);
-		if (rc == 0)
-			break;
-		if (rc != -EAGAIN && rc != -EINTR)
-			return fail(cl, step, "rdma_get_cm_event: %s", gx_strerror(rc));
-		rc = wait_fds(cl, step, cl->ch->fd, -1);
-		if (rc < 0)
-			return rc;
-	}
-	if (e->event == want) {
-		size_t n = e->param.conn.private_data ? e->param.conn.private_data_len : 0;
-
-		cl->pdlen = n < sizeof(cl->pdata) ? n : sizeof(cl->pdata);
-		if (cl->pdlen)
-			memcpy(cl->pdata, e->param.conn.private_data, cl->pdlen);
-		rc = 0;
-	} else {
-		rc = unexpected(cl, step, e);
-	}
-	cl->cm->ack_cm_event(e);
-	return rc;
-}
-
-/* An event while completions are awaited (the peer hung up...): a failure. */
-static int cm_interrupt(struct cli *cl, const char *step)
-{
-	struct rdma_cm_event *e = NULL;
-	int rc = cl->cm->get_cm_event(cl->ch, &e);
-
-	if (rc == -EAGAIN || rc == -EINTR)
-		return 0;
+	rc = rdzv_rdma_qp_setup(cl->cm, cl->id, &cl->q, cl->size, IBV_ACCESS_LOCAL_WRITE, why,
+				sizeof(why));
 	if (rc < 0)
-		return fail(cl, step, "rdma_get_cm_event: %s", gx_strerror(rc));
-	rc = unexpected(cl, step, e);
-	cl->cm->ack_cm_event(e);
-	return rc;
+		return fail(cl, "setup", "%s", why);
+	if (gx_ev_add(cl->ev, cl->q.cc->fd, EPOLLIN, on_cc, cl) < 0)
+		return fail(cl, "setup", "event loop: cannot watch the completion channel");
+	cl->cc_added = 1;
+	rc = rdzv_rdma_post_recv(cl->cm, cl->id, &cl->q);
+	if (rc < 0)
+		return fail(cl, "setup", "ibv_post_recv: %s", gx_strerror(rc));
+	rdzv_rdma_enc_req(&(struct rdzv_rdma_req){.write_size = (uint32_t)cl->size}, req);
+	memset(&p, 0, sizeof(p));
+	p.private_data = req;
+	p.private_data_len = sizeof(req);
+	p.responder_resources = 1;
+	p.initiator_depth = 1;
+	p.retry_count = 7;
+	p.rnr_retry_count = 7;
+	rc = cl->cm->connect(cl->id, &p);
+	if (rc < 0)
+		return fail(cl, "connect", "rdma_connect to %s: %s", cl->peer, gx_strerror(rc));
+	cl->state = CLI_CONN;
+	return 0;
 }
 
-/* Next successful completion of opcode want (earlier SEND completions skipped). */
-static int wait_wc(struct cli *cl, const char *step, enum ibv_wc_opcode want, struct ibv_wc *wc)
+/* GID index the QP's address vector uses, and this port's active MTU. */
+static void cli_info(struct rdzv_rdma_cli *cl)
 {
-	struct ibv_cq *cq = NULL;
-	int n, rc;
+	struct ibv_port_attr pa;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
 
-	for (;;) {
-		n = cl->cm->poll_cq(cl->q.cq, 1, wc);
-		if (n < 0)
-			return fail(cl, "completion", "ibv_poll_cq: %s", gx_strerror(n));
-		if (n == 1 && wc->status != IBV_WC_SUCCESS)
-			return fail(cl, "completion", "%s on %s", rdzv_rdma_wc_str(wc->status),
-				    step);
-		if (n == 1 && wc->opcode == want)
-			return 0;
-		if (n == 1)
-			continue;
-		rc = wait_fds(cl, step, cl->q.cc->fd, cl->ch->fd);
-		if (rc < 0)
-			return rc;
-		if ((rc & 2) && cm_interrupt(cl, step) < 0)
-			return GX_ERDZV;
-		if (!(rc & 1))
-			continue;
-		rc = cl->cm->get_cq_event(cl->q.cc, &cq);
-		if (rc == -EAGAIN)
-			continue;
-		if (rc < 0)
-			return fail(cl, "completion", "ibv_get_cq_event: %s", gx_strerror(rc));
-		cl->cm->ack_cq_events(cq, 1);
-		rc = cl->cm->req_notify_cq(cl->q.cq);
-		if (rc < 0)
-			return fail(cl, "completion", "ibv_req_notify_cq: %s", gx_strerror(rc));
+	memset(&pa, 0, sizeof(pa));
+	if (cl->cm->query_port(cl->id->verbs, cl->id->port_num, &pa) == 0)
+		cl->out.mtu = rdzv_rdma_mtu_bytes(pa.active_mtu);
+	memset(&qa, 0, sizeof(qa));
+	if (cl->cm->query_qp(cl->id->qp, &qa, IBV_QP_AV, &qi) == 0 && qa.ah_attr.is_global)
+		cl->out.gid_index = qa.ah_attr.grh.sgid_index;
+}
+
+/* ESTABLISHED: the accept's data, then the PING. */
+static int cli_established(struct rdzv_rdma_cli *cl, const struct rdma_cm_event *e)
+{
+	struct rdzv_rdma_msg m = {.type = RDZV_RDMA_T_PING, .nonce = cl->nonce};
+	size_t n = e->param.conn.private_data ? e->param.conn.private_data_len : 0;
+	int rc;
+
+	cl->connected = 1;
+	rc = rdzv_rdma_dec_acc(e->param.conn.private_data, n, &cl->acc);
+	if (rc < 0)
+		return fail(cl, "connect", "malformed accept data from %s (%s)", cl->peer,
+			    gx_strerror(rc));
+	cl->out.connect_us = now_us() - cl->t0;
+	cl->out.peer_mtu = (int)cl->acc.mtu;
+	cli_info(cl);
+	cl->t = now_us();
+	rc = rdzv_rdma_post_msg(cl->cm, cl->id, &cl->q, &m);
+	if (rc < 0)
+		return fail(cl, "send", "ibv_post_send: %s", gx_strerror(rc));
+	cl->state = CLI_RECV;
+	return 0;
+}
+
+/* One rdma_cm event: the next step, or a failure (1: the probe is over). */
+static int cli_cm_event(struct rdzv_rdma_cli *cl, const struct rdma_cm_event *e)
+{
+	static const enum rdma_cm_event_type want[] = {
+	    [CLI_ADDR] = RDMA_CM_EVENT_ADDR_RESOLVED,
+	    [CLI_ROUTE] = RDMA_CM_EVENT_ROUTE_RESOLVED,
+	    [CLI_CONN] = RDMA_CM_EVENT_ESTABLISHED,
+	};
+	const char *step = cli_steps[cl->state];
+
+	if (cl->state > CLI_CONN || e->event != want[cl->state])
+		return unexpected(cl, step, e) < 0;
+	switch (cl->state) {
+	case CLI_ADDR:
+		return cli_route(cl) < 0;
+	case CLI_ROUTE:
+		return cli_connect(cl) < 0;
+	default:
+		return cli_established(cl, e) < 0;
 	}
 }
 
-static int cli_resolve(struct cli *cl, const struct rdzv_peer *self, const struct rdzv_peer *peer)
+static void on_cm(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct rdzv_rdma_cli *cl = arg;
+	struct rdma_cm_event *e = NULL;
+	int rc, over;
+
+	(void)ev;
+	(void)fd;
+	(void)events;
+	rc = cl->cm->get_cm_event(cl->ch, &e);
+	if (rc == -EAGAIN || rc == -EINTR)
+		return;
+	if (rc < 0) {
+		fail(cl, cli_steps[cl->state], "rdma_get_cm_event: %s", gx_strerror(rc));
+		cli_finish(cl);
+		return;
+	}
+	over = cli_cm_event(cl, e);
+	cl->cm->ack_cm_event(e);
+	if (over)
+		cli_finish(cl);
+}
+
+static int cli_write(struct rdzv_rdma_cli *cl)
+{
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)cl->q.buf, .length = (uint32_t)cl->size, .lkey = cl->q.buf_mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 3,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED};
+	int rc;
+
+	if (cl->acc.max_write < cl->size)
+		return fail(cl, "write", "%s accepts at most %u bytes", cl->peer,
+			    cl->acc.max_write);
+	memset(cl->q.buf, 0xa5, cl->size);
+	wr.wr.rdma.remote_addr = cl->acc.addr;
+	wr.wr.rdma.rkey = cl->acc.rkey;
+	cl->t = now_us();
+	rc = cl->cm->post_send(cl->id->qp, &wr);
+	if (rc < 0)
+		return fail(cl, "write", "ibv_post_send: %s", gx_strerror(rc));
+	cl->state = CLI_WRITE;
+	return 0;
+}
+
+/* One completion: 1 when the probe is over (done or failed), 0 to go on. */
+static int cli_wc(struct rdzv_rdma_cli *cl, const struct ibv_wc *wc)
+{
+	struct rdzv_rdma_msg m;
+
+	if (wc->status != IBV_WC_SUCCESS)
+		return fail(cl, "completion", "%s on %s", rdzv_rdma_wc_str(wc->status),
+			    cli_steps[cl->state]) < 0;
+	if (cl->state == CLI_RECV && wc->opcode == IBV_WC_RECV) {
+		if (rdzv_rdma_dec_msg(cl->q.msg,
+				      wc->byte_len < RDZV_RDMA_MSG_LEN ? wc->byte_len
+								       : RDZV_RDMA_MSG_LEN,
+				      &m) < 0 ||
+		    m.type != RDZV_RDMA_T_PONG || m.nonce != cl->nonce)
+			return fail(cl, "recv", "bad reply from %s", cl->peer) < 0;
+		cl->out.sendrecv_us = now_us() - cl->t;
+		if (cl->size == 0) {
+			cl->out.ok = 1;
+			return 1;
+		}
+		return cli_write(cl) < 0;
+	}
+	if (cl->state == CLI_WRITE && wc->opcode == IBV_WC_RDMA_WRITE) {
+		cl->out.write_us = now_us() - cl->t;
+		cl->out.ok = 1;
+		return 1;
+	}
+	return 0; /* the PING's SEND completion */
+}
+
+static void on_cc(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct rdzv_rdma_cli *cl = arg;
+	struct ibv_cq *cq = NULL;
+	struct ibv_wc wc;
+	int rc, n;
+
+	(void)ev;
+	(void)fd;
+	(void)events;
+	rc = cl->cm->get_cq_event(cl->q.cc, &cq);
+	if (rc == -EAGAIN || rc == -EINTR)
+		return;
+	if (rc < 0) {
+		fail(cl, "completion", "ibv_get_cq_event: %s", gx_strerror(rc));
+		goto over;
+	}
+	cl->cm->ack_cq_events(cq, 1);
+	rc = cl->cm->req_notify_cq(cl->q.cq);
+	if (rc < 0) {
+		fail(cl, "completion", "ibv_req_notify_cq: %s", gx_strerror(rc));
+		goto over;
+	}
+	/* every completion queued before the re-arm; later ones raise a new event */
+	while ((n = cl->cm->poll_cq(cl->q.cq, 1, &wc)) == 1)
+		if (cli_wc(cl, &wc))
+			goto over;
+	if (n < 0) {
+		fail(cl, "completion", "ibv_poll_cq: %s", gx_strerror(n));
+		goto over;
+	}
+	return;
+over:
+	cli_finish(cl);
+}
+
+/* Channel, id, resolve_addr; a failure is in cl->out. */
+static int cli_begin(struct rdzv_rdma_cli *cl, const struct rdzv_peer *self,
+		     const struct rdzv_peer *peer)
 {
 	union gx_sockaddr src, dst;
 	socklen_t slen, dlen;
@@ -228,218 +444,110 @@ static int cli_resolve(struct cli *cl, const struct rdzv_peer *self, const struc
 	if (gx_addr_parse(v4 ? self->addr4 : self->addr6, 0, &src, &slen) < 0 ||
 	    gx_addr_parse(cl->peer, cl->port, &dst, &dlen) < 0)
 		return fail(cl, "resolve_addr", "bad secondary address");
+	if (cl->deadline_ms <= gx_now_ms())
+		return fail(cl, "resolve_addr", "timed out");
 	rc = cl->cm->create_event_channel(&cl->ch);
 	if (rc == 0)
 		rc = rdzv_rdma_nonblock(cl->ch->fd);
 	if (rc < 0)
 		return fail(cl, "setup", "rdma_create_event_channel: %s", gx_strerror(rc));
+	if (gx_ev_add(cl->ev, cl->ch->fd, EPOLLIN, on_cm, cl) < 0)
+		return fail(cl, "setup", "event loop: cannot watch the event channel");
+	cl->ch_added = 1;
 	rc = cl->cm->create_id(cl->ch, &cl->id, cl);
 	if (rc < 0)
 		return fail(cl, "setup", "rdma_create_id: %s", gx_strerror(rc));
-	rc = cl->cm->resolve_addr(cl->id, &src.sa, &dst.sa, remaining_ms(cl) + 1);
+	rc = cl->cm->resolve_addr(cl->id, &src.sa, &dst.sa, remaining_ms(cl));
 	if (rc < 0)
 		return fail(cl, "resolve_addr", "%s", err_text(rc));
-	rc = wait_cm(cl, "resolve_addr", RDMA_CM_EVENT_ADDR_RESOLVED);
-	if (rc < 0)
-		return rc;
-	rc = cl->cm->resolve_route(cl->id, remaining_ms(cl) + 1);
-	if (rc < 0)
-		return fail(cl, "resolve_route", "%s", err_text(rc));
-	return wait_cm(cl, "resolve_route", RDMA_CM_EVENT_ROUTE_RESOLVED);
-}
-
-static int cli_connect(struct cli *cl, size_t size, struct rdzv_rdma_acc *acc)
-{
-	unsigned char req[RDZV_RDMA_REQ_LEN];
-	struct rdma_conn_param p;
-	char why[200];
-	int rc;
-
-	rc = rdzv_rdma_qp_setup(cl->cm, cl->id, &cl->q, size, IBV_ACCESS_LOCAL_WRITE, why,
-				sizeof(why));
-	if (rc < 0)
-		return fail(cl, "setup", "%s", why);
-	rc = rdzv_rdma_post_recv(cl->cm, cl->id, &cl->q);
-	if (rc < 0)
-		return fail(cl, "setup", "ibv_post_recv: %s", gx_strerror(rc));
-	rdzv_rdma_enc_req(&(struct rdzv_rdma_req){.write_size = (uint32_t)size}, req);
-	memset(&p, 0, sizeof(p));
-	p.private_data = req;
-	p.private_data_len = sizeof(req);
-	p.responder_resources = 1;
-	p.initiator_depth = 1;
-	p.retry_count = 7;
-	p.rnr_retry_count = 7;
-	rc = cl->cm->connect(cl->id, &p);
-	if (rc < 0)
-		return fail(cl, "connect", "rdma_connect to %s: %s", cl->peer, gx_strerror(rc));
-	rc = wait_cm(cl, "connect", RDMA_CM_EVENT_ESTABLISHED);
-	if (rc < 0)
-		return rc;
-	cl->connected = 1;
-	rc = rdzv_rdma_dec_acc(cl->pdata, cl->pdlen, acc);
-	if (rc < 0)
-		return fail(cl, "connect", "malformed accept data from %s (%s)", cl->peer,
-			    gx_strerror(rc));
+	cl->state = CLI_ADDR;
 	return 0;
 }
 
-/* GID index the QP's address vector uses, and this port's active MTU. */
-static void cli_info(struct cli *cl)
+int rdzv_rdma_probe_start(struct rdzv_rdma_ctx *c, struct gx_ev *ev, const struct rdzv_peer *self,
+			  const struct rdzv_peer *peer, uint16_t port, size_t size,
+			  int64_t deadline_ms, rdzv_rdma_probe_fn *done, void *arg,
+			  struct rdzv_rdma_cli **ret)
 {
-	struct ibv_port_attr pa;
-	struct ibv_qp_attr qa;
-	struct ibv_qp_init_attr qi;
+	struct rdzv_rdma_cli *cl;
+	int64_t left;
 
-	memset(&pa, 0, sizeof(pa));
-	if (cl->cm->query_port(cl->id->verbs, cl->id->port_num, &pa) == 0)
-		cl->out->mtu = rdzv_rdma_mtu_bytes(pa.active_mtu);
-	memset(&qa, 0, sizeof(qa));
-	if (cl->cm->query_qp(cl->id->qp, &qa, IBV_QP_AV, &qi) == 0 && qa.ah_attr.is_global)
-		cl->out->gid_index = qa.ah_attr.grh.sgid_index;
-}
-
-static int cli_sendrecv(struct cli *cl, uint64_t nonce)
-{
-	struct rdzv_rdma_msg m = {.type = RDZV_RDMA_T_PING, .nonce = nonce};
-	struct ibv_wc wc;
-	int64_t t = now_us();
-	int rc;
-
-	rc = rdzv_rdma_post_msg(cl->cm, cl->id, &cl->q, &m);
-	if (rc < 0)
-		return fail(cl, "send", "ibv_post_send: %s", gx_strerror(rc));
-	rc = wait_wc(cl, "recv", IBV_WC_RECV, &wc);
-	if (rc < 0)
-		return rc;
-	if (rdzv_rdma_dec_msg(cl->q.msg,
-			      wc.byte_len < RDZV_RDMA_MSG_LEN ? wc.byte_len : RDZV_RDMA_MSG_LEN,
-			      &m) < 0 ||
-	    m.type != RDZV_RDMA_T_PONG || m.nonce != nonce)
-		return fail(cl, "recv", "bad reply from %s", cl->peer);
-	cl->out->sendrecv_us = now_us() - t;
+	if (ret)
+		*ret = NULL;
+	if (!c || !ev || !self || !peer || !done || size > RDZV_RDMA_MAX_WRITE)
+		return -EINVAL;
+	cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return -ENOMEM;
+	cl->cm = c->cm;
+	cl->ev = ev;
+	cl->size = size;
+	cl->port = port;
+	cl->done = done;
+	cl->arg = arg;
+	cl->out.gid_index = -1;
+	cl->out.size = size;
+	cl->deadline_ms = deadline_ms;
+	cl->t0 = now_us();
+	c->nonce++;
+	cl->nonce = c->nonce ^ (uint64_t)now_us() << 16;
+	if (cli_begin(cl, self, peer) < 0) {
+		cli_fail_later(cl);
+	} else {
+		left = deadline_ms - gx_now_ms();
+		cl->timer = gx_ev_timer(ev, left > 0 ? left : 0, on_deadline, cl);
+	}
+	if (ret)
+		*ret = cl;
 	return 0;
 }
 
-static int cli_write(struct cli *cl, size_t size, const struct rdzv_rdma_acc *acc)
+void rdzv_rdma_probe_cancel(struct rdzv_rdma_cli *cl)
 {
-	struct ibv_sge sge = {
-	    .addr = (uintptr_t)cl->q.buf, .length = (uint32_t)size, .lkey = cl->q.buf_mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 3,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE,
-				 .send_flags = IBV_SEND_SIGNALED};
-	struct ibv_wc wc;
-	int64_t t;
-	int rc;
-
-	if (acc->max_write < size)
-		return fail(cl, "write", "%s accepts at most %u bytes", cl->peer, acc->max_write);
-	memset(cl->q.buf, 0xa5, size);
-	wr.wr.rdma.remote_addr = acc->addr;
-	wr.wr.rdma.rkey = acc->rkey;
-	t = now_us();
-	rc = cl->cm->post_send(cl->id->qp, &wr);
-	if (rc < 0)
-		return fail(cl, "write", "ibv_post_send: %s", gx_strerror(rc));
-	rc = wait_wc(cl, "write", IBV_WC_RDMA_WRITE, &wc);
-	if (rc < 0)
-		return rc;
-	cl->out->write_us = now_us() - t;
-	return 0;
+	if (!cl)
+		return;
+	cli_close(cl);
+	free(cl);
 }
 
-static int cli_run(struct cli *cl, const struct rdzv_peer *self, const struct rdzv_peer *peer,
-		   size_t size, uint64_t nonce)
-{
-	struct rdzv_rdma_acc acc;
-	int64_t t0 = now_us();
-	int rc;
+/* The blocking form: a private loop that runs until the probe is done. */
+struct run_wait {
+	struct gx_ev *ev;
+	struct rdzv_rdma_probe *out;
+};
 
-	rc = cli_resolve(cl, self, peer);
-	if (rc == 0)
-		rc = cli_connect(cl, size, &acc);
-	if (rc < 0)
-		return rc;
-	cl->out->connect_us = now_us() - t0;
-	cl->out->peer_mtu = (int)acc.mtu;
-	cli_info(cl);
-	rc = cli_sendrecv(cl, nonce);
-	if (rc == 0 && size > 0)
-		rc = cli_write(cl, size, &acc);
-	if (rc == 0)
-		cl->out->ok = 1;
-	return rc;
-}
-
-static void cli_close(struct cli *cl)
+static void run_done(void *arg, const struct rdzv_rdma_probe *out)
 {
-	if (cl->connected)
-		cl->cm->disconnect(cl->id);
-	rdzv_rdma_qp_free(cl->cm, cl->id, &cl->q);
-	if (cl->id)
-		cl->cm->destroy_id(cl->id);
-	if (cl->ch)
-		cl->cm->destroy_event_channel(cl->ch);
-	cl->id = NULL;
-	cl->ch = NULL;
+	struct run_wait *w = arg;
+
+	*w->out = *out;
+	gx_ev_stop(w->ev, 0);
 }
 
 int rdzv_rdma_probe_run(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
 			const struct rdzv_peer *peer, uint16_t port, size_t size,
 			int64_t deadline_ms, struct rdzv_rdma_probe *out)
 {
-	struct cli cl;
+	struct run_wait w = {.out = out};
+	int rc;
 
 	if (!c || !self || !peer || !out || size > RDZV_RDMA_MAX_WRITE)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->gid_index = -1;
 	out->size = size;
-	memset(&cl, 0, sizeof(cl));
-	cl.cm = c->cm;
-	cl.deadline_ms = deadline_ms;
-	cl.out = out;
-	cl.port = port;
-	c->nonce++;
-	cli_run(&cl, self, peer, size, c->nonce ^ (uint64_t)now_us() << 16);
-	cli_close(&cl);
-	if (!out->ok)
-		gx_debug("rdma probe to %s: %s", peer->name, out->why);
-	return 0;
+	rc = gx_ev_new(&w.ev);
+	if (rc < 0)
+		return rc;
+	rc =
+	    rdzv_rdma_probe_start(c, w.ev, self, peer, port, size, deadline_ms, run_done, &w, NULL);
+	if (rc == 0)
+		gx_ev_run(w.ev);
+	gx_ev_free(w.ev);
+	return rc;
 }
 
 /* ---- context and the rendezvous' ops ------------------------------------- */
-
-static int ops_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
-		     uint16_t port, int64_t deadline_ms, char *why, size_t whylen)
-{
-	struct rdzv_rdma_probe p;
-	int rc;
-
-	rc = rdzv_rdma_probe_run(arg, self, coord, port, 0, deadline_ms, &p);
-	if (rc < 0) {
-		snprintf(why, whylen, "%s", gx_strerror(rc));
-		return rc;
-	}
-	if (!p.ok) {
-		gx_strlcpy(why, p.why, whylen);
-		return GX_ERDZV;
-	}
-	return 0;
-}
-
-static int ops_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
-		      char *why, size_t whylen)
-{
-	return rdzv_rdma_serve(arg, ev, self, port, why, whylen);
-}
-
-static void ops_close(void *arg)
-{
-	rdzv_rdma_stop(arg);
-}
 
 int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 		      struct rdzv_rdma_ctx **ret)
@@ -454,10 +562,12 @@ int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 		return -ENOMEM;
 	c->cm = cm;
 	c->max_write = max_write;
-	c->ops.check = ops_check;
-	c->ops.listen = ops_listen;
-	c->ops.close = ops_close;
+	c->ops.check = rdzv_rdma_ops_check;
+	c->ops.listen = rdzv_rdma_ops_listen;
+	c->ops.close = rdzv_rdma_ops_close;
 	c->ops.arg = c;
+	c->last.size = (size_t)-1; /* no verification yet */
+	c->rails_on = 1;
 	*ret = c;
 	return 0;
 }
@@ -467,7 +577,13 @@ void rdzv_rdma_ctx_free(struct rdzv_rdma_ctx *c)
 	if (!c)
 		return;
 	rdzv_rdma_stop(c);
+	rdzv_rdma_rails_reset(c);
 	free(c);
+}
+
+const struct rdzv_rdma_probe *rdzv_rdma_last(const struct rdzv_rdma_ctx *c)
+{
+	return c && c->last.size != (size_t)-1 ? &c->last : NULL;
 }
 
 const struct rdzv_rdma_ops *rdzv_rdma_ops(struct rdzv_rdma_ctx *c)

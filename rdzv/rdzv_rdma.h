@@ -5,10 +5,10 @@
  * rping idiom, behind an ops table so that unit tests replace every rdma_* /
  * ibv_* call with recorded shapes (this machine has no RDMA device).
  *
- * The server side runs inside the caller's gx_ev loop (the rdma_cm event
+ * Server and client run inside the caller's gx_ev loop (the rdma_cm event
  * channel fd and the completion channel fds are non-blocking and polled);
- * the client side is blocking with a deadline (a member waits for nothing
- * else while it verifies; check runs its RDMA probes one at a time).
+ * rdzv_rdma_probe_run is the client in a private loop (a member waits for
+ * nothing else while it verifies).
  * Steps and the private-data layout: rdzv/PROTOCOL.md, "RDMA-CM".
  */
 #ifndef RDZV_RDMA_H
@@ -86,6 +86,37 @@ struct rdzv_rdma_ctx; /* server state; owns no global state */
  */
 int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 		      struct rdzv_rdma_ctx **ret);
+/* The outcome of the latest verification (ops check()); NULL when none ran. */
+const struct rdzv_rdma_probe *rdzv_rdma_last(const struct rdzv_rdma_ctx *c);
+/*
+ * The fabric gate per HCA (issue 24 item 4). Each rail in rdzv_peer.rails
+ * ("dev:port/netdev/addr,...") is matched with the coordinator's rail on the
+ * interface of the same name; the member's check() probes every matched rail
+ * (RDMA-CM connect + send/recv from its rail address to the coordinator's),
+ * the coordinator's listen() serves each of its rail addresses. A rail's
+ * failure does not fail check() (only the bootstrap rail does): it is left
+ * out of NCCL_IB_HCA by the caller and named.
+ */
+#define RDZV_RDMA_MAX_RAILS 8
+struct rdzv_rdma_rail {
+	char dev[64];	   /* this pod's device on the rail */
+	char netdev[16];   /* the rail's interface */
+	int bootstrap;	   /* the rail of the bootstrap address */
+	int checked;	   /* member: probed to the coordinator's same rail */
+	int ok;		   /* member: that probe passed */
+	int gid_index;	   /* member: the SGID index that carried it, -1 unknown */
+	int served;	   /* coordinator: a listener runs on this rail */
+	unsigned answered; /* coordinator: members whose connect + send/recv came on it */
+	char why[200];	   /* member: why not ok; coordinator: why not served */
+};
+/*
+ * Rails on (default) or off (check: its own --rails probes cover them). The
+ * rail probes share half of check()'s remaining time, in equal parts.
+ */
+void rdzv_rdma_set_rails(struct rdzv_rdma_ctx *c, int on);
+/* This context's rails (after check() or listen()); *ret valid until the next call / free. */
+size_t rdzv_rdma_rails(struct rdzv_rdma_ctx *c, const struct rdzv_rdma_rail **ret);
+
 /* Stops the server (if any) and frees everything; NULL is fine. */
 void rdzv_rdma_ctx_free(struct rdzv_rdma_ctx *c);
 
@@ -108,6 +139,11 @@ int rdzv_rdma_serve(struct rdzv_rdma_ctx *c, struct gx_ev *ev, const struct rdzv
 void rdzv_rdma_stop(struct rdzv_rdma_ctx *c);
 /* Server connections open now (tests, progress). */
 unsigned rdzv_rdma_nconns(const struct rdzv_rdma_ctx *c);
+/*
+ * Server: connections whose connect + first send/recv went through, since the
+ * context was made (the coordinator's evidence that its RDMA-CM path works).
+ */
+unsigned rdzv_rdma_answered(const struct rdzv_rdma_ctx *c);
 
 struct rdzv_rdma_probe {
 	int ok;		     /* 1: every step passed */
@@ -124,10 +160,29 @@ struct rdzv_rdma_probe {
 };
 
 /*
- * Client probe (check): from self's secondary address to peer's, port;
- * connect, send/recv, RDMA WRITE of size bytes (0 = skip), with latency.
- * Blocks until done or deadline_ms (gx_now_ms clock). 0 with out->ok set
- * or cleared; negative only for bad arguments / out of memory.
+ * Client probe: from self's secondary address to peer's, port; connect,
+ * send/recv, RDMA WRITE of size bytes (0 = skip), with latency; the outcome
+ * by deadline_ms (gx_now_ms clock). It runs inside ev (the rdma_cm channel
+ * and the completion channel are polled there, a timer holds the deadline):
+ * no fork, no thread, so the verbs objects are used only by the process
+ * that opened them. done(arg, out) is called exactly once, from the loop
+ * (never from start), after every object is released; the probe is freed
+ * then. *ret (may be NULL) is valid until done or rdzv_rdma_probe_cancel.
+ * Negative only for bad arguments / out of memory (done is not called).
+ */
+struct rdzv_rdma_cli;
+typedef void rdzv_rdma_probe_fn(void *arg, const struct rdzv_rdma_probe *out);
+int rdzv_rdma_probe_start(struct rdzv_rdma_ctx *c, struct gx_ev *ev, const struct rdzv_peer *self,
+			  const struct rdzv_peer *peer, uint16_t port, size_t size,
+			  int64_t deadline_ms, rdzv_rdma_probe_fn *done, void *arg,
+			  struct rdzv_rdma_cli **ret);
+/* Stops a running probe without calling done; NULL is fine. */
+void rdzv_rdma_probe_cancel(struct rdzv_rdma_cli *cl);
+
+/*
+ * The same probe, blocking: runs a private loop until done (the member's
+ * verification, which waits for nothing else). 0 with out->ok set or
+ * cleared; negative only for bad arguments / out of memory.
  */
 int rdzv_rdma_probe_run(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
 			const struct rdzv_peer *peer, uint16_t port, size_t size,

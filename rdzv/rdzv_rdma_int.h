@@ -98,8 +98,23 @@ struct rdzv_rdma_ctx {
 	const struct rdzv_rdma_cm_ops *cm;
 	size_t max_write;
 	struct rdzv_rdma_ops ops;
-	struct rdzv_rdma_srv *srv; /* NULL when not serving */
-	uint64_t nonce;		   /* client: per-probe counter, mixed with the clock */
+	struct rdzv_rdma_srv *srv;   /* NULL when not serving */
+	uint64_t nonce;		     /* client: per-probe counter, mixed with the clock */
+	unsigned answered;	     /* server: connections whose first PING got its PONG */
+	struct rdzv_rdma_probe last; /* the latest check() (size -1: none yet) */
+	struct rdzv_rdma_rail rails[RDZV_RDMA_MAX_RAILS];
+	size_t nrails;
+	int rails_on; /* check()/listen() cover the rails too (default) */
+	struct rdzv_rdma_ctx *rail_srv[RDZV_RDMA_MAX_RAILS]; /* coordinator: one per extra rail */
 };
+
+/* rdzv_rdma_rails.c: the struct rdzv_rdma_ops entries and the rails' state. */
+int rdzv_rdma_ops_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
+			uint16_t port, int64_t deadline_ms, char *why, size_t whylen);
+int rdzv_rdma_ops_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
+			 char *why, size_t whylen);
+void rdzv_rdma_ops_close(void *arg);
+/* Frees the rail servers and forgets the rails. */
+void rdzv_rdma_rails_reset(struct rdzv_rdma_ctx *c);
 
 #endif

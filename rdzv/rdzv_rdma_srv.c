@@ -100,7 +100,10 @@ static int answer(struct srv_conn *cn, const struct ibv_wc *wc)
 	if (rc < 0)
 		return rc;
 	m.type = RDZV_RDMA_T_PONG;
-	return rdzv_rdma_post_msg(cn->s->cm, cn->id, &cn->q, &m);
+	rc = rdzv_rdma_post_msg(cn->s->cm, cn->id, &cn->q, &m);
+	if (rc == 0 && cn->pings == 1)
+		cn->s->c->answered++; /* a connect + send/recv came through */
+	return rc;
 }
 
 static void on_comp(struct gx_ev *ev, int fd, uint32_t events, void *arg)
@@ -362,4 +365,9 @@ void rdzv_rdma_stop(struct rdzv_rdma_ctx *c)
 unsigned rdzv_rdma_nconns(const struct rdzv_rdma_ctx *c)
 {
 	return c && c->srv ? c->srv->n : 0;
+}
+
+unsigned rdzv_rdma_answered(const struct rdzv_rdma_ctx *c)
+{
+	return c ? c->answered : 0;
 }

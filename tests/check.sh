@@ -48,6 +48,7 @@ step "unit tests (valgrind)" tests/run-unit.sh build/debug valgrind
 [ -x tests/container/run.sh ] && step "container manifests" tests/container/run.sh
 [ -x container/image.sh ] && step "container image" container/image.sh --quiet
 [ -x tests/e2e/run.sh ] && step "end-to-end" tests/e2e/run.sh
+[ -x tests/e2e/rdma_vm.sh ] && step "RDMA end-to-end (soft-RoCE VM)" tests/e2e/rdma_vm.sh
 [ -x tests/bench/run.sh ] && step "bench smoke" tests/bench/run.sh --smoke
 
 # A test cannot turn into a skip (issue 23): a SKIP is accepted only when it matches this

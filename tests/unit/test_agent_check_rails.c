@@ -402,14 +402,14 @@ static void test_rail_peer(void **state)
 }
 
 /*
- * The RDMA probe child probes rail k <-> rail k where both ends have a
+ * The RDMA probes (in the loop) probe rail k <-> rail k where both ends have a
  * device on it (no RDMA here: the real seam fails, the failure comes back as
  * that rail's RDMA probe); a rail one end lacks a device on is not probed.
  */
-static void test_rdma_rail_child(void **state)
+static void test_rdma_rail_probes(void **state)
 {
 	struct rdzv_peer table[2];
-	struct check_rdma_child ch;
+	struct check_rdma ch;
 	struct rdzv_rdma_ctx *ctx = NULL;
 	struct check_world w;
 	struct check_net n;
@@ -435,12 +435,12 @@ static void test_rdma_rail_child(void **state)
 	n.table = table;
 	n.port = 9; /* discard: nothing answers RDMA-CM there */
 	assert_int_equal(rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), 4096, &ctx), 0);
-	assert_int_equal(check_rdma_spawn(&n, ctx, 4096, deadline, &ch), 0);
+	check_rdma_init(&n, ctx, 4096, &ch);
 	check_rdma_go(&ch);
 	while (!ch.done && gx_now_ms() < deadline)
 		gx_ev_run_until(n.ev, deadline);
 	assert_true(ch.done);
-	check_rdma_reap(&ch);
+	check_rdma_stop(&ch);
 	assert_null(check_find(&w, 0, 1, CHECK_RDMA));
 	p = check_find_rail(&w, 0, 1, CHECK_RDMA, check_rail_index(&w, "lo"));
 	assert_non_null(p);
@@ -466,7 +466,7 @@ int main(void)
 	    cmocka_unit_test(test_result_roundtrip),
 	    cmocka_unit_test(test_matrices),
 	    cmocka_unit_test(test_rail_peer),
-	    cmocka_unit_test(test_rdma_rail_child),
+	    cmocka_unit_test(test_rdma_rail_probes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -79,10 +79,12 @@ struct fake {
 	unsigned char conn_pd[256];
 	uint8_t conn_pdlen;
 	enum ibv_wc_status send_status, write_status;
-	int reply;     /* answer a SEND with a RECV (the server's PONG) */
-	int reply_bad; /* ... with a wrong nonce */
-	int hangup;    /* answer a SEND by disconnecting */
-	int reg_mr_rc; /* forced ibv_reg_mr failure */
+	int reply;	       /* answer a SEND with a RECV (the server's PONG) */
+	int reply_bad;	       /* ... with a wrong nonce */
+	int hangup;	       /* answer a SEND by disconnecting */
+	int reg_mr_rc;	       /* forced ibv_reg_mr failure */
+	uint32_t unreachable4; /* an IPv4 destination whose address never resolves */
+	int nresolves, resolve_ms;
 	enum ibv_mtu mtu;
 	int sgid_index;
 	/* recordings */
@@ -229,6 +231,13 @@ static int f_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct so
 	memcpy(&F->src, src, src->sa_family == AF_INET6 ? sizeof(F->src.in6) : sizeof(F->src.in4));
 	memcpy(&F->dst, dst, dst->sa_family == AF_INET6 ? sizeof(F->dst.in6) : sizeof(F->dst.in4));
 	id->verbs = &F->verbs;
+	F->nresolves++;
+	F->resolve_ms = timeout_ms;
+	if (F->unreachable4 && dst->sa_family == AF_INET &&
+	    ((struct sockaddr_in *)dst)->sin_addr.s_addr == F->unreachable4) {
+		push_ev(id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH, NULL, 0);
+		return 0;
+	}
 	if (F->addr_ev >= 0)
 		push_ev(id, F->addr_ev, F->addr_status, NULL, 0);
 	return 0;
@@ -889,6 +898,145 @@ static void test_client_memlock(void **state)
 	assert_int_equal(f->req_pdlen, 0);
 }
 
+/* The loop-driven client: done() comes from the loop, once, never from start. */
+struct async_seen {
+	int calls;
+	struct rdzv_rdma_probe out;
+};
+
+static void async_done(void *arg, const struct rdzv_rdma_probe *out)
+{
+	struct async_seen *a = arg;
+
+	a->calls++;
+	a->out = *out;
+}
+
+static void test_client_in_loop(void **state)
+{
+	struct rdzv_rdma_ctx *c = NULL;
+	struct rdzv_peer self, peer;
+	struct rdzv_rdma_cli *cl = NULL;
+	struct async_seen a;
+	struct gx_ev *ev = NULL;
+
+	(void)state;
+	peers(&self, &peer, 0);
+	assert_int_equal(gx_ev_new(&ev), 0);
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 4096, &c), 0);
+	/* two probes at once in one loop: both finish, each once */
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 4096, gx_now_ms() + 2000,
+					       async_done, &a, &cl),
+			 0);
+	assert_non_null(cl);
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 0, gx_now_ms() + 2000,
+					       async_done, &a, NULL),
+			 0);
+	assert_int_equal(a.calls, 0);
+	for (int i = 0; i < 100 && a.calls < 2; i++)
+		gx_ev_run_until(ev, gx_now_ms() + 20);
+	assert_int_equal(a.calls, 2);
+	assert_int_equal(a.out.ok, 1);
+	/* a failure found in start is reported from the loop */
+	self.addr4[0] = '\0';
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 0, gx_now_ms() + 2000,
+					       async_done, &a, NULL),
+			 0);
+	assert_int_equal(a.calls, 0);
+	gx_ev_run_until(ev, gx_now_ms() + 50);
+	assert_int_equal(a.calls, 1);
+	assert_string_equal(a.out.step, "resolve_addr");
+	/* cancelled: done never comes, nothing stays alive (teardown counts) */
+	peers(&self, &peer, 0);
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 0, gx_now_ms() + 2000,
+					       async_done, &a, &cl),
+			 0);
+	rdzv_rdma_probe_cancel(cl);
+	gx_ev_run_until(ev, gx_now_ms() + 50);
+	assert_int_equal(a.calls, 0);
+	assert_int_equal(rdzv_rdma_probe_start(c, ev, &self, &peer, 29410, 0, 0, NULL, &a, NULL),
+			 -EINVAL);
+	rdzv_rdma_ctx_free(c);
+	gx_ev_free(ev);
+}
+
+/*
+ * The fabric gate per HCA: check() probes every rail matched by interface name
+ * with the coordinator's; a broken rail is recorded, named, and does not fail
+ * the check (the bootstrap rail does); listen() serves every rail address.
+ */
+static void test_rails_gate(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_ctx *c = NULL;
+	const struct rdzv_rdma_ops *ops;
+	const struct rdzv_rdma_rail *rl;
+	struct rdzv_peer self, peer;
+	struct gx_ev *ev = NULL;
+	char why[256] = "", a[64];
+
+	peers(&self, &peer, 0);
+	snprintf(self.rails, sizeof(self.rails),
+		 "rxe1:1/net1/10.0.0.2,rxe7:1/net3/10.3.0.2,rxe4:1/net2/10.1.0.2");
+	snprintf(peer.rails, sizeof(peer.rails), "rxe0:1/net1/10.0.0.1,rxe3:1/net2/10.1.0.1");
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
+	ops = rdzv_rdma_ops(c);
+	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
+			 0);
+	assert_int_equal(f->nresolves, 2); /* bootstrap + net2; net3 has no partner */
+	/* the rails got at most half of the 2 s left (net3 used none of it): the coordinator
+	 * waits for our VERIFY */
+	assert_true(f->resolve_ms > 0 && f->resolve_ms <= 1000);
+	assert_string_equal(inet_ntop(AF_INET, &f->dst.in4.sin_addr, a, sizeof(a)), "10.1.0.1");
+	assert_string_equal(inet_ntop(AF_INET, &f->src.in4.sin_addr, a, sizeof(a)), "10.1.0.2");
+	assert_int_equal(rdzv_rdma_rails(c, &rl), 3);
+	assert_string_equal(rl[0].dev, "rxe1");
+	assert_true(rl[0].bootstrap && rl[0].ok && rl[0].gid_index == 3);
+	assert_string_equal(rl[2].netdev, "net2");
+	assert_true(!rl[2].bootstrap && rl[2].checked && rl[2].ok && rl[2].gid_index == 3);
+	assert_true(!rl[1].checked && !rl[1].ok);
+	assert_string_equal(rl[1].why, "the coordinator has no rail on net3");
+	/* net2 broken: named, left out, the check itself passes */
+	f->unreachable4 = inet_addr("10.1.0.1");
+	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
+			 0);
+	assert_int_equal(rdzv_rdma_rails(c, &rl), 3);
+	assert_true(rl[0].ok && rl[2].checked && !rl[2].ok);
+	assert_string_equal(rl[2].why, "to rxe3 (10.1.0.1): resolve_addr: No route to host");
+	/* rails off (check probes them itself): only the bootstrap rail */
+	f->unreachable4 = 0;
+	f->nresolves = 0;
+	rdzv_rdma_set_rails(c, 0);
+	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
+			 0);
+	assert_int_equal(f->nresolves, 1);
+	assert_int_equal(rdzv_rdma_rails(c, &rl), 0);
+	rdzv_rdma_set_rails(c, 1);
+	/* the bootstrap rail broken: the check fails as before */
+	f->unreachable4 = inet_addr("10.0.0.1");
+	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
+			 GX_ERDZV);
+	rdzv_rdma_ctx_free(c);
+	/* coordinator: a listener on the bootstrap address and on each rail */
+	f->reply = 0;
+	assert_int_equal(gx_ev_new(&ev), 0);
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
+	ops = rdzv_rdma_ops(c);
+	assert_int_equal(ops->listen(ops->arg, ev, &peer, 29410, why, sizeof(why)), 0);
+	assert_string_equal(inet_ntop(AF_INET, &f->bound.in4.sin_addr, a, sizeof(a)), "10.1.0.1");
+	assert_int_equal(rdzv_rdma_rails(c, &rl), 2);
+	assert_true(rl[0].bootstrap && rl[0].served && rl[1].served);
+	assert_int_equal(rl[1].answered, 0);
+	assert_int_equal(f->alive[K_ID], 2); /* two listening ids */
+	ops->close(ops->arg);
+	assert_int_equal(f->alive[K_ID], 0);
+	rdzv_rdma_ctx_free(c);
+	gx_ev_free(ev);
+}
+
 static void test_ops_check(void **state)
 {
 	struct fake *f = *state;
@@ -983,6 +1131,7 @@ static void test_server_answers(void **state)
 	pump(s.ev);
 	assert_int_equal(f->naccepts, 1);
 	assert_int_equal(rdzv_rdma_nconns(s.c), 1);
+	assert_int_equal(rdzv_rdma_answered(s.c), 0); /* connected, nothing exchanged yet */
 	/* the accept names a registered, writable buffer of max_write bytes */
 	assert_int_equal(rdzv_rdma_dec_acc(f->acc_pd, (size_t)f->acc_pdlen, &a), 0);
 	assert_int_equal(a.mtu, 2048);
@@ -999,12 +1148,14 @@ static void test_server_answers(void **state)
 	assert_int_equal(rdzv_rdma_dec_msg(f->sent, sizeof(f->sent), &m), 0);
 	assert_int_equal(m.type, RDZV_RDMA_T_PONG);
 	assert_true(m.nonce == 0x1122334455667788ull);
+	assert_int_equal(rdzv_rdma_answered(s.c), 1);
 	/* a second PING on the re-posted recv is answered too */
 	m.type = RDZV_RDMA_T_PING;
 	rdzv_rdma_enc_msg(&m, ping);
 	deliver((struct fake_qp *)id->qp, ping, sizeof(ping));
 	pump(s.ev);
 	assert_int_equal(f->nsent, 2);
+	assert_int_equal(rdzv_rdma_answered(s.c), 1); /* one connection verified */
 	/* the client hangs up: everything of that connection is gone */
 	push_ev(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 	pump(s.ev);
@@ -1118,6 +1269,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_client_deadline, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_hostile_accept, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_memlock, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_in_loop, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rails_gate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ops_check, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_answers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_garbage, setup, teardown),
