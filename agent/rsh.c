@@ -149,6 +149,28 @@ static int connect_to(struct client *cl, int64_t deadline)
 	return rc;
 }
 
+/*
+ * A refused connect is retried until the deadline: a worker's serve opens its
+ * port right after its own rendezvous, which can end a moment after the
+ * launcher's (mpirun / mpiexec start at once). The pause waits on the signalfd,
+ * so a signal from mpirun ends it at once.
+ */
+static int connect_retry(struct client *cl, int64_t deadline)
+{
+	int64_t pause = 50;
+	int rc;
+
+	for (;;) {
+		rc = connect_to(cl, deadline);
+		if (rc != -ECONNREFUSED || gx_now_ms() + pause >= deadline)
+			return rc;
+		rsh_conn_free(&cl->c);
+		if (wait_fd(cl->sfd, POLLIN, gx_now_ms() + pause) == 0)
+			return -EINTR; /* a signal came: give up now */
+		pause = pause < 800 ? pause * 2 : 800;
+	}
+}
+
 static int handshake(struct client *cl, int64_t deadline)
 {
 	unsigned char m[RSH_HELLO_LEN], nc[RSH_NONCE_LEN], a[RSH_AUTH_LEN], acc[RSH_ACCEPT_LEN];
@@ -328,7 +350,7 @@ static int start(struct client *cl, struct agent_opts *o)
 			 RSH_MAX_CMD);
 		return rc;
 	}
-	rc = connect_to(cl, deadline);
+	rc = connect_retry(cl, deadline);
 	if (rc < 0)
 		snprintf(cl->err, sizeof(cl->err), "cannot reach %s (%s port %ld): %s", cl->host,
 			 cl->addr, cl->key.port, gx_strerror(rc));

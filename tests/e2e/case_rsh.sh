@@ -46,7 +46,29 @@ p=\$!; sleep 1; kill -KILL \$p; wait \$p 2>/dev/null
 GXBOOT_RSH_KEY_FILE=\$R/bad.key \$G rsh --out $GX_DIR/out0 job-worker-1 true 2>\$R/bad.err; echo \$? >\$R/rcbad
 \$G rsh job-worker-9 true 2>\$R/unknown.err; echo \$? >\$R/rcunknown
 \$G hosts --out $GX_DIR/out0 >\$R/hosts
+sed 's/^port=.*/port=29413/' $GX_DIR/out0/rsh.key >\$R/late.key; chmod 600 \$R/late.key
+GXBOOT_RSH_KEY_FILE=\$R/late.key \$G rsh --out $GX_DIR/out0 job-worker-2 hostname >\$R/late 2>\$R/late.err &
+p=\$!; sleep 1
+ip netns exec $(pod_ns 2) $PY $GX_DIR/relay.py $(pod_net1 2) 29413 29412 >\$R/relay.log 2>&1 &
+r=\$!; wait \$p; echo \$? >\$R/rclate; kill \$r 2>/dev/null
 EOS
+# a serve that opens its port a moment after the client tries (issue 23: serve starts
+# listening after its own rendezvous, the launcher's mpirun starts at once): one relay from
+# port 29413 to the real serve, started 1 s after the client
+cat >"$GX_DIR/relay.py" <<'EOP'
+import socket, sys, threading
+addr, lport, dport = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind((addr, lport)); ls.listen(1)
+c, _ = ls.accept(); u = socket.create_connection((addr, dport))
+def pump(a, b):
+    while True:
+        d = a.recv(65536)
+        if not d:
+            b.shutdown(socket.SHUT_WR); return
+        b.sendall(d)
+t = threading.Thread(target=pump, args=(u, c)); t.start(); pump(c, u); t.join()
+EOP
 mkdir -p "$GX_DIR/out0"
 pod_bg 0 "$GX_DIR/pod0.log" "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" --token-file "$T" -- sh "$GX_DIR/script.sh"
 GX_PIDS[0]=$GX_PID
@@ -71,6 +93,8 @@ chk rcbad 255 "wrong credential"
 grep -q "refused our credential" "$R/bad.err" || fail "wrong credential: no clear line" "$R/bad.err"
 gx_expect_in 1 "refused .*wrong credential"
 chk rcunknown 255 "unknown host"
+chk rclate 0 "rsh to a serve that opened its port 1 s late (refused connects are retried)"
+chk late job-worker-2 "rsh through the late port"
 want=$(for i in 0 1 2; do echo "$(pod_net1 "$i"):2"; done)
 chk hosts "$want" "gxboot hosts"
 opid=$(cat "/tmp/$GX_P.orphan" 2>/dev/null); rm -f "/tmp/$GX_P.orphan"
