@@ -10,11 +10,13 @@
 # link and the host file, whose lines are the pods' net1 addresses; each server logged the
 # coordinator's net1 address running hydra_pmi_proxy; the servers exit 0 on the job's END.
 # Part 2: `-f FILE` naming the pods is rewritten onto net1. Part 3: an IPv6-only net1.
-# Known flake, not gxboot (seen ~1 run in 2-4 on loaded cores, any part): every rank prints OK,
+# Known MPICH 4.0.2 bug, not gxboot (seen ~1 run in 2-4 on loaded cores, any part; hydra_wait
+# below ends such a job with SIGTERM and asserts gxboot's part): every rank prints OK,
 # then one rank spins in mpich 4.0.2's ch4:ucx finalize hook (ucp_disconnect_nb + progress loop)
 # waiting for a peer that already sits in the PMI barrier that follows it and no longer progresses
 # UCX (its socket holds the unread request); upstream removed that barrier (pmodels/mpich PR 6596).
 # UCX_TCP_PUT_ENABLE=n and UCX_RNDV_THRESH=inf do not avoid it (tried, hangs stay).
+# gx-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -23,6 +25,39 @@ command -v mpiexec.mpich >/dev/null && command -v mpicc.mpich >/dev/null ||
   { echo "SKIP: MPICH is not installed (apt-get install mpich libmpich-dev)"; exit 77; }
 MPIPROG=$GX_ROOT/build/tools/mpi_allreduce_mpich
 [ -x "$MPIPROG" ] || make -C "$GX_ROOT" --no-print-directory tools-mpich >/dev/null || fail "make tools-mpich"
+# hydra_wait N : the coordinator's job ends. MPICH 4.0.2 can hang in MPI_Finalize after every
+# rank printed its result (see the header: upstream's bug, not gxboot's). gxboot's part is then
+# done, so the test does what an operator would: SIGTERM the job, and the case asserts what
+# gxboot owes then (every rank's result, mpiexec's status reaching the servers, nothing left
+# in any pod) instead of MPICH's race. HYD_RC = the job's status to expect.
+HANGS=0
+hydra_wait() {
+  local n=$1 end=$(($(date +%s) + 60))
+  while [ "$(grep -c '^MPIALLREDUCE .* OK$' "$GX_DIR/pod0.log")" -lt "$n" ] &&
+    kill -0 "${GX_PIDS[0]}" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do
+    sleep 0.2
+  done
+  pod_wait "${GX_PIDS[0]}" 20
+  GX_RC[0]=$?
+  HYD_RC=0
+  if [ "${GX_RC[0]}" = 124 ] && [ "$(grep -c '^MPIALLREDUCE .* OK$' "$GX_DIR/pod0.log")" -ge "$n" ]; then
+    HANGS=$((HANGS + 1))
+    echo "mpich 4.0.2 finalize hang after all $n ranks reported (pmodels/mpich PR 6596): SIGTERM"
+    kill -TERM "${GX_PIDS[0]}" # gxboot forwards it to mpiexec: the job's status is mpiexec's
+    pod_wait "${GX_PIDS[0]}" 20
+    GX_RC[0]=$?
+    HYD_RC=${GX_RC[0]}
+    case $HYD_RC in 0 | 124) fail "the hung job did not end on SIGTERM (exit $HYD_RC)" "$GX_DIR/pod0.log" ;; esac
+  fi
+}
+# no_leftovers i... : nothing of the job runs in these pods any more
+no_leftovers() {
+  local i left
+  for i in "$@"; do
+    left=$(ip netns pids "$(pod_ns "$i")" 2>/dev/null | tr '\n' ' ')
+    [ -z "$left" ] || fail "job-worker-$i: processes left after the job: $left" "$GX_DIR/pod$i.log"
+  done
+}
 cluster_create 3 || fail "cluster_create"
 T=$(cluster_token)
 for i in 0 1 2; do cluster_cut_eth0 "$i"; done
@@ -34,8 +69,8 @@ mkdir -p "$GX_DIR/out0"
 # here too (without UCX_NET_DEVICES=net1 from gxboot, UCX's tcp tries eth0 and hangs).
 pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- mpiexec.mpich -n 6 "$MPIPROG"
 GX_PIDS[0]=$GX_PID
-gx_wait_all 60 0
-gx_expect_rc 0 0
+hydra_wait 6
+gx_expect_rc "$HYD_RC" 0
 for r in 0 1 2 3 4 5; do
   grep -q "^MPIALLREDUCE rank=$r world=6 host=job-worker-$((r / 2)) sum=21 OK" "$GX_DIR/pod0.log" ||
     fail "rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"
@@ -54,12 +89,13 @@ tok=$(cat "$T")
 for i in 0 1 2; do
   ! grep -rqF "$tok" "$GX_DIR/out$i" || fail "the job token is in job-worker-$i's files"
 done
-gx_wait_all 10 1 2
-gx_expect_rc 0 1 2
+gx_wait_all 20 1 2
+gx_expect_rc "$HYD_RC" 1 2
 for i in 1 2; do
-  gx_expect_in "$i" "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': exit 0"
-  gx_expect_in "$i" "the job ended with status 0"
+  gx_expect_in "$i" "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': $([ "$HYD_RC" = 0 ] && echo 'exit 0')"
+  gx_expect_in "$i" "the job ended with status $HYD_RC"
 done
+no_leftovers 0 1 2
 echo "mpiexec.mpich -n 6 through gxboot rsh / serve on net1 OK (no ssh, no mpiexec flags)"
 
 # ---- part 2: a launch line written for eth0 names (issue 27): `-f FILE` of pod names ----
@@ -68,8 +104,10 @@ for i in 1 2; do rm -rf "$GX_DIR/out$i"; gx_start "$i" serve "${P[@]}"; done
 pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- \
   mpiexec.mpich -f "$GX_DIR/user_hosts" -n 6 "$MPIPROG"
 GX_PIDS[0]=$GX_PID
-gx_wait_all 60 0 1 2
-gx_expect_rc 0 0 1 2
+hydra_wait 6
+gx_wait_all 20 1 2
+gx_expect_rc "$HYD_RC" 0 1 2
+no_leftovers 0 1 2
 gx_expect_in 0 "rewrite -f: $GX_DIR/user_hosts -> $GX_DIR/out0/hostfile.launch"
 [ "$(cat "$GX_DIR/out0/hostfile.launch")" = "$want" ] ||
   fail "hostfile.launch is not the net1 addresses" "$GX_DIR/out0/hostfile.launch"
@@ -93,8 +131,10 @@ mkdir -p "$GX_DIR/out0"
 pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- \
   mpiexec.mpich -localhost "$(pod_fqdn 0)" -n 4 "$MPIPROG"
 GX_PIDS[0]=$GX_PID
-gx_wait_all 60 0 1
-gx_expect_rc 0 0 1
+hydra_wait 4
+gx_wait_all 20 1
+gx_expect_rc "$HYD_RC" 0 1
+no_leftovers 0 1
 [ "$(cat "$GX_DIR/out0/hostfile.hydra")" = "$(printf 'job-worker-0:2\njob-worker-1:2')" ] ||
   fail "IPv6: hostfile.hydra does not name the pods" "$GX_DIR/out0/hostfile.hydra"
 [ -z "$(gx_env "$GX_DIR/out0/env" HYDRA_IFACE)" ] || fail "IPv6: HYDRA_IFACE is set" "$GX_DIR/out0/env"
@@ -102,5 +142,6 @@ for r in 0 1 2 3; do
   grep -q "^MPIALLREDUCE rank=$r world=4 host=job-worker-$((r / 2)) sum=10 OK" "$GX_DIR/pod0.log" ||
     fail "IPv6: rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"
 done
-gx_expect_in 1 "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': exit 0"
+gx_expect_in 1 "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': $([ "$HYD_RC" = 0 ] && echo 'exit 0')"
 echo "IPv6-only net1: mpiexec.mpich through pod names and gxboot rsh OK"
+echo "mpich's finalize hang (upstream) seen in $HANGS of 3 jobs"
