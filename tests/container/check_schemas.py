@@ -175,6 +175,7 @@ MUTATIONS = [
     ("pytorchjob.yaml", 0, ["spec", "pytorchReplicaSpecs", "Worker", "template", "spec",
                             "containers", 0, "securityContext", "capabilities", "add"], "IPC_LOCK"),
     ("mpijob.yaml", 0, ["spec", "slotsPerWorkerr"], 8),
+    ("mpijob-intelmpi.yaml", 0, ["spec", "mpiImplementationn"], "Intel"),
     ("mpijob-serve.yaml", 0, ["spec", "mpiReplicaSpecs", "Launcher", "template", "spec",
                               "initContainers", 0, "volumeMount"], []),
     ("jobset.yaml", 0, ["spec", "network", "publishNotReadyAddresses"], "yes"),
