@@ -245,10 +245,14 @@ static void worst(FILE *f, const struct check_world *w)
 static void blamed(FILE *f, const struct check_world *w)
 {
 	char *text = malloc(8192);
+	size_t n = 0;
 
 	fputs("<h2>Blamed</h2>\n<p class=blame>", f);
-	if (text && check_blame_text(w, text, 8192) +
-			check_rails_broken(w, text + strlen(text), 8192 - strlen(text)))
+	if (text) { /* two statements: the second reads what the first wrote */
+		n = check_blame_text(w, text, 8192);
+		n += check_rails_broken(w, text + strlen(text), 8192 - strlen(text));
+	}
+	if (n)
 		esc(f, text[0] == ' ' ? text + 1 : text);
 	else
 		fputs("nobody", f);

@@ -114,6 +114,26 @@ static char **rsh_link_argv(int argc, char **argv)
 	return v;
 }
 
+/* errno values the environment causes (I/O, space, permissions), not our bugs. */
+static int env_errno(int e)
+{
+	switch (e) {
+	case EIO:
+	case ENOSPC:
+	case EPIPE:
+	case EACCES:
+	case EPERM:
+	case EROFS:
+	case EDQUOT:
+	case ENOMEM:
+	case EMFILE:
+	case ENFILE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	char err[1024] = "";
@@ -138,7 +158,10 @@ int main(int argc, char **argv)
 	if (rc < 0) {
 		/* a plain errno that no layer turned into its own line is our bug, not
 		 * a rendezvous outcome: say so instead of a bare strerror */
-		if (!err[0] && rc > -GX_EBASE)
+		if (!err[0] && rc > -GX_EBASE && env_errno(-rc))
+			snprintf(err, sizeof(err), "'%s' failed: %s", agent_cmd_name(g_opts.cmd),
+				 strerror(-rc));
+		else if (!err[0] && rc > -GX_EBASE)
 			snprintf(err, sizeof(err),
 				 "internal error in '%s': %s (errno %d); please report it with "
 				 "the lines above",

@@ -270,6 +270,8 @@ void agent_detect_coord(const struct agent_detect *c, struct agent_peers *p, int
 	if (labels == 1 && how != AGENT_COORD_SERVICE) {
 		p->coord_fqdn = sibling_fqdn(c, name);
 		p->coord_nosub = !p->coord_fqdn;
+		/* --peers: the user's bare name may be a Service or a hosts entry */
+		p->coord_maybe_plain = p->coord_fqdn && how == AGENT_COORD_AS_GIVEN;
 	}
 	if (!p->coord_fqdn && how != AGENT_COORD_AS_GIVEN)
 		p->coord_fqdn = guess_fqdn(c, name, labels);

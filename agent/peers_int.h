@@ -58,15 +58,16 @@ int agent_self_index(char *const *names, size_t n, const char *self,
 int agent_is_local_ip(const char *ip);
 
 struct agent_peers {
-	char **names;	    /* rank order, NULL-terminated */
-	size_t n;	    /* number of names */
-	size_t self;	    /* this pod's index, AGENT_SELF_NONE for an observer */
-	const char *source; /* "--peers", "TorchX", "Volcano", "MPI Operator", ... (static) */
-	char *coord_fqdn;   /* the coordinator's full name with a trailing dot, or NULL */
-	int coord_nosub;    /* the coordinator's name is bare and this pod has no subdomain */
-	long slots_hint;    /* this pod's slots from the source (MPI hostfile), 0 = none */
-	long *slots;	    /* each listed host's slots from the source (0: none), or NULL */
-	int observer;	    /* this pod is not a peer (MPI launcher) */
+	char **names;	       /* rank order, NULL-terminated */
+	size_t n;	       /* number of names */
+	size_t self;	       /* this pod's index, AGENT_SELF_NONE for an observer */
+	const char *source;    /* "--peers", "TorchX", "Volcano", "MPI Operator", ... (static) */
+	char *coord_fqdn;      /* the coordinator's full name with a trailing dot, or NULL */
+	int coord_nosub;       /* the coordinator's name is bare and this pod has no subdomain */
+	int coord_maybe_plain; /* coord_fqdn is our guess for a bare --peers name */
+	long slots_hint;       /* this pod's slots from the source (MPI hostfile), 0 = none */
+	long *slots;	       /* each listed host's slots from the source (0: none), or NULL */
+	int observer;	       /* this pod is not a peer (MPI launcher) */
 	/* elastic (Ray issue): the coordinator never waits; a pod not listed
 	 * (self == AGENT_SELF_NONE, observer 0) joins by name and gets a rank */
 	int elastic;

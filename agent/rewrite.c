@@ -768,6 +768,9 @@ static int map_file(const struct agent_rewrite_ctx *c, const char *path, char **
 				      sizeof(h), &rest) < 0) {
 			rc = -EINVAL;
 			break;
+		} else if (o + lead >= cap - 1024) {
+			rc = -E2BIG; /* the line's indentation would not fit */
+			break;
 		} else {
 			memcpy(buf + o, s, lead);
 			o += lead;

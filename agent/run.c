@@ -66,7 +66,12 @@ static void coord_resolved(void *arg, int rc, const struct agent_dns_answer *ans
 		len = ans->lens[0];
 		r->coord_primary = ans->addrs[0];
 		r->ever_resolved = 1;
-	} else if (rc == -ENOENT && !r->ever_resolved) {
+	} else if (rc == -ENOENT && r->peers.coord_maybe_plain && !r->ever_resolved) {
+		/* a bare name qualified with our subdomain may be a Service or a hosts
+		 * entry after all: the next attempt asks for it as given (then back) */
+		r->coord_as_given = !r->coord_as_given;
+	}
+	if (rc == -ENOENT && !r->ever_resolved) {
 		if (!r->first_nxdomain_ms)
 			r->first_nxdomain_ms = now;
 		if (!r->dns_hint_shown && now - r->first_nxdomain_ms >= DNS_TRAP_MS &&
@@ -96,8 +101,8 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	}
 	agent_dns_free(r->dns);
 	r->dns = NULL;
-	rc = agent_dns_start(r->ev, r->coord_lookup, r->o->dns_server, port, coord_resolved, r,
-			     &r->dns);
+	rc = agent_dns_start(r->ev, r->coord_as_given ? r->peers.names[0] : r->coord_lookup,
+			     r->o->dns_server, port, coord_resolved, r, &r->dns);
 	return rc < 0 ? rc : -EINPROGRESS;
 }
 

@@ -87,6 +87,7 @@ struct agent_run {
 	struct rdzv_coord *coord;
 	struct rdzv_member *member;
 	struct agent_dns *dns; /* the coordinator's name being looked up, or NULL */
+	int coord_as_given;    /* NXDOMAIN for coord_fqdn: try names[0] as written next */
 	struct rdzv_result res;
 	struct rdzv_peer self;
 	int rdzv_rc;

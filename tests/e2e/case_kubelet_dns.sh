@@ -43,3 +43,17 @@ case $last in
 *) fail "job-worker-4's final line does not name the missing subdomain and the fix: $last" "$GX_DIR/pod4.log" ;;
 esac
 echo "no subdomain: $(echo "$last" | cut -c1-200)"
+
+# part 3: a bare --peers name that is a Service of the namespace, not a sibling: the member
+# asks for it in its subdomain first (NXDOMAIN), then as written (the search list finds it)
+echo "$(pod_eth0 0) coord-svc.default.svc.cluster.local" >>"$GX_DIR/dns.hosts"
+gx_dns_reload
+for i in 1 0; do
+  rm -rf "$GX_DIR/out$i"
+  gx_start "$i" init --peers 'coord-svc,job-worker-1' $([ "$i" = 0 ] && echo --self coord-svc) \
+    --token-file "$T" --timeout 30
+done
+gx_wait_all 40 0 1
+gx_expect_rc 0 0 1
+[ "$(gx_env "$GX_DIR/out1/env" MASTER_ADDR)" = "$(pod_net1 0)" ] || fail "Service name: MASTER_ADDR" "$GX_DIR/out1/env"
+echo "bare Service name in --peers: resolved as written after the subdomain guess"
