@@ -39,6 +39,19 @@ struct check_sconn {
 	struct gx_pa_ent pa; /* in n->pa until its REPORT is verified */
 };
 
+/*
+ * The first CHECK_PREMAC_FREE bytes of a connection's body (an echo, or a REPORT's MAC and
+ * rank) are not charged to the pre-MAC budget: the connection budget bounds them, and only
+ * then does the rank say whose bytes the rest are. Charging them let one stranger's 8
+ * connections fill the budget so that no REPORT or echo could start (review finding).
+ */
+#define CHECK_PREMAC_FREE 4096
+
+static size_t premac_charged(size_t bcap)
+{
+	return bcap > CHECK_PREMAC_FREE ? bcap - CHECK_PREMAC_FREE : 0;
+}
+
 static void sconn_free(struct check_net *n, struct check_sconn *c)
 {
 	struct check_sconn **pp;
@@ -55,7 +68,7 @@ static void sconn_free(struct check_net *n, struct check_sconn *c)
 	}
 	n->nconns--;
 	gx_pa_del(&n->pa, &c->pa);
-	n->premac -= c->bcap;
+	n->premac -= premac_charged(c->bcap);
 	free(c->body);
 	free(c->out);
 	free(c);
@@ -174,7 +187,8 @@ static struct check_sconn *premac_victim(struct check_net *n, const struct check
 
 	for (e = n->pa.oldest; e; e = e->newer) {
 		c = (struct check_sconn *)((char *)e - offsetof(struct check_sconn, pa));
-		if (c != keep && c->type == CHECK_REPORT && c->bcap && !c->rank_known)
+		if (c != keep && c->type == CHECK_REPORT && premac_charged(c->bcap) &&
+		    !c->rank_known)
 			return c;
 	}
 	return NULL;
@@ -204,19 +218,20 @@ static int premac_room(struct check_net *n, struct check_sconn *c, size_t more)
 
 static int body_grow(struct check_sconn *c)
 {
-	size_t cap = c->bcap ? c->bcap * 2 : 4096;
+	size_t cap = c->bcap ? c->bcap * 2 : CHECK_PREMAC_FREE, more;
 	unsigned char *b;
 	int rc;
 
 	if (cap > c->blen)
 		cap = c->blen;
-	rc = premac_room(c->n, c, cap - c->bcap);
+	more = premac_charged(cap) - premac_charged(c->bcap);
+	rc = premac_room(c->n, c, more);
 	if (rc < 0)
 		return rc;
 	b = realloc(c->body, cap);
 	if (!b)
 		return -ENOMEM;
-	c->n->premac += cap - c->bcap;
+	c->n->premac += more;
 	c->body = b;
 	c->bcap = cap;
 	return 0;
@@ -310,7 +325,7 @@ static void sconn_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		c->hoff = 0;
 		c->boff = 0;
 		if (c->type != CHECK_ECHO) {
-			c->n->premac -= c->bcap;
+			c->n->premac -= premac_charged(c->bcap);
 			free(c->body);
 			c->body = NULL;
 			c->bcap = 0;

@@ -184,6 +184,55 @@ static void test_premac_budget(void **state)
 	gx_ev_free(ev);
 }
 
+/*
+ * Review finding: a stranger's REPORTs fill the pre-MAC budget; a REPORT from the rank's own
+ * address must still start (its MAC and rank are read before any charge) and push a
+ * stranger's bytes out, instead of being refused at its first byte.
+ */
+static void test_premac_full_report_still_starts(void **state)
+{
+	static unsigned char chunk[65536];
+	unsigned char f[CHECK_HDR_LEN + CHECK_MAC_LEN + 4];
+	int fd[NCONN], mine, i, k;
+	struct gx_ev *ev = NULL;
+	struct pod c;
+	size_t sent = 0;
+	ssize_t w;
+
+	(void)state;
+	assert_int_equal(gx_ev_new(&ev), 0);
+	pod_start(&c, ev, 0);
+	report_head(f, CHECK_MAX_REPORT, 1);
+	for (i = 0; i < NCONN; i++) {
+		fd[i] = conn(&c, "127.0.0.2");
+		pump(ev, 2);
+		assert_int_equal(write(fd[i], f, sizeof(f)), (ssize_t)sizeof(f));
+	}
+	for (k = 0; k < 4000 && c.n.premac + 65536 <= CHECK_PREMAC_MAX; k++) {
+		for (i = 0; i < NCONN; i++)
+			(void)send(fd[i], chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL);
+		pump(ev, 2);
+	}
+	assert_true(c.n.premac + 65536 > CHECK_PREMAC_MAX); /* full of strangers' bytes */
+	mine = conn(&c, "127.0.0.1");			    /* rank 1's own address */
+	pump(ev, 20);
+	assert_int_equal(write(mine, f, sizeof(f)), (ssize_t)sizeof(f));
+	for (k = 0; k < 200 && sent < 4 * sizeof(chunk); k++) {
+		w = send(mine, chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w > 0)
+			sent += (size_t)w;
+		pump(ev, 5);
+	}
+	pump(ev, 50);
+	assert_false(closed(mine)); /* before: refused at its first 4 KiB */
+	assert_true(sent >= 4 * sizeof(chunk));
+	close(mine);
+	for (i = 0; i < NCONN; i++)
+		close(fd[i]);
+	pod_free(&c);
+	gx_ev_free(ev);
+}
+
 static void test_report_own_rank_refused_early(void **state)
 {
 	unsigned char f[CHECK_HDR_LEN + CHECK_MAC_LEN + 4];
@@ -214,6 +263,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_member_refuses_report_header),
 	    cmocka_unit_test(test_premac_budget),
+	    cmocka_unit_test(test_premac_full_report_still_starts),
 	    cmocka_unit_test(test_report_own_rank_refused_early),
 	};
 
