@@ -90,8 +90,13 @@ static int owned_safe(const struct stat *st, const char *what, const char *path,
 		why = "writable by group or others";
 	if (!why)
 		return 0;
-	snprintf(err, errlen, "refusing %s %s: %s (gxboot exec applies only what gxboot wrote)",
-		 what, path, why);
+	snprintf(err, errlen, "refusing %s %s: %s (gxboot exec applies only what gxboot wrote%s)",
+		 what, path, why,
+		 S_ISDIR(st->st_mode) && st->st_uid == 0 && (st->st_mode & S_IWOTH)
+		     ? "; a Kubernetes emptyDir is root's and 0777 until an init container that "
+		       "runs as root makes it its own: run gxboot init as root, or give --out a "
+		       "directory the init user owns"
+		     : "");
 	return GX_EUSAGE;
 }
 
