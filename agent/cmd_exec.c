@@ -90,13 +90,8 @@ static int owned_safe(const struct stat *st, const char *what, const char *path,
 		why = "writable by group or others";
 	if (!why)
 		return 0;
-	snprintf(err, errlen, "refusing %s %s: %s (gxboot exec applies only what gxboot wrote%s)",
-		 what, path, why,
-		 S_ISDIR(st->st_mode) && st->st_uid == 0 && (st->st_mode & S_IWOTH)
-		     ? "; a Kubernetes emptyDir is root's and 0777 until an init container that "
-		       "runs as root makes it its own: run gxboot init as root, or give --out a "
-		       "directory the init user owns"
-		     : "");
+	snprintf(err, errlen, "refusing %s %s: %s (gxboot exec applies only what gxboot wrote)",
+		 what, path, why);
 	return GX_EUSAGE;
 }
 
@@ -125,9 +120,17 @@ int agent_exec_out_check(const char *out, char *err, size_t errlen)
 			 S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
 		return GX_EUSAGE;
 	}
-	rc = owned_safe(&st, "--out", out, err, errlen);
-	if (rc < 0)
-		return rc;
+	/* the directory: ours or root's. Its mode is not the test: a Kubernetes emptyDir is
+	 * root's and 0777 (an init container that is not root cannot change that), and in a
+	 * writable directory a stranger can only add files of its own, which the file's own
+	 * owner and mode check below refuses */
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen,
+			 "refusing --out %s: owned by another user (gxboot exec applies only what "
+			 "gxboot wrote)",
+			 out);
+		return GX_EUSAGE;
+	}
 	snprintf(path, sizeof(path), "%s/env", out);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT)

@@ -2,9 +2,10 @@
 # Issue 25 finding 9: `gxboot exec` trusts --out/env only as far as gxboot wrote it. No
 # network: a directory on this machine.
 # Asserts: an env file that also sets LD_PRELOAD, BASH_ENV or PATH is refused (exit 2, the
-# name in the line, CMD not run); --out reached through a symlink, --out writable by group or
-# others, an env file writable by others, and (as root) an --out owned by another user are
-# refused (exit 2); the untouched file runs CMD with gxboot's variables (exit 0).
+# name in the line, CMD not run); --out reached through a symlink, an env file writable by
+# others or (as root) owned by another user even in a 0777 --out, and (as root) an --out owned
+# by another user are refused (exit 2); the untouched file runs CMD with gxboot's variables
+# (exit 0), also in a 0777 --out (a Kubernetes emptyDir).
 # On c43d6af every hostile variant ran CMD with the planted variables.
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
@@ -46,9 +47,16 @@ expect_refused path "PATH in env" "sets PATH"
 mk real ""
 ln -s "$D/real" "$D/link"
 expect_refused link "--out through a symlink" "symlink"
+# a world-writable --out (the shape of a Kubernetes emptyDir: root's, 0777) is judged by its
+# files: gxboot's own env runs, one that another user planted there is refused
 mk wide ""
 chmod 0777 "$D/wide"
-expect_refused wide "--out writable by others" "writable by group or others"
+run wide
+[ "$RC" = 0 ] && echo "$OUT" | grep -qx "MASTER_ADDR=192.168.9.10" || fail "0777 --out with gxboot's file: exit $RC: $OUT"
+if [ "$(id -u)" = 0 ]; then
+  chown 65534:65534 "$D/wide/env"
+  expect_refused wide "env planted in a 0777 --out by another user" "another user"
+fi
 mk envwide ""
 chmod 0666 "$D/envwide/env"
 expect_refused envwide "env writable by others" "writable by group or others"

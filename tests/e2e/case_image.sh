@@ -101,7 +101,7 @@ expect_report() {
 # --- (a) init-container mode
 for i in 0 1 2; do
   mkdir -p "$GX_DIR/bin$i" "$GX_DIR/run$i" # the pod's two emptyDirs
-  chown 65532:65532 "$GX_DIR/bin$i" "$GX_DIR/run$i"
+  chmod 0777 "$GX_DIR/bin$i" "$GX_DIR/run$i" # as a kubelet makes them: root's, 0777
   pod_ctr "$i" install --read-only -v "$GX_DIR/bin$i:/opt/gxboot" "$IMG" install /opt/gxboot \
     >"$GX_DIR/install$i.log" 2>&1 || fail "job-worker-$i: install exited $?" "$GX_DIR/install$i.log"
   [ "$(stat -c %u:%a "$GX_DIR/bin$i/gxboot")" = 65532:755 ] ||
@@ -119,9 +119,9 @@ for i in 0 1 2; do
 done
 for i in 0 1 2; do
   pod_ctr "$i" main -v "$GX_DIR/bin$i:/opt/gxboot:ro" -v "$GX_DIR/run$i:/run/gxboot:ro" \
-    --user 1000:1000 "$BASE" /opt/gxboot/gxboot exec -- sh -c "$REPORT" \
+    --user 65532:65532 "$BASE" /opt/gxboot/gxboot exec -- sh -c "$REPORT" \
     >"$GX_DIR/main$i.log" 2>&1 || fail "job-worker-$i: main container exited $?" "$GX_DIR/main$i.log"
-  expect_report "$i" "$GX_DIR/main$i.log" 1000
+  expect_report "$i" "$GX_DIR/main$i.log" 65532
 done
 echo "init-container mode: 3 pods install + init + exec OK (master $M)"
 

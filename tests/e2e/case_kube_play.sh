@@ -74,6 +74,7 @@ spec:
   containers:
   - name: main
     image: $BASE
+    securityContext: {runAsUser: 65532, runAsGroup: 65532} # the init containers' user (exec)
     command: ["/opt/gxboot/gxboot", "exec", "--out", "/gx/run", "--", "/bin/sh", "-c",
               'echo "GXREPORT rank=\$NODE_RANK master=\$MASTER_ADDR iface=\$GXBOOT_IFACE addr=\$GXBOOT_ADDR"']
     volumeMounts: [{name: $P-bin-$i, mountPath: /opt/gxboot, readOnly: true},

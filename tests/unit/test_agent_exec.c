@@ -107,10 +107,14 @@ static void test_out_checks(void **state)
 	assert_int_equal(mkdir(out, 0700), 0);
 	put(out, "env", "export MASTER_ADDR='192.168.9.10'\n", 0644);
 	assert_int_equal(agent_exec_out_check(out, err, sizeof(err)), 0);
-	/* group/world-writable --out */
+	/* a world-writable --out (a Kubernetes emptyDir is 0777) is judged by its files: ours
+	 * are accepted, a group/world-writable env is not */
 	assert_int_equal(chmod(out, 0777), 0);
+	assert_int_equal(agent_exec_out_check(out, err, sizeof(err)), 0);
+	assert_int_equal(chmod(env, 0666), 0);
 	assert_int_equal(agent_exec_out_check(out, err, sizeof(err)), GX_EUSAGE);
 	assert_non_null(strstr(err, "writable by group or others"));
+	assert_int_equal(chmod(env, 0644), 0);
 	assert_int_equal(chmod(out, 0755), 0);
 	/* --out through a symlink */
 	assert_int_equal(symlink(out, link), 0);
