@@ -245,9 +245,31 @@ static int pair_failed(const struct check_world *w, uint32_t from, const struct 
 		 strncmp(w->rows[from].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) == 0);
 }
 
+/* Failed pairs between two known-good pods, counted per end (see check_blame). */
+static void good_fail_ends(const struct check_world *w, const unsigned char *in,
+			   const unsigned char *out, const unsigned char *blame, uint32_t *ends)
+{
+	const struct check_probe *p;
+	uint32_t a, b;
+	size_t k;
+
+	for (a = 0; a < w->n; a++)
+		for (k = 0; k < w->rows[a].nprobes; k++) {
+			p = &w->rows[a].probes[k];
+			if (!pair_failed(w, a, p) || p->to >= w->n)
+				continue;
+			b = p->to;
+			if (in[a] && out[a] && !blame[a] && in[b] && out[b] && !blame[b]) {
+				ends[a]++;
+				ends[b]++;
+			}
+		}
+}
+
 void check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths)
 {
 	unsigned char *in = calloc(w->n, 2), *out = in ? in + w->n : NULL;
+	uint32_t *ends = calloc(w->n, sizeof(*ends));
 	const struct check_probe *p;
 	uint32_t i, a, b;
 	size_t k;
@@ -259,8 +281,8 @@ void check_blame(const struct check_world *w, unsigned char *blame, size_t *npat
 		blame[i] = w->rows[i].why[0]	  ? CHECK_BLAME_OWN
 			   : !w->rows[i].reported ? CHECK_BLAME_MISSING
 						  : CHECK_BLAME_NONE;
-	if (!in)
-		return;
+	if (!in || !ends)
+		goto out;
 	for (a = 0; a < w->n; a++)
 		for (k = 0; k < w->rows[a].nprobes; k++) {
 			p = &w->rows[a].probes[k];
@@ -269,6 +291,11 @@ void check_blame(const struct check_world *w, unsigned char *blame, size_t *npat
 				in[p->to] = 1;
 			}
 		}
+	/* a pod that froze or lost its link midway still has good pairs from before: when
+	 * it is the common end of failed pairs with two or more good pods, it is the one
+	 * to blame, not each path (case_check_dead: 0 -> 3 and 1 -> 3 failed, 2 -> 3 came
+	 * through before 3 stopped) */
+	good_fail_ends(w, in, out, blame, ends);
 	for (a = 0; a < w->n; a++)
 		for (k = 0; k < w->rows[a].nprobes; k++) {
 			p = &w->rows[a].probes[k];
@@ -277,6 +304,14 @@ void check_blame(const struct check_world *w, unsigned char *blame, size_t *npat
 			b = p->to;
 			ga = in[a] && out[a] && !blame[a];
 			gb = in[b] && out[b] && !blame[b];
+			if (ga && gb && ends[b] >= 2 && ends[b] > ends[a]) {
+				blame[b] = CHECK_BLAME_POD;
+				continue;
+			}
+			if (ga && gb && ends[a] >= 2 && ends[a] > ends[b]) {
+				blame[a] = CHECK_BLAME_POD;
+				continue;
+			}
 			if (ga && gb) {
 				(*npaths)++;
 				continue;
@@ -286,6 +321,8 @@ void check_blame(const struct check_world *w, unsigned char *blame, size_t *npat
 			if (!blame[b] && !gb)
 				blame[b] = ga ? CHECK_BLAME_POD : CHECK_BLAME_BOTH;
 		}
+out:
+	free(ends);
 	free(in);
 }
 

@@ -585,6 +585,33 @@ static void test_overload(void **state)
 	free_names(names, 6);
 }
 
+/*
+ * A pod that stopped midway (case_check_dead's race): 0 -> 3 and 1 -> 3 failed, 2 -> 3 and
+ * 3's own probes came through before. Pod 3 is the common end: it is blamed, not two paths.
+ * A single failed pair between good pods stays a path.
+ */
+static void test_blame_common_end(void **state)
+{
+	struct check_world w;
+	char *names[4], text[1024];
+
+	(void)state;
+	big_world(&w, 4, names, 0, 3);
+	w.rows[1].probes[2].ok = 0; /* 1 -> 3 */
+	snprintf(w.rows[1].probes[2].why, sizeof(w.rows[1].probes[2].why), "no echo");
+	assert_int_equal(w.rows[1].probes[2].to, 3);
+	assert_true(check_blame_text(&w, text, sizeof(text)) == 1);
+	assert_non_null(strstr(text, "job-worker-3 ("));
+	assert_null(strstr(text, "path"));
+	check_world_free(&w);
+	free_names(names, 4);
+	big_world(&w, 4, names, 0, 3); /* only 0 -> 3 */
+	assert_true(check_blame_text(&w, text, sizeof(text)) == 1);
+	assert_non_null(strstr(text, "job-worker-0 -> job-worker-3 (path: timeout)"));
+	check_world_free(&w);
+	free_names(names, 4);
+}
+
 /* Issue 31 item 7: a star chosen by default (N > 64) says so in the summary line. */
 static void test_star_default_line(void **state)
 {
@@ -706,21 +733,14 @@ static void test_sampled(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_ok),
-	    cmocka_unit_test(test_net1_down),
-	    cmocka_unit_test(test_mtu_low),
-	    cmocka_unit_test(test_star_missing),
-	    cmocka_unit_test(test_rdma_mixed),
-	    cmocka_unit_test(test_rdma_unavailable),
-	    cmocka_unit_test(test_hostile_reports),
-	    cmocka_unit_test(test_frames),
-	    cmocka_unit_test(test_result_hostile),
-	    cmocka_unit_test(test_expected_pairs),
-	    cmocka_unit_test(test_matrix_sizes),
-	    cmocka_unit_test(test_row_order),
-	    cmocka_unit_test(test_overload),
-	    cmocka_unit_test(test_star_default_line),
-	    cmocka_unit_test(test_html),
+	    cmocka_unit_test(test_all_ok),	     cmocka_unit_test(test_net1_down),
+	    cmocka_unit_test(test_mtu_low),	     cmocka_unit_test(test_star_missing),
+	    cmocka_unit_test(test_rdma_mixed),	     cmocka_unit_test(test_rdma_unavailable),
+	    cmocka_unit_test(test_hostile_reports),  cmocka_unit_test(test_frames),
+	    cmocka_unit_test(test_result_hostile),   cmocka_unit_test(test_expected_pairs),
+	    cmocka_unit_test(test_matrix_sizes),     cmocka_unit_test(test_row_order),
+	    cmocka_unit_test(test_overload),	     cmocka_unit_test(test_star_default_line),
+	    cmocka_unit_test(test_blame_common_end), cmocka_unit_test(test_html),
 	    cmocka_unit_test(test_sampled),
 	};
 
