@@ -45,19 +45,6 @@ struct tab {
 	char label[CHECK_RAIL_NAME + 16];
 };
 
-static int has_probes(const struct check_world *w, int proto, int rail)
-{
-	uint32_t i;
-	size_t k;
-
-	for (i = 0; i < w->n; i++)
-		for (k = 0; k < w->rows[i].nprobes; k++)
-			if (w->rows[i].probes[k].proto == proto &&
-			    w->rows[i].probes[k].rail == rail)
-				return 1;
-	return 0;
-}
-
 /* The tabs: TCP on the bootstrap iface, RDMA, then each rail (TCP, RDMA). */
 static size_t tabs_plan(const struct check_world *w, struct tab *t, size_t max)
 {
@@ -67,7 +54,8 @@ static size_t tabs_plan(const struct check_world *w, struct tab *t, size_t max)
 
 	for (r = 0; r <= w->nrails; r++) {
 		for (proto = CHECK_TCP; proto <= CHECK_RDMA && nt < max; proto++) {
-			if (!(r == 0 && proto == CHECK_TCP) && !has_probes(w, proto, (int)r))
+			if (!(r == 0 && proto == CHECK_TCP) &&
+			    !check_world_has_probes(w, proto, (int)r))
 				continue;
 			t[nt].proto = proto;
 			t[nt].rail = (int)r;

@@ -221,6 +221,8 @@ void check_print_rails(FILE *f, const struct check_world *w);
  * the number of pods named.
  */
 size_t check_rails_broken(const struct check_world *w, char *buf, size_t len);
+/* 1 when any pod has a probe of proto on rail (0: the bootstrap interface). */
+int check_world_has_probes(const struct check_world *w, int proto, int rail);
 
 /* ---- check_render.c: text and JSON ---- */
 /* The N x N matrix (or the failures only for N > CHECK_MATRIX_MAX), for one protocol. */

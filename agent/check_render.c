@@ -45,7 +45,7 @@ static void pad(FILE *f, const char *s, size_t width)
 		fputc(' ', f);
 }
 
-static int has_proto(const struct check_world *w, int proto, int rail)
+int check_world_has_probes(const struct check_world *w, int proto, int rail)
 {
 	uint32_t i;
 	size_t k;
@@ -115,7 +115,7 @@ void check_print_rail_matrix(FILE *f, const struct check_world *w, int proto, in
 	char what[CHECK_RAIL_NAME + 16];
 	uint32_t i, j;
 
-	if (!has_proto(w, proto, rail))
+	if (!check_world_has_probes(w, proto, rail))
 		return;
 	snprintf(what, sizeof(what), "%s%s%s", proto == CHECK_RDMA ? "RDMA" : "TCP",
 		 rail ? " rail " : "", check_rail_name(w, rail));
