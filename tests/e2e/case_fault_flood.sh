@@ -14,6 +14,7 @@
 # On c43d6af (before issue 25) the members log "never answered" and every pod exits 3.
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
+. "$(dirname "$0")/stranger.sh"
 cluster_need_root
 gx_skip_unless init
 gx_need_gxboot
@@ -50,76 +51,10 @@ JOB=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["job_id"])' 
 [ -n "$JOB" ] || fail "no job id in the clean run's rendezvous.json"
 
 # the stranger's extra source addresses: x.y.z.100..249 on both of its interfaces
-A=$(pod_eth0 0)
-B=$(pod_net1 0)
-SRCS=""
-for k in $(seq 100 249); do
-  ip -n "$(pod_ns $S)" addr add "${A%.*}.$k/24" dev eth0 noprefixroute 2>/dev/null
-  ip -n "$(pod_ns $S)" addr add "${B%.*}.$k/24" dev net1 noprefixroute 2>/dev/null
-  SRCS="$SRCS ${A%.*}.$k,$A ${B%.*}.$k,$B"
-done
-
-cat >"$GX_DIR/flood.py" <<'PYEOF'
-# flood.py STATUSFILE JOB CONNS SRC,DST... : CONNS connections to DST:29410 from SRC (round
-# robin over the pairs), each sending a HELLO (random nonce, "has token", job-worker-1) for JOB
-# and then nothing; each one the server closes is reopened at once.
-# STATUSFILE gets "open=N opened=N closed_by_server=N" every 0.5 s.
-import os, resource, selectors, socket, struct, sys, time
-resource.setrlimit(resource.RLIMIT_NOFILE, (16384, 16384))
-status, job, conns, pairs = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), [p.split(",") for p in sys.argv[4:]]
-def tlv(t, v): return struct.pack("!HH", t, len(v)) + v
-def hello():
-    body = (tlv(1, os.urandom(32)) + tlv(2, struct.pack("!I", 1)) + tlv(3, b"job-worker-1") +
-            tlv(8, struct.pack("!I", 1)) + tlv(4, job))
-    return struct.pack("!IBBHI", 0x47584231, 1, 0, 1, len(body)) + body
-sel = selectors.DefaultSelector()
-opened = closed = 0
-def start(k):
-    global opened
-    src, dst = pairs[k % len(pairs)]
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setblocking(False)
-    try:
-        s.bind((src, 0))
-    except OSError:
-        s.close(); return
-    s.connect_ex((dst, 29410))
-    sel.register(s, selectors.EVENT_WRITE, [k, "connecting"])
-    opened += 1
-for k in range(conns):
-    start(k)
-last = 0
-while True:
-    for key, ev in sel.select(0.1):
-        s, (k, state) = key.fileobj, key.data
-        if state == "connecting":
-            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                sel.unregister(s); s.close(); start(k); continue
-            try:
-                s.send(hello())
-            except OSError:
-                pass
-            sel.modify(s, selectors.EVENT_READ, [k, "open"])
-            continue
-        try:
-            data = s.recv(4096)
-        except OSError:
-            data = b""
-        if not data:
-            closed += 1
-            sel.unregister(s); s.close(); start(k)
-    if time.time() - last > 0.5:
-        last = time.time()
-        n = sum(1 for key in sel.get_map().values() if key.data[1] == "open")
-        with open(status + ".new", "w") as f:
-            f.write("open=%d opened=%d closed_by_server=%d\n" % (n, opened, closed))
-        os.replace(status + ".new", status)
-        with open(status + ".history", "a") as f:
-            f.write("%.1f open=%d opened=%d closed_by_server=%d\n" % (last, n, opened, closed))
-PYEOF
+SRCS=$(stranger_addrs $S "eth0:$(pod_eth0 0)" "net1:$(pod_net1 0)")
 start_coord
 # shellcheck disable=SC2086
-pod_bg "$S" "$GX_DIR/flood.log" "$PY" -u "$GX_DIR/flood.py" "$GX_DIR/flood.status" "$JOB" "$CONNS" $SRCS
+pod_bg "$S" "$GX_DIR/flood.log" "$PY" -u "$STRANGER" hold "$GX_DIR/flood.status" 29410 "$CONNS" "hello:$JOB" $SRCS
 flood=$GX_PID
 # the stranger's connections are in and it is reopening the closed ones (3 status lines)
 for _ in $(seq 1 40); do

@@ -11,6 +11,7 @@
 # clean is printed (DECISIONS 27: no timing assertion; the issue's bar is 2x).
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
+. "$(dirname "$0")/stranger.sh"
 cluster_need_root
 gx_need_gxboot
 N=16
@@ -45,58 +46,8 @@ clean=$DT
 gx_expect_rc 0 $ALL
 for i in $ALL; do gx_expect_report "$i" $N; done
 
-cat >"$GX_DIR/junk.py" <<'PYEOF'
-# junk.py STATUSFILE IDLE RANDOM HOST... : IDLE idle + RANDOM random-byte connections to
-# HOST:29410 (round robin over the hosts), each reopened when the server closes it;
-# STATUSFILE gets "open=N opened=N closed_by_server=N" every 0.5 s.
-import os, resource, selectors, socket, sys, time
-resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
-status, idle, rnd, hosts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-sel = selectors.DefaultSelector()
-opened = closed = 0
-later = []  # (time, k): refused connects are retried after 50 ms
-def start(k):
-    global opened
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setblocking(False)
-    s.connect_ex((hosts[k % len(hosts)], 29410))
-    sel.register(s, selectors.EVENT_WRITE, [k, "connecting"])
-    opened += 1
-for k in range(idle + rnd):
-    start(k)
-last = 0
-while True:
-    for key, ev in sel.select(0.1):
-        s, (k, state) = key.fileobj, key.data
-        if state == "connecting":
-            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                sel.unregister(s); s.close(); later.append((time.time() + 0.05, k)); continue
-            if k >= idle:  # the random-byte ones
-                try:
-                    s.send(os.urandom(512))
-                except OSError:
-                    pass
-            sel.modify(s, selectors.EVENT_READ, [k, "open"])
-            continue
-        try:
-            data = s.recv(4096)
-        except OSError:
-            data = b""
-        if not data:
-            closed += 1
-            sel.unregister(s); s.close(); start(k)
-    now = time.time()
-    for t, k in [x for x in later if x[0] <= now]:
-        later.remove((t, k)); start(k)
-    if time.time() - last > 0.5:
-        last = time.time()
-        n = sum(1 for key in sel.get_map().values() if key.data[1] == "open")
-        with open(status + ".new", "w") as f:
-            f.write("open=%d opened=%d closed_by_server=%d\n" % (n, opened, closed))
-        os.replace(status + ".new", status)
-PYEOF
 start_coord
-pod_bg "$N" "$GX_DIR/junk.log" "$PY" -u "$GX_DIR/junk.py" "$GX_DIR/junk.status" "$IDLE" "$RANDOM_CONNS" "$(pod_eth0 0)" "$(pod_net1 0)"
+pod_bg "$N" "$GX_DIR/junk.log" "$PY" -u "$STRANGER" hold "$GX_DIR/junk.status" 29410 $((IDLE + RANDOM_CONNS)) "mix:$IDLE:random" "$(pod_eth0 0)" "$(pod_net1 0)"
 junk=$GX_PID
 sleep 2 # the stranger's connections are in
 st0=$(cat "$GX_DIR/junk.status" 2>/dev/null)

@@ -8,39 +8,19 @@
 # On c43d6af the plain coordinator printed one line per HELLO (3000) and -q did not help.
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
+. "$(dirname "$0")/stranger.sh"
 cluster_need_root
 gx_skip_unless init
 gx_need_gxboot
 cluster_create 3 || fail "cluster_create"
 T=$(cluster_token)
 P=(--peers 'job-worker-{0..1}' --token-file "$T" --timeout 6)
-cat >"$GX_DIR/hello.py" <<'PYEOF'
-# hello.py HOST N : N HELLOs for a wrong job id, one connection each, sequentially
-import os, socket, struct, sys, time
-host, n = sys.argv[1], int(sys.argv[2])
-def tlv(t, v): return struct.pack("!HH", t, len(v)) + v
-body = (tlv(1, os.urandom(32)) + tlv(2, struct.pack("!I", 1)) + tlv(3, b"job-worker-1") +
-        tlv(8, struct.pack("!I", 1)) + tlv(4, b"not-this-job"))
-hello = struct.pack("!IBBHI", 0x47584231, 1, 0, 1, len(body)) + body
-sent = 0
-end = time.time() + 20
-while sent < n and time.time() < end:
-    try:
-        s = socket.create_connection((host, 29410), timeout=2)
-        s.sendall(hello)
-        s.recv(4096)
-        s.close()
-        sent += 1
-    except OSError:
-        time.sleep(0.05)
-print("sent", sent)
-PYEOF
 for mode in plain quiet; do
   q=()
   [ "$mode" = quiet ] && q=(-q)
   gx_start 0 "${q[@]}" "${P[@]}" -- true
   sleep 1
-  pod_exec 2 "$PY" -u "$GX_DIR/hello.py" "$(pod_eth0 0)" 3000 >"$GX_DIR/hello.$mode.log" 2>&1
+  pod_exec 2 "$PY" -u "$STRANGER" hellos "$(pod_eth0 0)" 29410 3000 not-this-job >"$GX_DIR/hello.$mode.log" 2>&1
   gx_wait_all 20 0
   gx_expect_rc 3 0
   cp "$GX_DIR/pod0.log" "$GX_DIR/pod0.$mode.log"

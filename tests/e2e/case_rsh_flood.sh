@@ -11,6 +11,7 @@
 # assertion, DECISIONS 27).
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
+. "$(dirname "$0")/stranger.sh"
 cluster_need_root
 gx_skip_unless serve
 gx_need_gxboot
@@ -20,63 +21,9 @@ cluster_create 4 || fail "cluster_create"
 T=$(cluster_token)
 P=(--peers 'job-worker-{0..2}' --timeout 30)
 B=$(pod_net1 1)
-SRCS=""
-for k in $(seq 100 249); do
-  ip -n "$(pod_ns $S)" addr add "${B%.*}.$k/24" dev net1 noprefixroute 2>/dev/null
-  SRCS="$SRCS ${B%.*}.$k"
-done
-cat >"$GX_DIR/flood.py" <<'PYEOF'
-# flood.py STATUSFILE DST CONNS SRC... : CONNS connections to DST:29412 (round robin over the
-# sources), each sending the rsh HELLO and then nothing; closed ones are reopened at once,
-# refused ones (the server not up yet) after 50 ms. STATUSFILE: "open=N opened=N closed=N".
-import os, resource, selectors, socket, sys, time
-resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))
-status, dst, conns, srcs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
-sel = selectors.DefaultSelector()
-opened = closed = 0
-later = []
-def start(k):
-    global opened
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setblocking(False)
-    s.bind((srcs[k % len(srcs)], 0))
-    s.connect_ex((dst, 29412))
-    sel.register(s, selectors.EVENT_WRITE, [k, "connecting"])
-    opened += 1
-for k in range(conns):
-    start(k)
-last = 0
-while True:
-    for key, ev in sel.select(0.1):
-        s, (k, state) = key.fileobj, key.data
-        if state == "connecting":
-            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                sel.unregister(s); s.close(); later.append((time.time() + 0.05, k)); continue
-            try:
-                s.send(b"GXRSH1\n\0" + os.urandom(32))
-            except OSError:
-                pass
-            sel.modify(s, selectors.EVENT_READ, [k, "open"])
-            continue
-        try:
-            data = s.recv(4096)
-        except OSError:
-            data = b""
-        if not data:
-            closed += 1
-            sel.unregister(s); s.close(); start(k)
-    now = time.time()
-    for t, k in [x for x in later if x[0] <= now]:
-        later.remove((t, k)); start(k)
-    if time.time() - last > 0.5:
-        last = time.time()
-        n = sum(1 for key in sel.get_map().values() if key.data[1] == "open")
-        with open(status + ".new", "w") as f:
-            f.write("open=%d opened=%d closed=%d\n" % (n, opened, closed))
-        os.replace(status + ".new", status)
-PYEOF
+SRCS=$(stranger_addrs $S "net1:$B")
 # shellcheck disable=SC2086
-pod_bg "$S" "$GX_DIR/flood.log" "$PY" -u "$GX_DIR/flood.py" "$GX_DIR/flood.status" "$B" "$CONNS" $SRCS
+pod_bg "$S" "$GX_DIR/flood.log" "$PY" -u "$STRANGER" hold "$GX_DIR/flood.status" 29412 "$CONNS" rsh $SRCS
 flood=$GX_PID
 for i in 1 2; do gx_start "$i" serve "${P[@]}" --token-file "$T"; done
 R=$GX_DIR/res
