@@ -75,8 +75,15 @@ static void rdma_setup(struct check_cmd *c)
 	int rc;
 
 	c->rdma_state = CHECK_RDMA_NONE;
-	if (!nd || !nd->rdma_usable || c->r.o->rdma == AGENT_RDMA_OFF)
+	if (!nd || c->r.o->rdma == AGENT_RDMA_OFF)
 		return;
+	if (!nd->rdma_usable) {
+		/* a device that cannot be used here (memlock, uverbs: netdetect said why) is
+		 * "not available", not "no device": the summary must not claim none exists */
+		if (nd->rdma_dev[0])
+			c->rdma_state = CHECK_RDMA_UNAVL;
+		return;
+	}
 	rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)c->r.o->size, &c->rdma);
 	if (rc < 0) {
 		gx_warn("RDMA: not available (%s): TCP probes only", gx_strerror(rc));
