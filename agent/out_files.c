@@ -7,6 +7,7 @@
 #include "agent/out_int.h"
 #include "rdzv/gx.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- atomic write ------------------------------------------------------------- */
@@ -36,14 +38,61 @@ static int write_all(int fd, const char *data, size_t len)
 	return 0;
 }
 
+/*
+ * Who writes a temp file: pid, PID namespace and boot. Two gxboots that share
+ * an --out can both be PID 1 (each in its own PID namespace, e.g. podman kube
+ * play's shared emptyDir) or run on two hosts (a shared file system), so the
+ * pid alone names no writer. Unknown parts are 0 / "0": then no temp is
+ * provably this writer's.
+ */
+struct temp_id {
+	long pid;
+	unsigned long long pidns; /* inode of /proc/self/ns/pid */
+	char boot[17];		  /* the first 16 hex digits of the boot id */
+};
+
+static void temp_id_self(struct temp_id *id)
+{
+	char buf[64];
+	struct stat st;
+	ssize_t n;
+	size_t i, k = 0;
+	int fd;
+
+	id->pid = (long)getpid();
+	id->pidns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	for (i = 0; n > 0 && i < (size_t)n && k < sizeof(id->boot) - 1; i++)
+		if (isxdigit((unsigned char)buf[i]))
+			id->boot[k++] = (char)tolower((unsigned char)buf[i]);
+	if (k == 0)
+		id->boot[k++] = '0';
+	id->boot[k] = '\0';
+}
+
+int agent_out_temp_name(char *buf, size_t len, const char *name, long long us)
+{
+	struct temp_id id;
+
+	temp_id_self(&id);
+	if ((size_t)snprintf(buf, len, ".%s.%ld.%llu.%s.%lld.tmp", name, id.pid, id.pidns, id.boot,
+			     us) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 /* Creates a fresh temp file beside name in dfd; its name goes to tmp. */
 static int open_temp(int dfd, const char *name, mode_t mode, char *tmp, size_t tmplen)
 {
-	int fd = -1, i;
+	int fd = -1, i, rc;
 
 	for (i = 0; i < 100 && fd < 0; i++) {
-		snprintf(tmp, tmplen, ".%s.%ld.%lld.tmp", name, (long)getpid(),
-			 (long long)(gx_now_us() + i));
+		rc = agent_out_temp_name(tmp, tmplen, name, (long long)(gx_now_us() + i));
+		if (rc < 0)
+			return rc;
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd < 0 && errno != EEXIST)
 			return -errno;
@@ -71,12 +120,16 @@ static int open_dir(const char *dir, int *dfd)
 static const char *const out_names[] = {
     "env", "env.json", "hostfile", "hostfile.hydra", "rendezvous.json", "rsh.key", "gxboot-rsh"};
 
-/* ".NAME.<pid>.<us>.tmp" of one of ours: the writer's pid, else 0. */
-static long temp_owner(const char *f)
+/*
+ * A temp file of one of out_names: 1 with its writer in *id when it is
+ * ".NAME.<pid>.<pidns>.<boot>.<us>.tmp"; 2 for an older gxboot's
+ * ".NAME.<pid>.<us>.tmp" (no namespace: its writer is unknown); else 0.
+ */
+static int temp_owner(const char *f, struct temp_id *id)
 {
-	size_t i, l;
+	const char *b;
+	size_t i, l, k;
 	char *e;
-	long pid;
 
 	if (f[0] != '.')
 		return 0;
@@ -84,11 +137,27 @@ static long temp_owner(const char *f)
 		l = strlen(out_names[i]);
 		if (strncmp(f + 1, out_names[i], l) != 0 || f[1 + l] != '.')
 			continue;
-		pid = strtol(f + 2 + l, &e, 10);
-		if (pid <= 0 || *e != '.')
+		if (!isdigit((unsigned char)f[2 + l]))
 			continue; /* "hostfile" vs "hostfile.hydra" */
-		strtoll(e + 1, &e, 10);
-		return strcmp(e, ".tmp") == 0 ? pid : 0;
+		id->pid = strtol(f + 2 + l, &e, 10);
+		if (id->pid <= 0 || *e != '.')
+			continue;
+		b = e + 1;
+		strtoll(b, &e, 10);
+		if (e > b && strcmp(e, ".tmp") == 0)
+			return 2;
+		if (e == b || *e != '.')
+			return 0;
+		id->pidns = strtoull(b, NULL, 10);
+		b = e + 1;
+		for (k = 0; isxdigit((unsigned char)b[k]) && k < sizeof(id->boot) - 1; k++)
+			id->boot[k] = b[k];
+		id->boot[k] = '\0';
+		if (k == 0 || b[k] != '.')
+			return 0;
+		b += k + 1;
+		strtoll(b, &e, 10);
+		return e > b && strcmp(e, ".tmp") == 0 ? 1 : 0;
 	}
 	return 0;
 }
@@ -131,22 +200,42 @@ static int writer_gone(long pid)
 	return !same_program(pid); /* the pid was reused by another program */
 }
 
+/*
+ * Whether a temp file may go: its writer is provably this host's and this PID
+ * namespace's and is gone (writer_gone), or the file is older than
+ * AGENT_OUT_TEMP_OLD_S (a write takes milliseconds), whoever wrote it.
+ */
+static int temp_stale(int dfd, const char *f, const struct temp_id *self, time_t now)
+{
+	struct temp_id id = {0};
+	struct stat st;
+	int kind = temp_owner(f, &id);
+
+	if (!kind)
+		return 0;
+	if (kind == 1 && self->pidns && strcmp(self->boot, "0") != 0 && id.pidns == self->pidns &&
+	    strcmp(id.boot, self->boot) == 0 && writer_gone(id.pid))
+		return 1;
+	if (fstatat(dfd, f, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	return st.st_mtime < now - AGENT_OUT_TEMP_OLD_S;
+}
+
 void agent_out_clean(const char *dir, int all)
 {
+	struct temp_id self;
 	struct dirent *de;
+	time_t now = time(NULL);
 	size_t i;
 	DIR *d;
-	long pid;
 
 	d = opendir(dir);
 	if (!d)
 		return;
-	while ((de = readdir(d)) != NULL) {
-		pid = temp_owner(de->d_name);
-		/* a killed writer's temp file */
-		if (pid && writer_gone(pid))
+	temp_id_self(&self);
+	while ((de = readdir(d)) != NULL)
+		if (temp_stale(dirfd(d), de->d_name, &self, now))
 			unlinkat(dirfd(d), de->d_name, 0);
-	}
 	for (i = 0; all && i < sizeof(out_names) / sizeof(out_names[0]); i++)
 		unlinkat(dirfd(d), out_names[i], 0);
 	closedir(d);
@@ -213,9 +302,9 @@ int agent_write_link_atomic(const char *dir, const char *name, const char *targe
 	}
 	rc = -EEXIST;
 	for (i = 0; i < 100 && rc == -EEXIST; i++) {
-		snprintf(tmp, sizeof(tmp), ".%s.%ld.%lld.tmp", name, (long)getpid(),
-			 (long long)(gx_now_us() + i));
-		rc = symlinkat(target, dfd, tmp) < 0 ? -errno : 0;
+		rc = agent_out_temp_name(tmp, sizeof(tmp), name, (long long)(gx_now_us() + i));
+		if (rc == 0)
+			rc = symlinkat(target, dfd, tmp) < 0 ? -errno : 0;
 	}
 	if (rc == 0 && renameat(dfd, tmp, dfd, name) < 0) {
 		rc = -errno;

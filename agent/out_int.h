@@ -117,7 +117,19 @@ int agent_write_link_atomic(const char *dir, const char *name, const char *targe
 			    size_t errlen);
 
 /*
- * Tidy --out: temp files a killed writer left (its pid gone); with all, also
+ * The name of a temp file for name in --out, unique across PID namespaces and
+ * hosts: ".NAME.<pid>.<pidns inode>.<boot id, 16 hex>.<us>.tmp".
+ * -ENAMETOOLONG when it does not fit len.
+ */
+int agent_out_temp_name(char *buf, size_t len, const char *name, long long us);
+
+/* A temp file older than this is removed whoever wrote it (a write takes ms). */
+#define AGENT_OUT_TEMP_OLD_S 3600
+
+/*
+ * Tidy --out: temp files a killed writer left (its pid gone, provably this
+ * PID namespace's and this boot's writer, or the file older than
+ * AGENT_OUT_TEMP_OLD_S); with all, also
  * env, env.json, hostfile, rendezvous.json, rsh.key (a failed write leaves
  * no half set that `gxboot exec` could load). Best effort.
  */

@@ -27,6 +27,9 @@ import tempfile
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import job_env  # noqa: E402
+
 NET_ANN = "k8s.v1.cni.cncf.io/networks"
 NS_FIELD = "metadata.annotations['k8s.v1.cni.cncf.io/network-status']"
 TCP_MARKER = ("gxboot/transport", "tcp")
@@ -549,11 +552,28 @@ def pod_etc(host, sub):
                            "cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"}
 
 
-def replica(host, env, sub=None, files=None):
-    """One pod as the system makes it: host name, env it injects, its /etc files."""
-    etc = pod_etc(host, sub)
-    etc.update(files or {})
-    return {"host": host, "env": env, "etc": etc, "system_files": sorted(files or {})}
+def replica(host, sub, pod):
+    """One pod as its system makes it: host name, subdomain, and the job_env.Pod whose
+    table entries (job_env.json, read from upstream) give each container its env and
+    /etc files (pod_env)."""
+    return {"host": host, "sub": sub, "pod": pod}
+
+
+def pod_env(rep, tpl, c):
+    """(env, {path below /etc: text}) of container c of this replica: exactly the
+    job_env.json entries for its system, role and container position."""
+    spec = tpl["spec"]
+    inits, mains = spec.get("initContainers") or [], spec.get("containers") or []
+    is_init = any(x is c for x in inits)
+    idx = next(i for i, x in enumerate(inits if is_init else mains) if x is c)
+    etc = pod_etc(rep["host"], rep["sub"])
+    files = job_env.files_for(rep["pod"], c, is_init, idx)
+    etc.update(files)
+    return job_env.env_for(rep["pod"], c, is_init, idx), etc, sorted(files)
+
+
+def Pod(sid, role=None, conds=(), tasks=None, **ctx):
+    return job_env.Pod(sid, role, ctx, conds, tasks)
 
 
 def replicas_of(doc, path):
@@ -561,41 +581,25 @@ def replicas_of(doc, path):
     kind, name, s = doc.get("kind"), doc["metadata"]["name"], doc.get("spec") or {}
     out = []
     if kind == "StatefulSet":
-        out = [replica(f"{name}-{i}", {}, s.get("serviceName"))
+        out = [replica(f"{name}-{i}", s.get("serviceName"), Pod(None))
                for i in range(min(2, s.get("replicas", 1)))]
     elif kind == "Job" and doc.get("apiVersion") == "batch/v1":
         sub = ((s.get("template") or {}).get("spec") or {}).get("subdomain")
-        out = [replica(f"{name}-{i}", {"JOB_COMPLETION_INDEX": str(i)}, sub)
+        indexed = s.get("completionMode") == "Indexed"
+        out = [replica(f"{name}-{i}", sub, Pod("indexed-job" if indexed else None, index=i))
                for i in range(min(2, s.get("completions", 1)))]
     elif kind == "JobSet":
         rj = s["replicatedJobs"][int(re.search(r"replicatedJobs\[(\d+)\]", path).group(1))]
         n = rj["template"]["spec"].get("parallelism", 1)
         sub = (s.get("network") or {}).get("subdomain") or name
-        out = [replica(f"{name}-{rj['name']}-0-{i}", {"JOB_COMPLETION_INDEX": str(i)}, sub)
+        out = [replica(f"{name}-{rj['name']}-0-{i}", sub, Pod("jobset", index=i))
                for i in range(min(2, n))]
     elif kind == "PyTorchJob":
-        specs = s["pytorchReplicaSpecs"]
-        world = sum(r.get("replicas", 1) for r in specs.values())
-        rtype = re.search(r"pytorchReplicaSpecs\.(\w+)", path).group(1)
-        base = {"MASTER_ADDR": f"{name}-master-0", "MASTER_PORT": "23456",
-                "WORLD_SIZE": str(world), "PYTHONUNBUFFERED": "0"}
-        n = specs[rtype].get("replicas", 1)
-        for i in range(min(2, n)):
-            rank = i + (1 if rtype == "Worker" else 0)
-            out.append(replica(f"{name}-{rtype.lower()}-{i}", dict(base, RANK=str(rank))))
+        out = pytorchjob_replicas(doc, path)
     elif kind == "MPIJob":
         out = mpijob_replicas(doc, path)
     elif kind == "Job" and doc.get("apiVersion", "").startswith("batch.volcano.sh"):
-        tasks = s["tasks"]
-        hosts = {}
-        for t in tasks:
-            key = t["name"].upper().replace("-", "_")
-            hs = [f"{name}-{t['name']}-{i}.{name}" for i in range(t.get("replicas", 1))]
-            hosts[f"VC_{key}_HOSTS"], hosts[f"VC_{key}_NUM"] = ",".join(hs), str(len(hs))
-        t = tasks[int(re.search(r"tasks\[(\d+)\]", path).group(1))]
-        for i in range(min(2, t.get("replicas", 1))):
-            out.append(replica(f"{name}-{t['name']}-{i}",
-                               dict(hosts, VC_TASK_INDEX=str(i), VK_TASK_INDEX=str(i)), name))
+        out = volcano_replicas(doc, path)
     elif kind == "LeaderWorkerSet":
         out = lws_replicas(doc, path)
     elif kind == "TrainJob":
@@ -603,103 +607,171 @@ def replicas_of(doc, path):
     elif kind == "RayCluster":
         out = raycluster_replicas(doc, path)
     else:
-        out = [replica(name, {})]
+        out = [replica(name, None, Pod(None))]
     return out
+
+
+def pytorchjob_replicas(doc, path):
+    """kubeflow/training-operator v1 (pkg/controller.v1/pytorch/envvar.go, master.go): pods
+    <job>-<type>-<i>, each behind a Service of its name (no subdomain); MASTER_ADDR
+    <job>-master-0, the port of the master's container "pytorch" named pytorchjob-port."""
+    name, s = doc["metadata"]["name"], doc.get("spec") or {}
+    specs = s["pytorchReplicaSpecs"]
+    total = sum(r.get("replicas", 1) for r in specs.values())
+    nproc = s.get("nprocPerNode")
+    nproc_int = int(nproc) if isinstance(nproc, int) or (nproc or "").isdigit() else 1
+    port = 23456
+    for c in ((specs.get("Master") or {}).get("template") or {}).get("spec", {}).get(
+            "containers") or []:
+        for p in c.get("ports") or [] if c.get("name") == "pytorch" else []:
+            if p.get("name") == "pytorchjob-port":
+                port = p["containerPort"]
+    conds = {"master"} if "Master" in specs else set()
+    conds |= {"nprocPerNode"} if nproc is not None else set()
+    conds |= {"elasticPolicy"} if s.get("elasticPolicy") else set()
+    rtype = re.search(r"pytorchReplicaSpecs\.(\w+)", path).group(1)
+    out = []
+    for i in range(min(2, specs[rtype].get("replicas", 1))):
+        rank = i + (1 if rtype == "Worker" else 0)
+        out.append(replica(f"{name}-{rtype.lower()}-{i}", None, Pod(
+            "pytorchjob", rtype.lower(), conds, job=name, port=port, world=total * nproc_int,
+            rank=rank, nnodes=total, nproc=nproc)))
+    return out
+
+
+def volcano_replicas(doc, path):
+    """volcano-sh/volcano job plugins (svc, env, pytorch): pods <job>-<task>-<i>, hostname the
+    pod name, subdomain <job>; the svc plugin's VC_<TASK>_HOSTS / _NUM and
+    /etc/volcano/<task>.host list every task's pods."""
+    name, s = doc["metadata"]["name"], doc.get("spec") or {}
+    tasks, info = s["tasks"], []
+    for t in tasks:
+        hs = [f"{name}-{t['name']}-{i}.{name}" for i in range(t.get("replicas", 1))]
+        key = t["name"].replace("-", "_")
+        info.append({"TASK": key.upper(), "task_file": key, "task_hosts": ",".join(hs),
+                     "task_lines": "\n".join(hs), "task_num": len(hs)})
+    conds = {f"plugin:{p}" for p in s.get("plugins") or {}}
+    world = sum(t.get("replicas", 1) for t in tasks if t["name"] in ("master", "worker"))
+    t = tasks[int(re.search(r"tasks\[(\d+)\]", path).group(1))]
+    return [replica(f"{name}-{t['name']}-{i}", name, Pod(
+        "volcano", t["name"], conds, info, job=name, index=i, world=world,
+        rank=i + 1 if t["name"] == "worker" else 0)) for i in range(min(2, t.get("replicas", 1)))]
 
 
 def mpijob_replicas(doc, path):
     """kubeflow/mpi-operator v2 (pkg/controller/mpi_job_controller.go): pods <job>-launcher and
-    <job>-worker-<i> under subdomain <job>; the launcher alone gets the ConfigMap at /etc/mpi
-    (hostfile "<job>-worker-<i>.<job>.<ns>.svc slots=N" for OpenMPI, "...svc:N" for Intel MPI
-    and MPICH) and the variables of its mpiImplementation (ompiEnvVars, intelEnvVars +
-    I_MPI_PERHOST, mpichEnvVars)."""
+    <job>-worker-<i> under subdomain <job>; the launcher's containers[0] alone gets the
+    ConfigMap at /etc/mpi (hostfile "<job>-worker-<i>.<job>.<ns>.svc slots=N" for OpenMPI,
+    "...svc:N" for Intel MPI and MPICH) and its mpiImplementation's variables."""
     name, s = doc["metadata"]["name"], doc.get("spec") or {}
     rtype = re.search(r"mpiReplicaSpecs\.(\w+)", path).group(1)
     n = s["mpiReplicaSpecs"]["Worker"].get("replicas", 1)
     slots = s.get("slotsPerWorker", 1)
     impl = s.get("mpiImplementation", "OpenMPI")
     line = "{} slots={}\n" if impl == "OpenMPI" else "{}:{}\n"
+    hf = "".join(line.format(f"{name}-worker-{i}.{name}.{NAMESPACE}.svc", slots)
+                 for i in range(n))
+    conds = {f"mpi:{impl}"}
+    if s.get("runLauncherAsWorker"):
+        hf = line.format(f"{name}-launcher.{name}.{NAMESPACE}.svc", slots) + hf
+        conds.add("runLauncherAsWorker")
+    ctx = {"slots": slots, "hostfile": hf}
     if rtype == "Launcher":
-        hf = "".join(line.format(f"{name}-worker-{i}.{name}.{NAMESPACE}.svc", slots)
-                     for i in range(n))
-        if s.get("runLauncherAsWorker"):
-            hf = line.format(f"{name}-launcher.{name}.{NAMESPACE}.svc", slots) + hf
-        env = {"K_MPI_JOB_ROLE": "launcher",
-               "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": ""}
-        if impl == "Intel":
-            env.update({"I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile",
-                        "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": "-o ConnectionAttempts=10",
-                        "I_MPI_PERHOST": str(slots)})
-        elif impl == "MPICH":
-            env.update({"HYDRA_HOST_FILE": "/etc/mpi/hostfile",
-                        "HYDRA_LAUNCH_EXTRA_ARGS": "-o ConnectionAttempts=10"})
-        else:
-            env.update({"OMPI_MCA_orte_keep_fqdn_hostnames": "true",
-                        "OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile",
-                        "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
-                        "OMPI_MCA_orte_set_default_slots": str(slots)})
-        return [replica(f"{name}-launcher", env, name, {"mpi/hostfile": hf})]
-    return [replica(f"{name}-worker-{i}", {"K_MPI_JOB_ROLE": "worker"}, name)
+        return [replica(f"{name}-launcher", name, Pod("mpi-operator", "launcher", conds, **ctx))]
+    return [replica(f"{name}-worker-{i}", name, Pod("mpi-operator", "worker", conds, **ctx))
             for i in range(min(2, n))]
 
 
 def lws_replicas(doc, path):
     """kubernetes-sigs/lws (pkg/utils/pod/pod_utils.go): leader <lws>-<g>, workers
-    <lws>-<g>-<i>, subdomain <lws> (SubdomainShared), env LWS_LEADER_ADDRESS=
-    <lws>-<g>.<lws>.<ns>, LWS_GROUP_SIZE, LWS_WORKER_INDEX."""
+    <lws>-<g>-<i>, subdomain <lws> (SubdomainShared) or the leader's name
+    (UniquePerReplica)."""
     name, s = doc["metadata"]["name"], doc.get("spec") or {}
     size = (s.get("leaderWorkerTemplate") or {}).get("size", 1)
     groups = s.get("replicas", 1)
-    pods = []
+    unique = ((s.get("networkConfig") or {}).get("subdomainPolicy") == "UniquePerReplica")
     if "leaderTemplate" in path:
         pods = [(g, 0) for g in range(min(2, groups))]
     else:
         pods = [(g, i) for g in range(groups) for i in range(1, size)][:2]
     return [replica(f"{name}-{g}" if i == 0 else f"{name}-{g}-{i}",
-                    {"LWS_LEADER_ADDRESS": f"{name}-{g}.{name}.{NAMESPACE}",
-                     "LWS_GROUP_SIZE": str(size), "LWS_WORKER_INDEX": str(i)}, name)
+                    f"{name}-{g}" if unique else name,
+                    Pod("lws", "leader" if i == 0 else "worker", lws=name, group=g,
+                        subdomain=f"{name}-{g}" if unique else name, ns=NAMESPACE,
+                        size=size, worker=i))
             for g, i in pods]
+
+
+def trainjob_nproc(tr):
+    """PET_NPROC_PER_NODE as the torch plugin sets it (torch.go): numProcPerNode, else
+    "auto" with a GPU per node, else max(1, CPUs per node)."""
+    if tr.get("numProcPerNode") is not None:
+        return tr["numProcPerNode"]
+    res = tr.get("resourcesPerNode") or {}
+    lim, req = res.get("limits") or {}, res.get("requests") or {}
+    if any("gpu" in k for k in lim):
+        return "auto"
+    cpu = str(req.get("cpu") or lim.get("cpu") or "0")
+    cpus = int(cpu[:-1]) // 1000 if cpu.endswith("m") else int(float(cpu))
+    return max(1, cpus)
 
 
 def trainjob_replicas(doc):
     """kubeflow/trainer torch plugin (pkg/runtime/framework/plugins/torch/torch.go) on the
-    JobSet of ClusterTrainingRuntime torch-distributed: pods <tj>-node-0-<i>, subdomain <tj>,
-    PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK (completion index), PET_MASTER_ADDR=
-    <tj>-node-0-0.<tj>, PET_MASTER_PORT=29500; JOB_COMPLETION_INDEX from the Indexed Job."""
+    JobSet of ClusterTrainingRuntime torch-distributed: pods <tj>-node-0-<i>, subdomain
+    <tj>; PET_* on the container named node."""
     name, tr = doc["metadata"]["name"], (doc.get("spec") or {}).get("trainer") or {}
     n = tr.get("numNodes", 1)
-    base = {"PET_NNODES": str(n), "PET_NPROC_PER_NODE": str(tr.get("numProcPerNode", "auto")),
-            "PET_MASTER_ADDR": f"{name}-node-0-0.{name}", "PET_MASTER_PORT": "29500"}
-    return [replica(f"{name}-node-0-{i}", dict(base, PET_NODE_RANK=str(i),
-                                               JOB_COMPLETION_INDEX=str(i)), name)
+    return [replica(f"{name}-node-0-{i}", name, Pod(
+        "trainjob", "node", nnodes=n, nproc=trainjob_nproc(tr), tj=name, index=i))
             for i in range(min(2, n))]
 
 
+KUBERAY_VERSION = "v1.5.0"
+
+
+def ray_start_cmd(head, params, fq, port):
+    """generateRayStartCommand after setMissingRayStartParams (kuberay common/pod.go)."""
+    p = {str(k): str(v) for k, v in (params or {}).items()}
+    if head:
+        p.setdefault("dashboard-host", "0.0.0.0")
+    else:
+        p.setdefault("address", f"{fq}:{port}")
+    p.setdefault("metrics-export-port", "8080")
+    p["block"] = "true"
+    p.setdefault("dashboard-agent-listen-port", "52365")
+    flags = ""
+    for k in sorted(p):
+        if p[k].lower() in ("true", "false") and k not in (
+                "log-color", "include-dashboard", "include-log-monitor"):
+            flags += f" --{k} " if p[k].lower() == "true" else ""
+        else:
+            flags += f" --{k}={p[k]} "
+    return ("ray start --head " if head else "ray start ") + flags
+
+
 def raycluster_replicas(doc, path):
-    """ray-project/kuberay (ray-operator/controllers/ray/common/pod.go setContainerEnvVars):
-    RAY_PORT, RAY_CLUSTER_NAME, RAY_CLUSTER_NAMESPACE, RAY_CLOUD_INSTANCE_ID (pod name),
-    RAY_NODE_TYPE_NAME (group label; "headgroup" on the head), KUBERAY_GEN_RAY_START_CMD, and on
-    workers FQ_RAY_IP/RAY_IP = the head Service <cluster>-head-svc. Pod names are random."""
+    """ray-project/kuberay (ray-operator/controllers/ray/common/pod.go): the Ray container is
+    containers[0] and alone gets the cluster's variables; init containers get FQ_RAY_IP and
+    RAY_IP only. Pod names are random."""
     name, s = doc["metadata"]["name"], doc.get("spec") or {}
     head = s.get("headGroupSpec") or {}
     port = str((head.get("rayStartParams") or {}).get("port", 6379))
-    base = {"RAY_PORT": port, "RAY_CLUSTER_NAME": name, "RAY_CLUSTER_NAMESPACE": NAMESPACE}
     fq = f"{name}-head-svc.{NAMESPACE}.svc.cluster.local"
+    base = {"cluster": name, "ns": NAMESPACE, "port": port, "fq": fq,
+            "ray_ip": f"{name}-head-svc", "kuberay_version": KUBERAY_VERSION}
     if "headGroupSpec" in path:
         host = f"{name}-head-x7k2p"
-        return [replica(host, dict(base, RAY_CLOUD_INSTANCE_ID=host,
-                                   RAY_NODE_TYPE_NAME="headgroup",
-                                   KUBERAY_GEN_RAY_START_CMD="ray start --head --block "
-                                   "--dashboard-host=0.0.0.0 --metrics-export-port=8080"))]
+        return [replica(host, None, Pod("kuberay", "head", pod=host, group="headgroup",
+                                        address=f"127.0.0.1:{port}", start_cmd=ray_start_cmd(
+                                            True, head.get("rayStartParams"), fq, port), **base))]
     g = s["workerGroupSpecs"][int(re.search(r"workerGroupSpecs\[(\d+)\]", path).group(1))]
     out = []
-    for i, suffix in enumerate(("q4t8z", "m2w9c")[:min(2, g.get("replicas", 1))]):
+    for suffix in ("q4t8z", "m2w9c")[:min(2, g.get("replicas", 1))]:
         host = f"{name}-{g['groupName']}-worker-{suffix}"
-        out.append(replica(host, dict(base, RAY_CLOUD_INSTANCE_ID=host,
-                                      RAY_NODE_TYPE_NAME=g["groupName"], FQ_RAY_IP=fq,
-                                      RAY_IP=f"{name}-head-svc",
-                                      KUBERAY_GEN_RAY_START_CMD=f"ray start --address={fq}:"
-                                      f"{port} --block --metrics-export-port=8080")))
+        out.append(replica(host, None, Pod(
+            "kuberay", "worker", pod=host, group=g["groupName"], address=f"{fq}:{port}",
+            start_cmd=ray_start_cmd(False, g.get("rayStartParams"), fq, port), **base)))
     return out
 
 
@@ -889,7 +961,8 @@ def plan_mismatch(plan, expect):
 
 def job_group(doc, rep):
     """Pods that must meet as one job: the workload, per LWS group."""
-    return (doc["metadata"]["name"], rep["env"].get("LWS_LEADER_ADDRESS", ""))
+    return (doc["metadata"]["name"], str(rep["pod"].ctx.get("group", ""))
+            if rep["pod"].sid == "lws" else "")
 
 
 def dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip, job_ids):
@@ -898,20 +971,21 @@ def dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip, job_ids):
         host = rep["host"]
         for c, (argv, sub) in meet:
             label = f"{fname} {host}/{c['name']} ({sub})"
+            sys_env, etc_files, system_files = pod_env(rep, tpl, c)
             with tempfile.TemporaryDirectory(prefix="gxck.") as tmp:
                 etc = None
                 if etc_runner_works():
                     etc = os.path.join(tmp, "etc")
-                    for rel, text in rep["etc"].items():
+                    for rel, text in etc_files.items():
                         os.makedirs(os.path.dirname(os.path.join(etc, rel)), exist_ok=True)
                         with open(os.path.join(etc, rel), "w", encoding="utf-8") as f:
                             f.write(text)
-                elif rep["system_files"] and not skip:
+                elif system_files and not skip:
                     report("SKIP", f"dry-run {label}", "needs root (unshare -m) to give the "
-                           f"pod its /etc/{', /etc/'.join(rep['system_files'])}")
+                           f"pod its /etc/{', /etc/'.join(system_files)}")
                     continue
                 mapping = fill_volumes(tmp, tpl["spec"], c)
-                env = dict(rep["env"])
+                env = dict(sys_env)
                 env.update(container_env(c, host))
                 words_ = [remap(k8s_expand(a, env), mapping) for a in argv]
                 env = {k: remap(v, mapping) for k, v in env.items()}

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/out_int.h"
@@ -557,6 +558,77 @@ static void test_atomic_write_symlink(void **state)
 	assert_int_not_equal(system(buf), 0);
 }
 
+/* Makes an empty file dir/f, aged by age_s seconds. */
+static void touch_aged(const char *f, long age_s)
+{
+	struct timespec ts[2];
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, f);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	ts[0].tv_sec = ts[1].tv_sec = time(NULL) - age_s;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static int exists(const char *f)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, f);
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * Two gxboots sharing an --out, each PID 1 in its own PID namespace (podman
+ * kube play's shared emptyDir): one's sweep must not take the other's temp
+ * files. A name keyed by the pid alone made the other's live temp look like
+ * this process's own leftover.
+ */
+static void test_out_clean_other_pidns(void **state)
+{
+	char mine[256], other[256], old_fmt[128], stale_other[256], boot[17], *dot;
+	unsigned long long ns;
+	long pid = (long)getpid();
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(stat("/proc/self/ns/pid", &st), 0);
+	assert_int_equal(agent_out_temp_name(mine, sizeof(mine), "env", 42), 0);
+	/* ".env.<pid>.<pidns>.<boot>.42.tmp" */
+	snprintf(other, sizeof(other), ".env.%ld.%llu.", pid, (unsigned long long)st.st_ino);
+	assert_int_equal(strncmp(mine, other, strlen(other)), 0);
+	dot = strchr(mine + strlen(other), '.');
+	assert_non_null(dot);
+	assert_true(dot - (mine + strlen(other)) >= 1 && dot - (mine + strlen(other)) <= 16);
+	assert_string_equal(dot, ".42.tmp");
+	assert_int_equal(agent_out_temp_name(other, 8, "env", 42), -ENAMETOOLONG);
+
+	/* another namespace's writer with this pid (both PID 1), same boot, fresh: kept */
+	ns = (unsigned long long)st.st_ino + 1;
+	snprintf(boot, sizeof(boot), "%.*s", (int)(dot - (mine + strlen(other))),
+		 mine + strlen(other));
+	snprintf(other, sizeof(other), ".env.%ld.%llu.%s.43.tmp", pid, ns, boot);
+	/* an older gxboot's ".NAME.<pid>.<us>.tmp" with this pid: its namespace unknown, kept */
+	snprintf(old_fmt, sizeof(old_fmt), ".hostfile.%ld.123456.tmp", pid);
+	/* another namespace's, but hours old: removed */
+	snprintf(stale_other, sizeof(stale_other), ".rendezvous.json.%ld.%llu.0.7.tmp", pid, ns);
+	touch_aged(mine, 0);
+	touch_aged(other, 0);
+	touch_aged(old_fmt, 0);
+	touch_aged(stale_other, AGENT_OUT_TEMP_OLD_S + 60);
+	touch_aged(".env.notatemp", AGENT_OUT_TEMP_OLD_S + 60);
+	agent_out_clean(tmpdir, 0);
+	assert_true(exists(old_fmt));
+	assert_true(exists(other));
+	assert_false(exists(mine)); /* this process's own leftover */
+	assert_false(exists(stale_other));
+	assert_true(exists(".env.notatemp"));
+}
+
 static void test_hostfile(void **state)
 {
 	struct agent_hf_peer peers[] = {
@@ -738,6 +810,7 @@ int main(void)
 	    cmocka_unit_test(test_env_malformed),
 	    cmocka_unit_test_setup_teardown(test_env_load_file, setup_dir, teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_atomic_write_symlink, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_out_clean_other_pidns, setup_dir, teardown_dir),
 	    cmocka_unit_test(test_hostfile),
 	    cmocka_unit_test(test_rendezvous_json),
 	    cmocka_unit_test_setup_teardown(test_slots, setup_dir, teardown_dir),
