@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* install.c - gxboot install DIR: copy /proc/self/exe atomically (temp + fsync + rename). */
 #include "agent/agent.h"
+#include "agent/out_int.h"
 #include "rdzv/gx.h"
 
 #include <errno.h>
@@ -31,7 +32,7 @@ static int copy_fd(int in, int out)
 
 int agent_install(const char *dir, char *err, size_t errlen)
 {
-	char tmp[4096], dst[4096];
+	char tmp[4096], dst[4096], tname[256];
 	struct stat st;
 	int in = -1, out = -1, rc = 0, dfd = -1;
 
@@ -40,9 +41,11 @@ int agent_install(const char *dir, char *err, size_t errlen)
 		rc = GX_EUSAGE;
 		goto out;
 	}
+	/* the temp name is unique across PID namespaces (two PID-1 installs into one
+	 * shared directory must not collide: O_EXCL would make the second fail) */
 	if (snprintf(dst, sizeof(dst), "%s/gxboot", dir) >= (int)sizeof(dst) ||
-	    snprintf(tmp, sizeof(tmp), "%s/.gxboot.%d.tmp", dir, (int)getpid()) >=
-		(int)sizeof(tmp)) {
+	    agent_out_temp_name(tname, sizeof(tname), "gxboot", (long long)gx_now_us()) < 0 ||
+	    snprintf(tmp, sizeof(tmp), "%s/%s", dir, tname) >= (int)sizeof(tmp)) {
 		snprintf(err, errlen, "install: path too long");
 		rc = GX_EUSAGE;
 		goto out;
