@@ -85,7 +85,10 @@ static void rdma_setup(struct check_cmd *c)
 		return;
 	}
 	rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)c->r.o->size, &c->rdma);
+	if (rc == 0) /* wire v2: the job's key, before the token is wiped */
+		rc = rdzv_rdma_set_key(c->rdma, c->r.token.data, c->r.token.len, c->r.job_id);
 	if (rc < 0) {
+		rdzv_rdma_ctx_free(c->rdma);
 		gx_warn("RDMA: not available (%s): TCP probes only", gx_strerror(rc));
 		c->rdma_state = CHECK_RDMA_UNAVL;
 		c->rdma = NULL;
@@ -627,6 +630,8 @@ static void rails_serve(struct check_cmd *c, char *err, size_t errlen)
 			continue;
 		err[0] = '\0';
 		rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)c->r.o->size, &c->rail_rdma[k]);
+		if (rc == 0)
+			rc = rdzv_rdma_share_key(c->rail_rdma[k], c->rdma);
 		if (rc == 0)
 			rc = rdzv_rdma_serve(c->rail_rdma[k], c->r.ev, &rp, c->net.port, err,
 					     errlen);

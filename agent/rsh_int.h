@@ -37,6 +37,7 @@
 #define RSH_PREAUTH_PER_SRC 4  /* unauthenticated connections per address (issue 25) */
 #define RSH_EVICT_PER_EVENT 4  /* oldest unauthenticated ones closed per accept turn */
 #define RSH_LEARNED 16	       /* addresses outside the table that proved the key, kept */
+#define RSH_UNKNOWN_POOL 8     /* unauthenticated ones from the rest, all together */
 #define RSH_KILL_GRACE_MS 2000 /* SIGTERM -> SIGKILL of a session's group */
 #define RSH_CONNECT_MS 10000   /* client: connect + handshake */
 #define RSH_PORT_OFFSET 2      /* serve listens on --port + 2 */

@@ -217,7 +217,11 @@ static const struct rdzv_rdma_ops *rdma_ops(struct agent_run *r)
 	if (!nd_ok(r) || !r->nd->rdma_usable || !r->nd->rdma_dev[0])
 		return NULL;
 	rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), 0, &r->rdma_ctx);
+	if (rc == 0) /* wire v2: the job's key proves each PING and PONG */
+		rc = rdzv_rdma_set_key(r->rdma_ctx, r->token.data, r->token.len, r->job_id);
 	if (rc < 0) {
+		rdzv_rdma_ctx_free(r->rdma_ctx);
+		r->rdma_ctx = NULL;
 		r->rdma_ctx_rc = rc; /* rdma_verdict says so, once (issue 24) */
 		return NULL;
 	}

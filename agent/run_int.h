@@ -20,7 +20,8 @@ int agent_token_load(const struct agent_opts *o, struct agent_token *t, char *er
 void agent_token_free(struct agent_token *t);
 /* Estimated secret bits of a token (issue 25): the characters that repeat neither of the
  * two before them x the bits per character of its alphabet (hex 4, base64 6, else 8),
- * capped by length x its empirical Shannon entropy. */
+ * capped by length x its empirical Shannon entropy; a drawn-looking token of one-case hex
+ * (4 bits a character) or standard base64 of 16+ bytes (6 bits) gets full credit. */
 int agent_token_bits(const unsigned char *t, size_t len);
 #define AGENT_TOKEN_MIN_BITS 128
 /* gxboot token: 32 random bytes (randombytes_buf), base64, on stdout. */

@@ -538,8 +538,14 @@ static void pipe_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 }
 
 /* ---- listening ---- */
-/* The pre-authentication budget (issue 25): at most RSH_PREAUTH_PER_SRC unauthenticated
- * connections per address; at RSH_MAX_CONNS the oldest unauthenticated one is closed (1). */
+/*
+ * The pre-authentication budget (issue 25): at most RSH_PREAUTH_PER_SRC unauthenticated
+ * connections per address; at RSH_MAX_CONNS the oldest unauthenticated one is closed (1).
+ * Table peers and learned launchers keep the slots; every other address shares a pool of
+ * RSH_UNKNOWN_POOL, whose oldest is closed for a newcomer from outside, so strangers
+ * cannot hold the peers' slots. Not a strict filter: the MPI Operator's launcher is an
+ * observer outside the table and must get in once to be learned.
+ */
 static int is_known(const struct agent_serve *sv, const char *peer)
 {
 	size_t i;
@@ -553,10 +559,27 @@ static int is_known(const struct agent_serve *sv, const char *peer)
 	return 0;
 }
 
+/* The oldest unauthenticated connection from outside the table, and how many there are. */
+static struct gx_pa_ent *oldest_unknown(const struct agent_serve *sv, size_t *n)
+{
+	struct gx_pa_ent *e, *first = NULL;
+
+	*n = 0;
+	for (e = sv->pa.oldest; e; e = e->newer) {
+		if (e->known)
+			continue;
+		if (!first)
+			first = e;
+		(*n)++;
+	}
+	return first;
+}
+
 static int admit(struct agent_serve *sv, const char *peer, int known)
 {
-	struct gx_pa_ent *old = NULL;
+	struct gx_pa_ent *old = NULL, *v;
 	struct sess *os;
+	size_t nunknown;
 
 	if (sv->stopping)
 		return -ESHUTDOWN;
@@ -566,6 +589,11 @@ static int admit(struct agent_serve *sv, const char *peer, int known)
 			  "from there",
 			  peer, sv->pa.n, gx_pa_count(&sv->pa, peer));
 		return -EBUSY;
+	}
+	if (!old && !known) {
+		v = oldest_unknown(sv, &nunknown);
+		if (nunknown >= RSH_UNKNOWN_POOL)
+			old = v;
 	}
 	if (old) {
 		os = (struct sess *)((char *)old - offsetof(struct sess, pa));

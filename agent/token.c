@@ -97,23 +97,146 @@ static int class_bits(const unsigned char *t, size_t len)
 	return hex ? 4 : b64 ? 6 : 8;
 }
 
+static int is_lower(unsigned char c)
+{
+	return c >= 'a' && c <= 'z';
+}
+
+static int is_upper(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z';
+}
+
+static int is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* "0123..." and "fedc...": neighbours one apart. */
+static size_t steps(const unsigned char *t, size_t len)
+{
+	size_t i, n = 0;
+
+	for (i = 1; i < len; i++)
+		n += t[i] == t[i - 1] + 1 || t[i] + 1 == t[i - 1];
+	return n;
+}
+
+/* Characters that repeat neither of the two before ("aaaa", "abab" carry nothing). */
+static size_t fresh_chars(const unsigned char *t, size_t len)
+{
+	size_t i, fresh = 0;
+
+	for (i = 0; i < len; i++)
+		fresh += (i < 1 || t[i] != t[i - 1]) && (i < 2 || t[i] != t[i - 2]);
+	return fresh;
+}
+
+/* Not a run, not a cycle, not a count: what a random draw looks like. */
+static int looks_drawn(const unsigned char *t, size_t len)
+{
+	return fresh_chars(t, len) * 2 >= len && steps(t, len) * 2 <= len;
+}
+
+/* 32+ hex digits of one case (`openssl rand -hex 16`): 4 bits each. */
+static int hex_bits(const unsigned char *t, size_t len)
+{
+	int lower = 0, upper = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (is_digit(t[i]))
+			continue;
+		lower |= t[i] >= 'a' && t[i] <= 'f';
+		upper |= t[i] >= 'A' && t[i] <= 'F';
+		if (!(t[i] >= 'a' && t[i] <= 'f') && !(t[i] >= 'A' && t[i] <= 'F'))
+			return 0;
+	}
+	return !(lower && upper) && looks_drawn(t, len) ? (int)(4 * len) : 0;
+}
+
+/*
+ * Words: every run of letters is capitalised or lower-case words of 2+ letters
+ * ("CorrectHorse", "staple") or capitals only ("HORSE"), and letters are 80% of
+ * it. Of 22-character random base64 about 1 in 5000 is read so (measured);
+ * refusing those costs a drawn token nothing worth counting.
+ */
+static int wordlike(const unsigned char *t, size_t len)
+{
+	size_t i = 0, letters = 0, j, k;
+
+	while (i < len) {
+		if (!is_lower(t[i]) && !is_upper(t[i])) {
+			i++;
+			continue;
+		}
+		for (j = i; j < len && (is_lower(t[j]) || is_upper(t[j])); j++)
+			;
+		letters += j - i;
+		for (k = i; k < j && is_upper(t[k]); k++)
+			;
+		if (!(k == j && j - i >= 3)) {
+			for (k = i; k < j;) {
+				size_t w = k + (is_upper(t[k]) ? 1 : 0), e = w;
+
+				while (e < j && is_lower(t[e]))
+					e++;
+				if (e - w < 2)
+					return 0;
+				k = e;
+			}
+		}
+		i = j;
+	}
+	return letters * 10 >= len * 8;
+}
+
+/* Standard base64 of 16+ bytes (`openssl rand -base64 16`, `gxboot token`): 6 bits each. */
+static int base64_bits(const unsigned char *t, size_t len)
+{
+	size_t n = len, i;
+	int lower = 0, upper = 0;
+
+	while (n > 0 && len - n < 2 && t[n - 1] == '=')
+		n--;
+	if (n < len && len % 4 != 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		lower |= is_lower(t[i]);
+		upper |= is_upper(t[i]);
+		if (!is_lower(t[i]) && !is_upper(t[i]) && !is_digit(t[i]) && t[i] != '+' &&
+		    t[i] != '/')
+			return 0;
+	}
+	if (n < 22 || n * 6 / 8 < 16 || !lower || !upper || !looks_drawn(t, n) || wordlike(t, n))
+		return 0;
+	return (int)(6 * n);
+}
+
 int agent_token_bits(const unsigned char *t, size_t len)
 {
-	size_t count[256] = {0}, i, fresh = 0;
+	size_t count[256] = {0}, i, fresh, run;
 	double h = 0, cls;
+	int drawn;
 
 	if (len == 0)
 		return 0;
-	for (i = 0; i < len; i++) {
+	drawn = hex_bits(t, len);
+	if (!drawn)
+		drawn = base64_bits(t, len);
+	for (i = 0; i < len; i++)
 		count[t[i]]++;
-		/* repeats and two-character cycles ("aaaa", "abab") carry nothing */
-		fresh += (i < 1 || t[i] != t[i - 1]) && (i < 2 || t[i] != t[i - 2]);
-	}
 	for (i = 0; i < 256; i++)
 		if (count[i])
 			h += (double)count[i] * (lg2((double)len) - lg2((double)count[i]));
-	cls = (double)fresh * class_bits(t, len);
-	return (int)(h < cls ? h : cls);
+	fresh = fresh_chars(t, len);
+	run = steps(t, len);
+	cls = (double)(fresh > run ? fresh - run : 0) * class_bits(t, len);
+	if (h > cls)
+		h = cls;
+	if (wordlike(t, len) && h > 2.0 * (double)len)
+		h = 2.0 * (double)len; /* English carries 1 to 2 bits a letter */
+	return (int)h > drawn ? (int)h : drawn;
 }
 
 int agent_cmd_token(char *err, size_t errlen)

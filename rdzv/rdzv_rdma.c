@@ -11,6 +11,7 @@
 #include "rdzv/rdzv_rdma_int.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <sys/epoll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,7 +54,11 @@ struct rdzv_rdma_cli {
 	uint64_t timer;
 	int64_t deadline_ms;
 	size_t size;
-	uint64_t nonce;
+	uint32_t rank;
+	struct rdzv_rdma_auth auth;
+	unsigned char nc[RDZV_RDMA_NONCE_LEN]; /* ours, echoed by the PONG */
+	uint32_t rkey;			       /* the PONG's write target */
+	uint64_t raddr;
 	int64_t t0, t;
 	struct rdzv_rdma_acc acc;
 	struct rdzv_rdma_probe out;
@@ -108,10 +113,21 @@ static int rejected(struct rdzv_rdma_cli *cl, const struct rdma_cm_event *e)
 	    [RDZV_RDMA_REJ_SETUP] = "server could not set up the connection",
 	};
 	uint32_t r = 0;
+	unsigned v = 0;
 
-	if (rdzv_rdma_dec_rej(e->param.conn.private_data, e->param.conn.private_data_len, &r) ==
+	if (rdzv_rdma_dec_rej(e->param.conn.private_data, e->param.conn.private_data_len, &r, &v) ==
 		0 &&
-	    r > 0 && r < sizeof(reasons) / sizeof(reasons[0]))
+	    v != RDZV_RDMA_VERSION)
+		return fail(cl, "connect",
+			    "rejected by %s (RDMA wire version mismatch: it speaks v%u, this "
+			    "gxboot v%d; run one gxboot version in the job)",
+			    cl->peer, v, RDZV_RDMA_VERSION);
+	if (v == RDZV_RDMA_VERSION && r == RDZV_RDMA_REJ_VERSION)
+		return fail(cl, "connect",
+			    "rejected by %s (RDMA wire version mismatch: it does not speak this "
+			    "gxboot's v%d; run one gxboot version in the job)",
+			    cl->peer, RDZV_RDMA_VERSION);
+	if (v == RDZV_RDMA_VERSION && r > 0 && r < sizeof(reasons) / sizeof(reasons[0]))
 		return fail(cl, "connect", "rejected by %s (%s)", cl->peer, reasons[r]);
 	if (e->status == 8) /* IB_CM_REJ_INVALID_SERVICE_ID: nobody listens there */
 		return fail(cl, "connect", "rejected by %s (no RDMA-CM listener on port %u)",
@@ -178,6 +194,7 @@ static void cli_finish(struct rdzv_rdma_cli *cl)
 	out = cl->out;
 	if (!out.ok)
 		gx_debug("rdma probe to %s: %s", cl->peer[0] ? cl->peer : "?", out.why);
+	sodium_memzero(&cl->auth, sizeof(cl->auth));
 	free(cl);
 	done(arg, &out);
 }
@@ -270,23 +287,30 @@ static void cli_info(struct rdzv_rdma_cli *cl)
 		cl->out.gid_index = qa.ah_attr.grh.sgid_index;
 }
 
-/* ESTABLISHED: the accept's data, then the PING. */
+/* ESTABLISHED: the accept's data (the server's nonce), then the PING with our proof. */
 static int cli_established(struct rdzv_rdma_cli *cl, const struct rdma_cm_event *e)
 {
-	struct rdzv_rdma_msg m = {.type = RDZV_RDMA_T_PING, .nonce = cl->nonce};
+	struct rdzv_rdma_msg m = {
+	    .type = RDZV_RDMA_T_PING, .rank = cl->rank, .write_size = (uint32_t)cl->size};
 	size_t n = e->param.conn.private_data ? e->param.conn.private_data_len : 0;
 	int rc;
 
 	cl->connected = 1;
 	rc = rdzv_rdma_dec_acc(e->param.conn.private_data, n, &cl->acc);
+	if (rc == GX_EVERSION)
+		return fail(cl, "connect",
+			    "%s speaks another RDMA wire version (this gxboot v%d; run one "
+			    "gxboot version in the job)",
+			    cl->peer, RDZV_RDMA_VERSION);
 	if (rc < 0)
 		return fail(cl, "connect", "malformed accept data from %s (%s)", cl->peer,
 			    gx_strerror(rc));
+	memcpy(m.nonce, cl->nc, sizeof(m.nonce));
 	cl->out.connect_us = now_us() - cl->t0;
 	cl->out.peer_mtu = (int)cl->acc.mtu;
 	cli_info(cl);
 	cl->t = now_us();
-	rc = rdzv_rdma_post_msg(cl->cm, cl->id, &cl->q, &m);
+	rc = rdzv_rdma_post_msg(cl->cm, cl->id, &cl->q, &cl->auth, cl->acc.nonce, &m);
 	if (rc < 0)
 		return fail(cl, "send", "ibv_post_send: %s", gx_strerror(rc));
 	cl->state = CLI_RECV;
@@ -353,8 +377,8 @@ static int cli_write(struct rdzv_rdma_cli *cl)
 		return fail(cl, "write", "%s accepts at most %u bytes", cl->peer,
 			    cl->acc.max_write);
 	memset(cl->q.buf, 0xa5, cl->size);
-	wr.wr.rdma.remote_addr = cl->acc.addr;
-	wr.wr.rdma.rkey = cl->acc.rkey;
+	wr.wr.rdma.remote_addr = cl->raddr;
+	wr.wr.rdma.rkey = cl->rkey;
 	cl->t = now_us();
 	rc = cl->cm->post_send(cl->id->qp, &wr);
 	if (rc < 0)
@@ -363,21 +387,43 @@ static int cli_write(struct rdzv_rdma_cli *cl)
 	return 0;
 }
 
+/* The PONG: MAC'd under the job's key for our nonce and rank, else not our job's server. */
+static int cli_pong(struct rdzv_rdma_cli *cl, const struct ibv_wc *wc)
+{
+	struct rdzv_rdma_msg m;
+	size_t len = wc->byte_len < RDZV_RDMA_MSG_LEN ? wc->byte_len : RDZV_RDMA_MSG_LEN;
+	int rc;
+
+	rc = rdzv_rdma_dec_msg(&cl->auth, cl->acc.nonce, cl->q.msg, len, &m);
+	if (rc == GX_EMAC)
+		return fail(cl, "recv",
+			    "%s answered without the job's key (another job's server, or a "
+			    "different token)",
+			    cl->peer);
+	if (rc < 0 || m.type != RDZV_RDMA_T_PONG || m.rank != cl->rank ||
+	    sodium_memcmp(m.nonce, cl->nc, sizeof(cl->nc)) != 0)
+		return fail(cl, "recv", "bad reply from %s", cl->peer);
+	if (cl->size && m.status == RDZV_RDMA_ST_PINNED)
+		return fail(cl, "write",
+			    "%s has no room for %zu bytes under its pinned-memory cap (%u MiB)",
+			    cl->peer, cl->size, RDZV_RDMA_PIN_MAX >> 20);
+	if (cl->size && (m.status != RDZV_RDMA_ST_OK || !m.rkey))
+		return fail(cl, "write", "%s could not register a %zu-byte target", cl->peer,
+			    cl->size);
+	cl->rkey = m.rkey;
+	cl->raddr = m.addr;
+	return 0;
+}
+
 /* One completion: 1 when the probe is over (done or failed), 0 to go on. */
 static int cli_wc(struct rdzv_rdma_cli *cl, const struct ibv_wc *wc)
 {
-	struct rdzv_rdma_msg m;
-
 	if (wc->status != IBV_WC_SUCCESS)
 		return fail(cl, "completion", "%s on %s", rdzv_rdma_wc_str(wc->status),
 			    cli_steps[cl->state]) < 0;
 	if (cl->state == CLI_RECV && wc->opcode == IBV_WC_RECV) {
-		if (rdzv_rdma_dec_msg(cl->q.msg,
-				      wc->byte_len < RDZV_RDMA_MSG_LEN ? wc->byte_len
-								       : RDZV_RDMA_MSG_LEN,
-				      &m) < 0 ||
-		    m.type != RDZV_RDMA_T_PONG || m.nonce != cl->nonce)
-			return fail(cl, "recv", "bad reply from %s", cl->peer) < 0;
+		if (cli_pong(cl, wc) < 0)
+			return 1;
 		cl->out.sendrecv_us = now_us() - cl->t;
 		if (cl->size == 0) {
 			cl->out.ok = 1;
@@ -489,8 +535,9 @@ int rdzv_rdma_probe_start(struct rdzv_rdma_ctx *c, struct gx_ev *ev, const struc
 	cl->out.size = size;
 	cl->deadline_ms = deadline_ms;
 	cl->t0 = now_us();
-	c->nonce++;
-	cl->nonce = c->nonce ^ (uint64_t)now_us() << 16;
+	cl->rank = self->index;
+	cl->auth = c->auth;
+	randombytes_buf(cl->nc, sizeof(cl->nc));
 	if (cli_begin(cl, self, peer) < 0) {
 		cli_fail_later(cl);
 	} else {
@@ -507,6 +554,7 @@ void rdzv_rdma_probe_cancel(struct rdzv_rdma_cli *cl)
 	if (!cl)
 		return;
 	cli_close(cl);
+	sodium_memzero(&cl->auth, sizeof(cl->auth));
 	free(cl);
 }
 
@@ -568,8 +616,47 @@ int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 	c->ops.arg = c;
 	c->last.size = (size_t)-1; /* no verification yet */
 	c->rails_on = 1;
+	if (rdzv_rdma_set_key(c, NULL, 0, "") < 0) {
+		free(c);
+		return -ENOMEM;
+	}
 	*ret = c;
 	return 0;
+}
+
+int rdzv_rdma_set_key(struct rdzv_rdma_ctx *c, const unsigned char *token, size_t len,
+		      const char *job_id)
+{
+	char purpose[160];
+	int rc;
+
+	if (!c || !job_id || gx_strlcpy(c->auth.job, job_id, sizeof(c->auth.job)) < 0)
+		return -EINVAL;
+	if (snprintf(purpose, sizeof(purpose), "rdma:%s", job_id) >= (int)sizeof(purpose))
+		return -EINVAL;
+	/* no token: anyone who knows the job id can compute this (PROTOCOL.md) */
+	rc = token && len ? rdzv_derive_key(token, len, purpose, c->auth.key)
+			  : rdzv_derive_key((const unsigned char *)purpose, strlen(purpose), "anon",
+					    c->auth.key);
+	return rc;
+}
+
+int rdzv_rdma_share_key(struct rdzv_rdma_ctx *dst, const struct rdzv_rdma_ctx *src)
+{
+	if (!dst || !src)
+		return -EINVAL;
+	dst->auth = src->auth;
+	return 0;
+}
+
+void rdzv_rdma_pins(const struct rdzv_rdma_ctx *c, struct rdzv_rdma_pins *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return;
+	out->now = c->pinned;
+	out->peak = c->pinned_peak;
+	out->refused = c->refused;
 }
 
 void rdzv_rdma_ctx_free(struct rdzv_rdma_ctx *c)
@@ -578,6 +665,8 @@ void rdzv_rdma_ctx_free(struct rdzv_rdma_ctx *c)
 		return;
 	rdzv_rdma_stop(c);
 	rdzv_rdma_rails_reset(c);
+	sodium_memzero(&c->auth, sizeof(c->auth));
+	free(c->proved);
 	free(c);
 }
 

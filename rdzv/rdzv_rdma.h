@@ -77,6 +77,16 @@ struct rdzv_rdma_ctx; /* server state; owns no global state */
 #define RDZV_RDMA_CONN_MS 10000
 /* The largest max_write a context accepts (a buffer per server connection). */
 #define RDZV_RDMA_MAX_WRITE (64u << 20)
+/*
+ * Wire v2 (issue 25 finding 10): a server registers a write target only for a
+ * PING whose MAC proves the job's key, at most RDZV_RDMA_PIN_MAX bytes at once
+ * (a PONG says so past it); a connection has RDZV_RDMA_PROOF_MS to prove, and
+ * one source address holds at most RDZV_RDMA_PREAUTH_PER_SRC unproved ones (at
+ * the connection limit the heaviest source's oldest unproved one is closed).
+ */
+#define RDZV_RDMA_PIN_MAX (512u << 20)
+#define RDZV_RDMA_PREAUTH_PER_SRC 4
+#define RDZV_RDMA_PROOF_MS 2000
 
 /*
  * A context the caller owns. cm: the seam (rdzv_rdma_cm_real() in the
@@ -86,6 +96,21 @@ struct rdzv_rdma_ctx; /* server state; owns no global state */
  */
 int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 		      struct rdzv_rdma_ctx **ret);
+/*
+ * The job's RDMA key: derived from the token for "rdma:<job id>", or without a
+ * token from the job id (anyone who knows it can then prove, as on TCP). Both
+ * ends must set the same; a fresh context holds the key of no token and job "".
+ */
+int rdzv_rdma_set_key(struct rdzv_rdma_ctx *c, const unsigned char *token, size_t len,
+		      const char *job_id);
+/* dst gets src's key (a rail's server, made after the token is wiped). */
+int rdzv_rdma_share_key(struct rdzv_rdma_ctx *dst, const struct rdzv_rdma_ctx *src);
+/* Server figures: bytes registered as write targets now and at most, unproved closes. */
+struct rdzv_rdma_pins {
+	size_t now, peak;
+	uint64_t refused;
+};
+void rdzv_rdma_pins(const struct rdzv_rdma_ctx *c, struct rdzv_rdma_pins *out);
 /* The outcome of the latest verification (ops check()); NULL when none ran. */
 const struct rdzv_rdma_probe *rdzv_rdma_last(const struct rdzv_rdma_ctx *c);
 /*
@@ -140,8 +165,10 @@ void rdzv_rdma_stop(struct rdzv_rdma_ctx *c);
 /* Server connections open now (tests, progress). */
 unsigned rdzv_rdma_nconns(const struct rdzv_rdma_ctx *c);
 /*
- * Server: connections whose connect + first send/recv went through, since the
- * context was made (the coordinator's evidence that its RDMA-CM path works).
+ * Server: distinct ranks whose connect + first send/recv went through with a
+ * PING that proved the job's key, since the context was made (the
+ * coordinator's evidence that its RDMA-CM path works; a stranger's connect or
+ * a member's retry does not count twice).
  */
 unsigned rdzv_rdma_answered(const struct rdzv_rdma_ctx *c);
 

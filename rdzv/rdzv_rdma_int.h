@@ -11,7 +11,7 @@
 #include "rdzv/rdzv_rdma.h"
 
 #define RDZV_RDMA_MAGIC 0x47585244u /* "GXRD" */
-#define RDZV_RDMA_VERSION 1
+#define RDZV_RDMA_VERSION 2	    /* 2: the PING proves the job's key before memory is pinned */
 
 enum rdzv_rdma_type {
 	RDZV_RDMA_T_REQ = 1,  /* connect private data, client -> server */
@@ -26,36 +26,65 @@ enum rdzv_rdma_rej {
 	RDZV_RDMA_REJ_BADREQ = 2,   /* malformed connect private data */
 	RDZV_RDMA_REJ_TOOLARGE = 3, /* write size above the server's max_write */
 	RDZV_RDMA_REJ_SETUP = 4,    /* server could not allocate the connection */
+	RDZV_RDMA_REJ_VERSION = 5,  /* the REQ speaks another wire version */
+};
+
+/* PONG status */
+enum rdzv_rdma_st {
+	RDZV_RDMA_ST_OK = 0,
+	RDZV_RDMA_ST_PINNED = 1, /* no room under RDZV_RDMA_PIN_MAX for the write target */
+	RDZV_RDMA_ST_SETUP = 2,	 /* the write target could not be registered */
 };
 
 #define RDZV_RDMA_REQ_LEN 16
 #define RDZV_RDMA_ACC_LEN 32
 #define RDZV_RDMA_REJ_LEN 12
-#define RDZV_RDMA_MSG_LEN 16
+#define RDZV_RDMA_NONCE_LEN 16
+#define RDZV_RDMA_MAC_LEN 32
+#define RDZV_RDMA_MSG_LEN 72
 
 struct rdzv_rdma_req {
 	uint32_t write_size;
 };
 
 struct rdzv_rdma_acc {
-	uint32_t mtu, max_write, rkey;
-	uint64_t addr;
+	uint32_t mtu, max_write;
+	unsigned char nonce[RDZV_RDMA_NONCE_LEN]; /* the server's, fresh per connection */
 };
 
 struct rdzv_rdma_msg {
-	uint8_t type; /* PING / PONG */
-	uint64_t nonce;
+	uint8_t type;	     /* PING / PONG (the direction, under the MAC) */
+	uint8_t status;	     /* PONG: enum rdzv_rdma_st */
+	uint32_t rank;	     /* the client's rank in the job's table */
+	uint32_t write_size; /* PING: the bytes it will WRITE (= the REQ's) */
+	uint32_t rkey;	     /* PONG: the write target, registered after the proof */
+	uint64_t addr;
+	unsigned char nonce[RDZV_RDMA_NONCE_LEN]; /* the client's, echoed by the PONG */
+};
+
+/* The MAC key and job id both ends hold (rdzv_rdma_set_key). */
+struct rdzv_rdma_auth {
+	unsigned char key[32];
+	char job[128];
 };
 
 void rdzv_rdma_enc_req(const struct rdzv_rdma_req *r, unsigned char out[RDZV_RDMA_REQ_LEN]);
 void rdzv_rdma_enc_acc(const struct rdzv_rdma_acc *a, unsigned char out[RDZV_RDMA_ACC_LEN]);
 void rdzv_rdma_enc_rej(uint32_t reason, unsigned char out[RDZV_RDMA_REJ_LEN]);
-void rdzv_rdma_enc_msg(const struct rdzv_rdma_msg *m, unsigned char out[RDZV_RDMA_MSG_LEN]);
-/* Decoders take untrusted bytes: GX_EPROTO (short, bad magic/type), GX_EVERSION. */
+/* HMAC-SHA-256(key, label, job id, server nonce, message) in the last 32 bytes. */
+void rdzv_rdma_enc_msg(const struct rdzv_rdma_auth *au, const unsigned char ns[RDZV_RDMA_NONCE_LEN],
+		       const struct rdzv_rdma_msg *m, unsigned char out[RDZV_RDMA_MSG_LEN]);
+/*
+ * Decoders take untrusted bytes: GX_EPROTO (short, bad magic/type), GX_EVERSION.
+ * dec_rej takes any version (an older server's refusal still says why) and puts
+ * the version it speaks in *version.
+ */
 int rdzv_rdma_dec_req(const void *p, size_t len, struct rdzv_rdma_req *r);
 int rdzv_rdma_dec_acc(const void *p, size_t len, struct rdzv_rdma_acc *a);
-int rdzv_rdma_dec_rej(const void *p, size_t len, uint32_t *reason);
-int rdzv_rdma_dec_msg(const void *p, size_t len, struct rdzv_rdma_msg *m);
+int rdzv_rdma_dec_rej(const void *p, size_t len, uint32_t *reason, unsigned *version);
+/* ... and GX_EMAC when the MAC does not verify (constant time): nothing is read then. */
+int rdzv_rdma_dec_msg(const struct rdzv_rdma_auth *au, const unsigned char ns[RDZV_RDMA_NONCE_LEN],
+		      const void *p, size_t len, struct rdzv_rdma_msg *m);
 
 /* MTU enum of verbs -> bytes (0 unknown). */
 int rdzv_rdma_mtu_bytes(enum ibv_mtu m);
@@ -80,13 +109,17 @@ struct rdzv_rdma_qp {
 int rdzv_rdma_qp_setup(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
 		       struct rdzv_rdma_qp *q, size_t buflen, int buf_access, char *why,
 		       size_t whylen);
+/* The data buffer alone, on a set-up q without one (the server, after the proof). */
+int rdzv_rdma_qp_buf(const struct rdzv_rdma_cm_ops *cm, struct rdzv_rdma_qp *q, size_t buflen,
+		     int buf_access, char *why, size_t whylen);
 /* Releases what setup created; safe on a zeroed or partly set up q. */
 void rdzv_rdma_qp_free(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
 		       struct rdzv_rdma_qp *q);
 int rdzv_rdma_post_recv(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
 			struct rdzv_rdma_qp *q);
 int rdzv_rdma_post_msg(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
-		       struct rdzv_rdma_qp *q, const struct rdzv_rdma_msg *m);
+		       struct rdzv_rdma_qp *q, const struct rdzv_rdma_auth *au,
+		       const unsigned char ns[RDZV_RDMA_NONCE_LEN], const struct rdzv_rdma_msg *m);
 /* "IBV_WC_RETRY_EXC_ERR" for a status. */
 const char *rdzv_rdma_wc_str(enum ibv_wc_status s);
 /* Sets O_NONBLOCK on fd; 0 or -errno. */
@@ -98,9 +131,14 @@ struct rdzv_rdma_ctx {
 	const struct rdzv_rdma_cm_ops *cm;
 	size_t max_write;
 	struct rdzv_rdma_ops ops;
-	struct rdzv_rdma_srv *srv;   /* NULL when not serving */
-	uint64_t nonce;		     /* client: per-probe counter, mixed with the clock */
-	unsigned answered;	     /* server: connections whose first PING got its PONG */
+	struct rdzv_rdma_srv *srv;  /* NULL when not serving */
+	struct rdzv_rdma_auth auth; /* the job's RDMA key (rdzv_rdma_set_key) */
+	unsigned answered;	    /* server: distinct ranks whose PING proved the key */
+	unsigned char *proved;	    /* server: bitmap of those ranks */
+	size_t proved_bytes;
+	size_t pinned; /* server: bytes registered as write targets now */
+	size_t pinned_peak;
+	uint64_t refused;	     /* server: connections closed without a proof */
 	struct rdzv_rdma_probe last; /* the latest check() (size -1: none yet) */
 	struct rdzv_rdma_rail rails[RDZV_RDMA_MAX_RAILS];
 	size_t nrails;

@@ -195,6 +195,8 @@ int rdzv_rdma_ops_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *se
 		rail_peer(self, &mine[i], &me);
 		rc = rdzv_rdma_ctx_new(c->cm, c->max_write, &c->rail_srv[i]);
 		if (rc == 0)
+			rc = rdzv_rdma_share_key(c->rail_srv[i], c);
+		if (rc == 0)
 			rc = rdzv_rdma_serve(c->rail_srv[i], ev, &me, port, rl->why,
 					     sizeof(rl->why));
 		if (rc < 0 && !rl->why[0])

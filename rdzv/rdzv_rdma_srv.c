@@ -2,14 +2,18 @@
 /*
  * rdzv_rdma_srv.c - the RDMA-CM server inside the caller's gx_ev loop: the
  * listening id on self's secondary address, one connection per CONNECT_REQUEST
- * (QP, a posted recv, a registered WRITE target), an answer to every PING,
- * at most RDZV_RDMA_MAX_CONNS at once, each for at most RDZV_RDMA_CONN_MS.
+ * (QP, a posted recv, a fresh nonce in the accept), a WRITE target registered
+ * only once a PING proves the job's key (wire v2, issue 25 finding 10) and
+ * under RDZV_RDMA_PIN_MAX in all, an answer to every proved PING; at most
+ * RDZV_RDMA_MAX_CONNS at once, RDZV_RDMA_PREAUTH_PER_SRC unproved per source,
+ * RDZV_RDMA_PROOF_MS to prove, each for at most RDZV_RDMA_CONN_MS.
  * Steps and layouts: rdzv/PROTOCOL.md, "RDMA-CM".
  */
 #include "rdzv/rdzv_rdma_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +21,19 @@
 
 #define SRV_EVENTS_PER_WAKEUP 32 /* level-triggered: the rest come next round */
 #define SRV_PINGS_MAX 16	 /* a client sends one; more is misuse */
+#define SRV_RANK_MAX 16384	 /* RDZV_MAX_WORLD */
 
 struct srv_conn {
 	struct rdzv_rdma_srv *s;
 	struct rdma_cm_id *id;
 	struct rdzv_rdma_qp q;
 	uint64_t timer;
-	int cc_added, established, pings;
+	int cc_added, established, pings, proved;
+	uint32_t write_size;		       /* the REQ's */
+	size_t pinned;			       /* bytes of q.buf counted in the context */
+	unsigned char ns[RDZV_RDMA_NONCE_LEN]; /* ours, in the accept */
+	uint64_t seq;			       /* arrival order (oldest: smallest) */
+	char src[46];
 	struct srv_conn *prev, *next;
 };
 
@@ -36,6 +46,8 @@ struct rdzv_rdma_srv {
 	int ch_added;
 	struct srv_conn *conns;
 	unsigned n;
+	uint64_t seq;
+	int warned_version; /* once: anyone can send an old REQ */
 	char addr[46];
 };
 
@@ -56,7 +68,10 @@ static void conn_close(struct srv_conn *cn)
 		gx_ev_del(s->ev, cn->q.cc->fd);
 	if (cn->established)
 		s->cm->disconnect(cn->id);
+	if (!cn->proved)
+		s->c->refused++;
 	rdzv_rdma_qp_free(s->cm, cn->id, &cn->q);
+	s->c->pinned -= cn->pinned; /* released with the region */
 	s->cm->destroy_id(cn->id);
 	free(cn);
 }
@@ -82,28 +97,109 @@ static void conn_expire(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)ev;
 	(void)id;
 	cn->timer = 0;
-	gx_debug("rdma server: connection idle for %d ms, closed", RDZV_RDMA_CONN_MS);
+	if (cn->proved)
+		gx_debug("rdma server: connection idle for %d ms, closed", RDZV_RDMA_CONN_MS);
+	else
+		gx_debug("rdma server: %s did not prove the job's key in %d ms, closed", cn->src,
+			 RDZV_RDMA_PROOF_MS);
 	conn_close(cn);
 }
 
-/* One received message: a valid PING gets its PONG, anything else ends it. */
+/* A rank that proved the key, counted once however often it connects. */
+static int mark_proved(struct rdzv_rdma_ctx *c, uint32_t rank)
+{
+	size_t need = rank / 8 + 1, nb;
+	unsigned char *p;
+
+	if (rank >= SRV_RANK_MAX)
+		return GX_EPROTO;
+	if (need > c->proved_bytes) {
+		nb = need < 64 ? 64 : need * 2;
+		p = realloc(c->proved, nb);
+		if (!p)
+			return -ENOMEM;
+		memset(p + c->proved_bytes, 0, nb - c->proved_bytes);
+		c->proved = p;
+		c->proved_bytes = nb;
+	}
+	if (!(c->proved[rank / 8] & (1u << (rank % 8)))) {
+		c->proved[rank / 8] |= (unsigned char)(1u << (rank % 8));
+		c->answered++;
+	}
+	return 0;
+}
+
+/* The proof holds: the write target, under the context's cap on pinned memory. */
+static uint8_t register_target(struct srv_conn *cn, struct rdzv_rdma_msg *m)
+{
+	struct rdzv_rdma_ctx *c = cn->s->c;
+	char why[200];
+
+	if (!cn->write_size || cn->q.buf_mr)
+		goto out; /* nothing to write, or registered by an earlier PING */
+	if (c->pinned + cn->write_size > RDZV_RDMA_PIN_MAX) {
+		gx_debug("rdma server: rank %u's %u-byte target refused: %zu bytes pinned "
+			 "(cap %u)",
+			 m->rank, cn->write_size, c->pinned, RDZV_RDMA_PIN_MAX);
+		return RDZV_RDMA_ST_PINNED;
+	}
+	if (rdzv_rdma_qp_buf(cn->s->cm, &cn->q, cn->write_size,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, why,
+			     sizeof(why)) < 0) {
+		gx_debug("rdma server: %s", why);
+		return RDZV_RDMA_ST_SETUP;
+	}
+	cn->pinned = cn->write_size;
+	c->pinned += cn->pinned; /* counted where it is registered */
+	if (c->pinned > c->pinned_peak)
+		c->pinned_peak = c->pinned;
+	gx_debug("rdma server: registered %u bytes for rank %u from %s (pinned %zu, peak %zu)",
+		 cn->write_size, m->rank, cn->src, c->pinned, c->pinned_peak);
+out:
+	if (cn->q.buf_mr) {
+		m->rkey = cn->q.buf_mr->rkey;
+		m->addr = (uintptr_t)cn->q.buf;
+	}
+	return RDZV_RDMA_ST_OK;
+}
+
+/*
+ * One received message: a PING whose MAC proves the job's key for our nonce gets
+ * its PONG (MAC'd too) and, the first time, the write target; anything else ends
+ * the connection before anything is registered.
+ */
 static int answer(struct srv_conn *cn, const struct ibv_wc *wc)
 {
+	struct rdzv_rdma_srv *s = cn->s;
 	struct rdzv_rdma_msg m;
 	size_t len = wc->byte_len < RDZV_RDMA_MSG_LEN ? wc->byte_len : RDZV_RDMA_MSG_LEN;
 	int rc;
 
-	rc = rdzv_rdma_dec_msg(cn->q.msg, len, &m);
-	if (rc < 0 || m.type != RDZV_RDMA_T_PING || ++cn->pings > SRV_PINGS_MAX)
+	rc = rdzv_rdma_dec_msg(&s->c->auth, cn->ns, cn->q.msg, len, &m);
+	if (rc == GX_EMAC)
+		gx_debug("rdma server: PING from %s does not prove the job's key, closed", cn->src);
+	if (rc < 0 || m.type != RDZV_RDMA_T_PING || ++cn->pings > SRV_PINGS_MAX ||
+	    m.write_size != cn->write_size)
 		return rc < 0 ? rc : GX_EPROTO;
-	rc = rdzv_rdma_post_recv(cn->s->cm, cn->id, &cn->q);
+	if (!cn->proved) {
+		rc = mark_proved(s->c, m.rank);
+		if (rc < 0)
+			return rc;
+		cn->proved = 1;
+		gx_ev_timer_cancel(s->ev, cn->timer);
+		cn->timer = gx_ev_timer(s->ev, RDZV_RDMA_CONN_MS, conn_expire, cn);
+		if (!cn->timer)
+			return -ENOMEM;
+	}
+	rc = rdzv_rdma_post_recv(s->cm, cn->id, &cn->q);
 	if (rc < 0)
 		return rc;
 	m.type = RDZV_RDMA_T_PONG;
-	rc = rdzv_rdma_post_msg(cn->s->cm, cn->id, &cn->q, &m);
-	if (rc == 0 && cn->pings == 1)
-		cn->s->c->answered++; /* a connect + send/recv came through */
-	return rc;
+	m.write_size = 0;
+	m.rkey = 0;
+	m.addr = 0;
+	m.status = register_target(cn, &m);
+	return rdzv_rdma_post_msg(s->cm, cn->id, &cn->q, &s->c->auth, cn->ns, &m);
 }
 
 static void on_comp(struct gx_ev *ev, int fd, uint32_t events, void *arg)
@@ -149,10 +245,8 @@ static int conn_accept(struct srv_conn *cn)
 	memset(&pa, 0, sizeof(pa));
 	if (s->cm->query_port(cn->id->verbs, cn->id->port_num, &pa) == 0)
 		a.mtu = (uint32_t)rdzv_rdma_mtu_bytes(pa.active_mtu);
-	if (cn->q.buf_mr) {
-		a.rkey = cn->q.buf_mr->rkey;
-		a.addr = (uintptr_t)cn->q.buf;
-	}
+	randombytes_buf(cn->ns, sizeof(cn->ns));
+	memcpy(a.nonce, cn->ns, sizeof(a.nonce));
 	rdzv_rdma_enc_acc(&a, acc);
 	memset(&p, 0, sizeof(p));
 	p.private_data = acc;
@@ -168,8 +262,8 @@ static int conn_setup(struct srv_conn *cn)
 	char why[200];
 	int rc;
 
-	rc = rdzv_rdma_qp_setup(s->cm, cn->id, &cn->q, s->c->max_write,
-				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, why, sizeof(why));
+	/* message slots only: the write target waits for the proof */
+	rc = rdzv_rdma_qp_setup(s->cm, cn->id, &cn->q, 0, 0, why, sizeof(why));
 	if (rc < 0) {
 		gx_debug("rdma server: %s", why);
 		return rc;
@@ -180,10 +274,59 @@ static int conn_setup(struct srv_conn *cn)
 	if (rc < 0)
 		return rc;
 	cn->cc_added = 1;
-	cn->timer = gx_ev_timer(s->ev, RDZV_RDMA_CONN_MS, conn_expire, cn);
+	cn->timer = gx_ev_timer(s->ev, RDZV_RDMA_PROOF_MS, conn_expire, cn);
 	if (!cn->timer)
 		return -ENOMEM;
 	return conn_accept(cn);
+}
+
+/* The connecting address ("?" when the id has none). */
+static void src_of(struct rdma_cm_id *id, char *out, size_t len)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)&id->route.addr.dst_addr;
+	const void *a = NULL;
+
+	if (sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)sa)->sin_addr;
+	else if (sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (!a || !inet_ntop(sa->sa_family, a, out, (socklen_t)len))
+		gx_strlcpy(out, "?", len);
+}
+
+/*
+ * Room for one more unproved connection from src: BUSY when src already holds
+ * RDZV_RDMA_PREAUTH_PER_SRC; at the connection limit the oldest unproved
+ * connection of the source holding most is closed (never one that proved, never
+ * for a newcomer whose source would then hold as many), else BUSY.
+ */
+static uint32_t preauth_room(struct rdzv_rdma_srv *s, const char *src)
+{
+	struct srv_conn *cn, *v = NULL, *w;
+	unsigned mine = 0, most = 0, k;
+
+	for (cn = s->conns; cn; cn = cn->next)
+		mine += !cn->proved && strcmp(cn->src, src) == 0;
+	if (mine >= RDZV_RDMA_PREAUTH_PER_SRC)
+		return RDZV_RDMA_REJ_BUSY;
+	if (s->n < RDZV_RDMA_MAX_CONNS)
+		return 0;
+	for (cn = s->conns; cn; cn = cn->next) {
+		if (cn->proved)
+			continue;
+		for (k = 0, w = s->conns; w; w = w->next)
+			k += !w->proved && strcmp(w->src, cn->src) == 0;
+		if (k > most || (k == most && v && cn->seq < v->seq)) {
+			most = k;
+			v = cn;
+		}
+	}
+	if (!v || most <= mine + 1)
+		return RDZV_RDMA_REJ_BUSY;
+	gx_debug("rdma server: at %d connections: closed the oldest unproved one of %s (%u)",
+		 RDZV_RDMA_MAX_CONNS, v->src, most);
+	conn_close(v);
+	return 0;
 }
 
 static void on_request(struct rdzv_rdma_srv *s, struct rdma_cm_id *id, const void *pd, size_t len)
@@ -191,22 +334,35 @@ static void on_request(struct rdzv_rdma_srv *s, struct rdma_cm_id *id, const voi
 	struct rdzv_rdma_req req;
 	struct srv_conn *cn;
 	uint32_t reason = 0;
+	char src[46];
+	int rc;
 
-	if (s->n >= RDZV_RDMA_MAX_CONNS)
-		reason = RDZV_RDMA_REJ_BUSY;
-	else if (rdzv_rdma_dec_req(pd, len, &req) < 0)
+	src_of(id, src, sizeof(src));
+	rc = rdzv_rdma_dec_req(pd, len, &req);
+	if (rc == GX_EVERSION)
+		reason = RDZV_RDMA_REJ_VERSION;
+	else if (rc < 0)
 		reason = RDZV_RDMA_REJ_BADREQ;
 	else if (req.write_size > s->c->max_write)
 		reason = RDZV_RDMA_REJ_TOOLARGE;
+	else
+		reason = preauth_room(s, src);
 	cn = reason ? NULL : calloc(1, sizeof(*cn));
 	if (!cn) {
-		gx_debug("rdma server: connect request rejected (reason %u)", reason);
+		gx_debug("rdma server: connect request from %s rejected (reason %u)", src, reason);
+		if (reason == RDZV_RDMA_REJ_VERSION && !s->warned_version++)
+			gx_warn("RDMA-CM: %s speaks another RDMA wire version than v%d (mixed "
+				"gxboot versions?)",
+				src, RDZV_RDMA_VERSION);
 		reject_id(s, id, reason ? reason : RDZV_RDMA_REJ_SETUP);
 		s->cm->destroy_id(id);
 		return;
 	}
 	cn->s = s;
 	cn->id = id;
+	cn->write_size = req.write_size;
+	cn->seq = ++s->seq;
+	gx_strlcpy(cn->src, src, sizeof(cn->src));
 	id->context = cn;
 	cn->next = s->conns;
 	if (s->conns)

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sodium.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -52,6 +53,17 @@ static int check_hdr(const void *p, size_t len, size_t need, uint8_t type)
 	return b[5] == type ? 0 : GX_EPROTO;
 }
 
+static void put64(unsigned char *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
 void rdzv_rdma_enc_req(const struct rdzv_rdma_req *r, unsigned char out[RDZV_RDMA_REQ_LEN])
 {
 	put_hdr(out, RDZV_RDMA_T_REQ, RDZV_RDMA_REQ_LEN);
@@ -63,9 +75,7 @@ void rdzv_rdma_enc_acc(const struct rdzv_rdma_acc *a, unsigned char out[RDZV_RDM
 	put_hdr(out, RDZV_RDMA_T_ACC, RDZV_RDMA_ACC_LEN);
 	put32(out + 8, a->mtu);
 	put32(out + 12, a->max_write);
-	put32(out + 16, a->rkey);
-	put32(out + 24, (uint32_t)(a->addr >> 32));
-	put32(out + 28, (uint32_t)a->addr);
+	memcpy(out + 16, a->nonce, RDZV_RDMA_NONCE_LEN);
 }
 
 void rdzv_rdma_enc_rej(uint32_t reason, unsigned char out[RDZV_RDMA_REJ_LEN])
@@ -74,11 +84,33 @@ void rdzv_rdma_enc_rej(uint32_t reason, unsigned char out[RDZV_RDMA_REJ_LEN])
 	put32(out + 8, reason);
 }
 
-void rdzv_rdma_enc_msg(const struct rdzv_rdma_msg *m, unsigned char out[RDZV_RDMA_MSG_LEN])
+#define MSG_BODY (RDZV_RDMA_MSG_LEN - RDZV_RDMA_MAC_LEN)
+
+static void msg_mac(const struct rdzv_rdma_auth *au, const unsigned char ns[RDZV_RDMA_NONCE_LEN],
+		    const unsigned char body[MSG_BODY], unsigned char mac[RDZV_RDMA_MAC_LEN])
+{
+	static const char label[] = "gxboot rdma v2";
+	crypto_auth_hmacsha256_state st;
+
+	crypto_auth_hmacsha256_init(&st, au->key, sizeof(au->key));
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)label, sizeof(label));
+	crypto_auth_hmacsha256_update(&st, (const unsigned char *)au->job, strlen(au->job) + 1);
+	crypto_auth_hmacsha256_update(&st, ns, RDZV_RDMA_NONCE_LEN);
+	crypto_auth_hmacsha256_update(&st, body, MSG_BODY);
+	crypto_auth_hmacsha256_final(&st, mac);
+	sodium_memzero(&st, sizeof(st));
+}
+
+void rdzv_rdma_enc_msg(const struct rdzv_rdma_auth *au, const unsigned char ns[RDZV_RDMA_NONCE_LEN],
+		       const struct rdzv_rdma_msg *m, unsigned char out[RDZV_RDMA_MSG_LEN])
 {
 	put_hdr(out, m->type, RDZV_RDMA_MSG_LEN);
-	put32(out + 8, (uint32_t)(m->nonce >> 32));
-	put32(out + 12, (uint32_t)m->nonce);
+	out[6] = m->status;
+	put32(out + 8, m->rank);
+	put32(out + 12, m->type == RDZV_RDMA_T_PING ? m->write_size : m->rkey);
+	put64(out + 16, m->addr);
+	memcpy(out + 24, m->nonce, RDZV_RDMA_NONCE_LEN);
+	msg_mac(au, ns, out, out + MSG_BODY);
 }
 
 int rdzv_rdma_dec_req(const void *p, size_t len, struct rdzv_rdma_req *r)
@@ -99,34 +131,51 @@ int rdzv_rdma_dec_acc(const void *p, size_t len, struct rdzv_rdma_acc *a)
 		return rc;
 	a->mtu = get32(b + 8);
 	a->max_write = get32(b + 12);
-	a->rkey = get32(b + 16);
-	a->addr = (uint64_t)get32(b + 24) << 32 | get32(b + 28);
+	memcpy(a->nonce, b + 16, RDZV_RDMA_NONCE_LEN);
 	/* an MTU is a power of two in [256, 4096]; 0 = the server does not know */
 	if (a->mtu && (a->mtu < 256 || a->mtu > 4096 || (a->mtu & (a->mtu - 1))))
 		return GX_EPROTO;
 	return a->max_write > RDZV_RDMA_MAX_WRITE ? GX_EPROTO : 0;
 }
 
-int rdzv_rdma_dec_rej(const void *p, size_t len, uint32_t *reason)
-{
-	int rc = check_hdr(p, len, RDZV_RDMA_REJ_LEN, RDZV_RDMA_T_REJ);
-
-	if (rc == 0)
-		*reason = get32((const unsigned char *)p + 8);
-	return rc;
-}
-
-int rdzv_rdma_dec_msg(const void *p, size_t len, struct rdzv_rdma_msg *m)
+int rdzv_rdma_dec_rej(const void *p, size_t len, uint32_t *reason, unsigned *version)
 {
 	const unsigned char *b = p;
+
+	/* every version so far: magic, version, type, then the reason at 8 */
+	if (!p || len < RDZV_RDMA_REJ_LEN || get32(b) != RDZV_RDMA_MAGIC || b[5] != RDZV_RDMA_T_REJ)
+		return GX_EPROTO;
+	*version = b[4];
+	*reason = get32(b + 8);
+	return 0;
+}
+
+int rdzv_rdma_dec_msg(const struct rdzv_rdma_auth *au, const unsigned char ns[RDZV_RDMA_NONCE_LEN],
+		      const void *p, size_t len, struct rdzv_rdma_msg *m)
+{
+	const unsigned char *b = p;
+	unsigned char mac[RDZV_RDMA_MAC_LEN];
 	int rc = check_hdr(p, len, RDZV_RDMA_MSG_LEN, b && len > 5 ? b[5] : 0);
 
 	if (rc < 0)
 		return rc;
-	m->type = b[5];
-	if (m->type != RDZV_RDMA_T_PING && m->type != RDZV_RDMA_T_PONG)
+	if (b[5] != RDZV_RDMA_T_PING && b[5] != RDZV_RDMA_T_PONG)
 		return GX_EPROTO;
-	m->nonce = (uint64_t)get32(b + 8) << 32 | get32(b + 12);
+	msg_mac(au, ns, b, mac);
+	rc = sodium_memcmp(mac, b + MSG_BODY, RDZV_RDMA_MAC_LEN) == 0 ? 0 : GX_EMAC;
+	sodium_memzero(mac, sizeof(mac));
+	if (rc < 0)
+		return rc;
+	memset(m, 0, sizeof(*m));
+	m->type = b[5];
+	m->status = b[6];
+	m->rank = get32(b + 8);
+	if (m->type == RDZV_RDMA_T_PING)
+		m->write_size = get32(b + 12);
+	else
+		m->rkey = get32(b + 12);
+	m->addr = get64(b + 16);
+	memcpy(m->nonce, b + 24, RDZV_RDMA_NONCE_LEN);
 	return 0;
 }
 
@@ -193,6 +242,27 @@ static void reg_why(int rc, size_t len, char *why, size_t whylen)
 	snprintf(why, whylen, "ibv_reg_mr(%zu bytes): %s", len, gx_strerror(rc));
 }
 
+int rdzv_rdma_qp_buf(const struct rdzv_rdma_cm_ops *cm, struct rdzv_rdma_qp *q, size_t buflen,
+		     int buf_access, char *why, size_t whylen)
+{
+	int rc;
+
+	if (buflen == 0 || q->buf)
+		return q->buf ? -EALREADY : 0;
+	if (posix_memalign(&q->buf, 4096, buflen)) {
+		q->buf = NULL;
+		snprintf(why, whylen, "buffers: %s", gx_strerror(-ENOMEM));
+		return -ENOMEM;
+	}
+	q->buflen = buflen; /* not read here: the client fills its own, the server's is written */
+	rc = cm->reg_mr(q->pd, q->buf, buflen, buf_access, &q->buf_mr);
+	if (rc < 0) {
+		reg_why(rc, buflen, why, whylen);
+		q->buf_mr = NULL;
+	}
+	return rc;
+}
+
 static int qp_buffers(const struct rdzv_rdma_cm_ops *cm, struct rdzv_rdma_qp *q, size_t buflen,
 		      int buf_access, char *why, size_t whylen)
 {
@@ -206,16 +276,7 @@ static int qp_buffers(const struct rdzv_rdma_cm_ops *cm, struct rdzv_rdma_qp *q,
 		reg_why(rc, 2 * RDZV_RDMA_MSG_LEN, why, whylen);
 		return rc;
 	}
-	if (buflen == 0)
-		return 0;
-	if (posix_memalign(&q->buf, 4096, buflen))
-		return -ENOMEM;
-	memset(q->buf, 0, buflen);
-	q->buflen = buflen;
-	rc = cm->reg_mr(q->pd, q->buf, buflen, buf_access, &q->buf_mr);
-	if (rc < 0)
-		reg_why(rc, buflen, why, whylen);
-	return rc;
+	return rdzv_rdma_qp_buf(cm, q, buflen, buf_access, why, whylen);
 }
 
 int rdzv_rdma_qp_setup(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
@@ -298,7 +359,8 @@ int rdzv_rdma_post_recv(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id
 }
 
 int rdzv_rdma_post_msg(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
-		       struct rdzv_rdma_qp *q, const struct rdzv_rdma_msg *m)
+		       struct rdzv_rdma_qp *q, const struct rdzv_rdma_auth *au,
+		       const unsigned char ns[RDZV_RDMA_NONCE_LEN], const struct rdzv_rdma_msg *m)
 {
 	unsigned char *slot = q->msg + RDZV_RDMA_MSG_LEN;
 	struct ibv_sge sge = {
@@ -309,6 +371,6 @@ int rdzv_rdma_post_msg(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
 				 .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED};
 
-	rdzv_rdma_enc_msg(m, slot);
+	rdzv_rdma_enc_msg(au, ns, m, slot);
 	return cm->post_send(id->qp, &wr);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/rsh_int.h"
+#include "rdzv/rdzv.h"
 #include "rdzv/gx.h"
 
 static const unsigned char KEY[RSH_KEY_LEN] = {7, 7, 7};
@@ -160,10 +161,79 @@ static void test_learned_launcher_not_pushed_out(void **state)
 	gx_ev_free(ev);
 }
 
+/*
+ * Addresses outside the table share RSH_UNKNOWN_POOL unauthenticated slots: a stranger's
+ * RSH_MAX_CONNS connections leave at most that many open, and a table peer's handshakes
+ * (more than the pool) all get through beside them.
+ */
+static void test_stranger_pool(void **state)
+{
+	struct agent_serve_cfg cfg;
+	struct agent_serve *sv = NULL;
+	struct gx_ev *ev = NULL;
+	struct rdzv_peer table[1];
+	char *envp[] = {NULL};
+	int fd[RSH_MAX_CONNS], p[RSH_UNKNOWN_POOL + 4], i, k, open_, rc = -1;
+	unsigned char nc[RSH_NONCE_LEN], ns[RSH_NONCE_LEN];
+
+	(void)state;
+	assert_true(sodium_init() >= 0);
+	assert_int_equal(gx_ev_new(&ev), 0);
+	memset(&cfg, 0, sizeof(cfg));
+	memset(table, 0, sizeof(table));
+	snprintf(table[0].addr4, sizeof(table[0].addr4), "127.0.0.4");
+	cfg.addr4 = "127.0.0.1";
+	cfg.key = KEY;
+	cfg.envp = envp;
+	cfg.table = table;
+	cfg.ntable = 1;
+	for (k = 0; k < 50 && rc < 0; k++) {
+		cfg.port = (uint16_t)(30000 + (getpid() * 17 + k * 151) % 20000);
+		rc = agent_serve_start(ev, &cfg, &sv, (char[256]){0}, 256);
+	}
+	assert_int_equal(rc, 0);
+	for (i = 0; i < RSH_MAX_CONNS; i++) {
+		fd[i] = conn(cfg.port, "127.0.0.2");
+		pump(ev, 1);
+	}
+	pump(ev, 100);
+	for (open_ = 0, i = 0; i < RSH_MAX_CONNS; i++)
+		open_ += !closed(fd[i]);
+	printf("# a stranger's %d connections: %d left open (pool %d)\n", RSH_MAX_CONNS, open_,
+	       RSH_UNKNOWN_POOL);
+	assert_true(open_ <= RSH_UNKNOWN_POOL);
+	/* the table peer: more handshakes than the pool, all answered (loopback: no per-source
+	 * cap), none pushed out by the stranger's next ones */
+	for (i = 0; i < RSH_UNKNOWN_POOL + 4; i++) {
+		p[i] = conn(cfg.port, "127.0.0.4");
+		pump(ev, 2);
+	}
+	for (i = 0; i < RSH_MAX_CONNS; i++) {
+		close(fd[i]);
+		fd[i] = conn(cfg.port, "127.0.0.2");
+		pump(ev, 1);
+	}
+	pump(ev, 50);
+	for (i = 0; i < RSH_UNKNOWN_POOL + 4; i++) {
+		assert_false(closed(p[i]));
+		assert_int_equal(hello(ev, p[i], nc, ns), 0);
+	}
+	close(p[0]);
+	p[0] = conn(cfg.port, "127.0.0.4");
+	assert_int_equal(prove(ev, p[0]), 0);
+	for (i = 0; i < RSH_UNKNOWN_POOL + 4; i++)
+		close(p[i]);
+	for (i = 0; i < RSH_MAX_CONNS; i++)
+		close(fd[i]);
+	agent_serve_free(sv);
+	gx_ev_free(ev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_learned_launcher_not_pushed_out),
+	    cmocka_unit_test(test_stranger_pool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,6 +45,14 @@ static void test_human_tokens_refused(void **state)
 	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 	    "abababababababababababababababababababababababab",
 	    "0000111122223333444455556666777788889999",
+	    "0123456789abcdef0123456789abcdef", /* hex, but a count */
+	    "correcthorsebatterystaple",	/* base64's alphabet, 25 characters of words */
+	    "CorrectHorseBatteryStaple",
+	    "CORRECTHORSEBATTERYSTAPLEHORSE",
+	    "TheQuickBrownFoxJumpsOverTheLazyDog",
+	    "Correct4Horse2Battery9Staple",
+	    "ilovemydogandmycatverymuch123",
+	    "correct-horse-battery-staple-42",
 	    NULL,
 	};
 	size_t i;
@@ -87,11 +95,63 @@ static void test_random_tokens_pass(void **state)
 	assert_int_equal(load(b64), 0);
 }
 
+/*
+ * `openssl rand -hex 16` and `openssl rand -base64 16` (16 bytes, exactly 128 bits) and
+ * `-base64 32` pass: the lowest estimate and the share refused over 20000 draws each. A
+ * 16-byte base64 token is refused when it reads as words (about 1 in 5000 draws).
+ */
+static void test_openssl_rand_16(void **state)
+{
+	unsigned char raw[32];
+	char hex[65], b64[sodium_base64_ENCODED_LEN(32, sodium_base64_VARIANT_ORIGINAL)];
+	int k, lo_hex = 1 << 30, lo_b64 = 1 << 30, lo_b32 = 1 << 30, b, bad_b64 = 0;
+
+	(void)state;
+	assert_true(sodium_init() >= 0);
+	for (k = 0; k < 20000; k++) {
+		randombytes_buf(raw, sizeof(raw));
+		sodium_bin2hex(hex, sizeof(hex), raw, 16);
+		if (k & 1) /* both cases */
+			for (b = 0; hex[b]; b++)
+				hex[b] = (char)(hex[b] >= 'a' ? hex[b] - 32 : hex[b]);
+		b = agent_token_bits((unsigned char *)hex, 32);
+		lo_hex = b < lo_hex ? b : lo_hex;
+		sodium_bin2base64(b64, sizeof(b64), raw, 16, sodium_base64_VARIANT_ORIGINAL);
+		b = agent_token_bits((unsigned char *)b64, strlen(b64));
+		bad_b64 += b < AGENT_TOKEN_MIN_BITS;
+		if (k & 1) { /* unpadded */
+			b64[22] = '\0';
+			b = agent_token_bits((unsigned char *)b64, 22);
+			bad_b64 += b < AGENT_TOKEN_MIN_BITS;
+		}
+		lo_b64 = b < lo_b64 ? b : lo_b64;
+		sodium_bin2base64(b64, sizeof(b64), raw, 32, sodium_base64_VARIANT_ORIGINAL);
+		b = agent_token_bits((unsigned char *)b64, strlen(b64));
+		lo_b32 = b < lo_b32 ? b : lo_b32;
+	}
+	printf("# openssl rand over 20000 draws: -hex 16 lowest %d, -base64 16 refused %d of "
+	       "30000 (lowest %d), -base64 32 lowest %d bits\n",
+	       lo_hex, bad_b64, lo_b64, lo_b32);
+	assert_true(lo_hex >= AGENT_TOKEN_MIN_BITS);
+	assert_true(bad_b64 <= 30); /* 1 in 1000 at most; about 1 in 5000 expected */
+	assert_true(lo_b32 >= AGENT_TOKEN_MIN_BITS + 40);
+	/* fixed draws of each form, through the loader */
+	assert_int_equal(load("3f9a0c5e7b21d48e96a0f3c27d5b8e14"), 0);
+	assert_int_equal(load("3F9A0C5E7B21D48E96A0F3C27D5B8E14"), 0);
+	assert_int_equal(load("P2xQ8vN0k3Zr+Tq7Lb/9wA=="), 0);
+	assert_int_equal(load("P2xQ8vN0k3Zr+Tq7Lb/9wA"), 0);
+	assert_int_equal(load("k7Gq2pR9vXz0N+4bLm1cWs8YtEo/3hUj5dFa6iQnVyM="), 0);
+	/* too short, or padding that is not base64's, gets no such credit */
+	assert_int_equal(load("P2xQ8vN0k3Zr+Tq7Lb/9w"), GX_EUSAGE);
+	assert_int_equal(load("P2xQ8vN0k3Zr+Tq7Lb/9wA="), GX_EUSAGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_human_tokens_refused),
 	    cmocka_unit_test(test_random_tokens_pass),
+	    cmocka_unit_test(test_openssl_rand_16),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1121,7 +1121,7 @@ static void test_field_sizes(void **state)
 /* ---- RDMA-CM ACC: mtu 256..4096 (power of two), max_write <= RDZV_RDMA_MAX_WRITE */
 static int acc_with(uint32_t mtu, uint32_t max_write)
 {
-	struct rdzv_rdma_acc a = {.mtu = mtu, .max_write = max_write, .rkey = 7, .addr = 4096};
+	struct rdzv_rdma_acc a = {.mtu = mtu, .max_write = max_write, .nonce = {7}};
 	unsigned char buf[RDZV_RDMA_ACC_LEN];
 
 	rdzv_rdma_enc_acc(&a, buf);

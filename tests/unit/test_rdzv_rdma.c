@@ -66,6 +66,7 @@ struct fake_qp {
 	struct rdma_cm_id *id;
 	uint64_t raddr[4];
 	int nrecv;
+	unsigned char acc[RDZV_RDMA_ACC_LEN]; /* the server's accept data on this id */
 };
 
 /* What the fake "other side" does, and what it saw. */
@@ -79,17 +80,24 @@ struct fake {
 	unsigned char conn_pd[256];
 	uint8_t conn_pdlen;
 	enum ibv_wc_status send_status, write_status;
-	int reply;	       /* answer a SEND with a RECV (the server's PONG) */
-	int reply_bad;	       /* ... with a wrong nonce */
-	int hangup;	       /* answer a SEND by disconnecting */
-	int reg_mr_rc;	       /* forced ibv_reg_mr failure */
+	int reply;		    /* answer a SEND with a RECV (the server's PONG) */
+	int reply_bad;		    /* ... with a wrong nonce */
+	int reply_stranger;	    /* ... MAC'd under another key (a stranger's server) */
+	uint8_t pong_status;	    /* ... with this status */
+	struct rdzv_rdma_auth auth; /* the key both ends hold by default */
+	unsigned char ns[RDZV_RDMA_NONCE_LEN]; /* the fake server's nonce in its ACC */
+	struct rdzv_rdma_msg ping;	       /* the last PING it got, decoded */
+	int hangup;			       /* answer a SEND by disconnecting */
+	int reg_mr_rc;			       /* forced ibv_reg_mr failure */
 	uint32_t unreachable4; /* an IPv4 destination whose address never resolves */
 	int nresolves, resolve_ms;
 	enum ibv_mtu mtu;
 	int sgid_index;
 	/* recordings */
-	unsigned char req_pd[64], acc_pd[64], rej_pd[64], sent[16];
+	unsigned char req_pd[64], acc_pd[64], rej_pd[64], sent[RDZV_RDMA_MSG_LEN];
 	int req_pdlen, acc_pdlen, rej_pdlen, nsent, naccepts, nrejects, ndisconnects;
+	int nbufregs;  /* registrations of a data buffer (not message slots) */
+	size_t pinned; /* bytes of data buffers registered now */
 	uint64_t write_raddr;
 	uint32_t write_rkey, write_len;
 	union gx_sockaddr dst, src, bound;
@@ -97,6 +105,9 @@ struct fake {
 };
 
 static struct fake *F; /* the one fake of the running test */
+
+#define SERVER_BUF 0x7f0000001000ull
+#define SERVER_RKEY 0xabcd
 
 /* ---- fake objects ------------------------------------------------------ */
 
@@ -265,6 +276,7 @@ static int f_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 {
 	assert_non_null(id->qp);
 	F->naccepts++;
+	memcpy(((struct fake_qp *)id->qp)->acc, p->private_data, RDZV_RDMA_ACC_LEN);
 	F->acc_pdlen = p->private_data_len;
 	memcpy(F->acc_pd, p->private_data, p->private_data_len);
 	return 0;
@@ -377,11 +389,17 @@ static int f_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access, struc
 	(*ret)->lkey = ++F->keys;
 	(*ret)->rkey = 0x1000 + F->keys;
 	F->alive[K_MR]++;
+	if (len > RDZV_RDMA_MSG_LEN * 2) {
+		F->nbufregs++;
+		F->pinned += len;
+	}
 	return 0;
 }
 
 static int f_dereg_mr(struct ibv_mr *mr)
 {
+	if (mr->length > RDZV_RDMA_MSG_LEN * 2)
+		F->pinned -= mr->length;
 	free(mr);
 	F->alive[K_MR]--;
 	return 0;
@@ -492,10 +510,21 @@ static int f_post_send(struct ibv_qp *q, struct ibv_send_wr *wr)
 		push_ev(qp->id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 	if (F->send_status != IBV_WC_SUCCESS || !F->reply)
 		return 0;
-	assert_int_equal(rdzv_rdma_dec_msg(F->sent, sizeof(F->sent), &m), 0);
+	assert_int_equal(rdzv_rdma_dec_msg(&F->auth, F->ns, F->sent, sizeof(F->sent), &m), 0);
+	F->ping = m;
 	m.type = RDZV_RDMA_T_PONG;
-	m.nonce += (uint64_t)F->reply_bad;
-	rdzv_rdma_enc_msg(&m, pong);
+	m.nonce[0] ^= (unsigned char)F->reply_bad;
+	m.status = F->pong_status;
+	m.rkey = SERVER_RKEY;
+	m.addr = SERVER_BUF;
+	if (F->reply_stranger) {
+		struct rdzv_rdma_auth other = F->auth;
+
+		other.key[0] ^= 1;
+		rdzv_rdma_enc_msg(&other, F->ns, &m, pong);
+	} else {
+		rdzv_rdma_enc_msg(&F->auth, F->ns, &m, pong);
+	}
 	deliver(qp, pong, sizeof(pong));
 	return 0;
 }
@@ -559,14 +588,22 @@ static const struct rdzv_rdma_cm_ops fake_ops = {
 
 /* ---- fixtures ------------------------------------------------------------ */
 
-#define SERVER_BUF 0x7f0000001000ull
-#define SERVER_RKEY 0xabcd
+/* A fresh context's key: no token, job "". */
+static void default_key(struct rdzv_rdma_auth *au)
+{
+	struct rdzv_rdma_ctx *k = NULL;
+
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &k), 0);
+	*au = k->auth;
+	rdzv_rdma_ctx_free(k);
+}
 
 static void server_accepts(uint32_t mtu, uint32_t max_write)
 {
-	struct rdzv_rdma_acc a = {
-	    .mtu = mtu, .max_write = max_write, .rkey = SERVER_RKEY, .addr = SERVER_BUF};
+	struct rdzv_rdma_acc a = {.mtu = mtu, .max_write = max_write};
 
+	memset(F->ns, 0x5a, sizeof(F->ns));
+	memcpy(a.nonce, F->ns, sizeof(a.nonce));
 	rdzv_rdma_enc_acc(&a, F->conn_pd);
 	/* IB pads the REP's private data to its full size: trailing zeros */
 	F->conn_pdlen = 196;
@@ -584,6 +621,7 @@ static int setup(void **state)
 	f->mtu = IBV_MTU_4096;
 	f->sgid_index = 3;
 	F = f;
+	default_key(&f->auth);
 	server_accepts(1024, 1u << 20);
 	*state = f;
 	return 0;
@@ -644,25 +682,57 @@ static void expect_fail(const struct rdzv_rdma_probe *p, const char *step, const
 
 static void test_codec(void **state)
 {
-	struct rdzv_rdma_acc a = {.mtu = 4096, .max_write = 65536, .rkey = 7, .addr = 1ull << 40};
+	struct rdzv_rdma_acc a = {.mtu = 4096, .max_write = 65536, .nonce = {7, 8, 9}};
 	struct rdzv_rdma_acc b;
 	struct rdzv_rdma_req r;
-	unsigned char buf[RDZV_RDMA_ACC_LEN];
+	struct rdzv_rdma_auth au, other;
+	struct rdzv_rdma_msg m = {.type = RDZV_RDMA_T_PING, .rank = 3, .write_size = 4096}, d;
+	unsigned char buf[RDZV_RDMA_ACC_LEN], msg[RDZV_RDMA_MSG_LEN], ns[RDZV_RDMA_NONCE_LEN] = {1};
 	uint32_t why = 0;
+	unsigned v = 0;
+	size_t i;
 
 	(void)state;
 	rdzv_rdma_enc_acc(&a, buf);
 	assert_int_equal(rdzv_rdma_dec_acc(buf, sizeof(buf), &b), 0);
 	assert_int_equal(b.mtu, 4096);
 	assert_int_equal(b.max_write, 65536);
-	assert_int_equal(b.rkey, 7);
-	assert_true(b.addr == 1ull << 40);
+	assert_memory_equal(b.nonce, a.nonce, sizeof(a.nonce));
+	/* PING / PONG: MAC'd under the key for the server's nonce; any flipped bit, another
+	 * key, another nonce or another job is GX_EMAC and nothing is read */
+	default_key(&au);
+	memset(m.nonce, 0x33, sizeof(m.nonce));
+	rdzv_rdma_enc_msg(&au, ns, &m, msg);
+	assert_int_equal(rdzv_rdma_dec_msg(&au, ns, msg, sizeof(msg), &d), 0);
+	assert_int_equal(d.type, RDZV_RDMA_T_PING);
+	assert_int_equal(d.rank, 3);
+	assert_int_equal(d.write_size, 4096);
+	assert_memory_equal(d.nonce, m.nonce, sizeof(m.nonce));
+	for (i = 6; i < sizeof(msg); i++) {
+		msg[i] ^= 0x10;
+		assert_int_equal(rdzv_rdma_dec_msg(&au, ns, msg, sizeof(msg), &d), GX_EMAC);
+		msg[i] ^= 0x10;
+	}
+	other = au;
+	other.key[31] ^= 1;
+	assert_int_equal(rdzv_rdma_dec_msg(&other, ns, msg, sizeof(msg), &d), GX_EMAC);
+	other = au;
+	snprintf(other.job, sizeof(other.job), "another-job");
+	assert_int_equal(rdzv_rdma_dec_msg(&other, ns, msg, sizeof(msg), &d), GX_EMAC);
+	ns[0] ^= 1;
+	assert_int_equal(rdzv_rdma_dec_msg(&au, ns, msg, sizeof(msg), &d), GX_EMAC);
+	ns[0] ^= 1;
+	msg[5] = RDZV_RDMA_T_PONG; /* a PING reflected as a PONG: the type is under the MAC */
+	assert_int_equal(rdzv_rdma_dec_msg(&au, ns, msg, sizeof(msg), &d), GX_EMAC);
+	assert_int_equal(rdzv_rdma_dec_msg(&au, ns, msg, sizeof(msg) - 1, &d), GX_EPROTO);
+	msg[4] = 1; /* wire v1 */
+	assert_int_equal(rdzv_rdma_dec_msg(&au, ns, msg, sizeof(msg), &d), GX_EVERSION);
 	/* every truncation fails, so does a REQ read as an ACC */
 	for (size_t n = 0; n < sizeof(buf); n++)
 		assert_int_equal(rdzv_rdma_dec_acc(buf, n, &b), GX_EPROTO);
 	assert_int_equal(rdzv_rdma_dec_acc(NULL, 64, &b), GX_EPROTO);
 	assert_int_equal(rdzv_rdma_dec_req(buf, sizeof(buf), &r), GX_EPROTO);
-	buf[4] = 2; /* another version */
+	buf[4] = 1; /* another version */
 	assert_int_equal(rdzv_rdma_dec_acc(buf, sizeof(buf), &b), GX_EVERSION);
 	buf[4] = RDZV_RDMA_VERSION;
 	buf[0] ^= 1; /* bad magic */
@@ -675,8 +745,12 @@ static void test_codec(void **state)
 	rdzv_rdma_enc_acc(&a, buf);
 	assert_int_equal(rdzv_rdma_dec_acc(buf, sizeof(buf), &b), GX_EPROTO);
 	rdzv_rdma_enc_rej(RDZV_RDMA_REJ_BUSY, buf);
-	assert_int_equal(rdzv_rdma_dec_rej(buf, RDZV_RDMA_REJ_LEN, &why), 0);
+	assert_int_equal(rdzv_rdma_dec_rej(buf, RDZV_RDMA_REJ_LEN, &why, &v), 0);
 	assert_int_equal(why, RDZV_RDMA_REJ_BUSY);
+	assert_int_equal(v, RDZV_RDMA_VERSION);
+	buf[4] = 1; /* an older server's refusal still reads, with its version */
+	assert_int_equal(rdzv_rdma_dec_rej(buf, RDZV_RDMA_REJ_LEN, &why, &v), 0);
+	assert_int_equal(v, 1);
 	assert_int_equal(rdzv_rdma_mtu_bytes(IBV_MTU_256), 256);
 	assert_int_equal(rdzv_rdma_mtu_bytes(IBV_MTU_4096), 4096);
 	assert_int_equal(rdzv_rdma_mtu_bytes((enum ibv_mtu)9), 0);
@@ -883,6 +957,61 @@ static void test_client_hostile_accept(void **state)
 	f->reply_bad = 1; /* a PONG that does not echo our nonce */
 	probe(0, 2000, &p);
 	expect_fail(&p, "recv", "recv: bad reply from 10.0.0.1");
+}
+
+/* Wire v2: the PING proves our rank under the job's key; a PONG without it is refused. */
+static void test_client_proof(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_ctx *c = NULL;
+	struct rdzv_peer self, peer;
+	struct rdzv_rdma_probe p;
+	uint32_t size = 65536;
+
+	peers(&self, &peer, 0);
+	self.index = 5;
+	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
+	assert_int_equal(rdzv_rdma_probe_run(c, &self, &peer, 1, size, gx_now_ms() + 2000, &p), 0);
+	assert_int_equal(p.ok, 1);
+	assert_int_equal(f->ping.rank, 5); /* the fake server verified the MAC to decode it */
+	assert_int_equal(f->ping.write_size, size);
+	/* a server that does not hold the job's key (a stranger's, another job's) */
+	f->reply_stranger = 1;
+	assert_int_equal(rdzv_rdma_probe_run(c, &self, &peer, 1, size, gx_now_ms() + 2000, &p), 0);
+	expect_fail(&p, "recv",
+		    "recv: 10.0.0.1 answered without the job's key (another job's server, or a "
+		    "different token)");
+	assert_int_equal(f->write_len, size); /* only the first probe wrote */
+	f->write_len = 0;
+	f->reply_stranger = 0;
+	/* our key differs from the server's: the fake cannot read the PING at all */
+	assert_int_equal(
+	    rdzv_rdma_set_key(c, (const unsigned char *)"a-token-of-another-job-xx", 25, "job"), 0);
+	assert_int_not_equal(memcmp(c->auth.key, f->auth.key, sizeof(f->auth.key)), 0);
+	rdzv_rdma_ctx_free(c);
+	/* the server is at its pinned-memory cap: said so, nothing written */
+	f->pong_status = RDZV_RDMA_ST_PINNED;
+	probe(size, 2000, &p);
+	expect_fail(&p, "write",
+		    "write: 10.0.0.1 has no room for 65536 bytes under its pinned-memory cap "
+		    "(512 MiB)");
+	assert_int_equal(f->write_len, 0);
+	f->pong_status = RDZV_RDMA_ST_OK;
+	/* a wire v1 server refuses our REQ (its REJ says v1), and ours says v2 */
+	f->conn_ev = RDMA_CM_EVENT_REJECTED;
+	f->conn_status = 28;
+	rdzv_rdma_enc_rej(RDZV_RDMA_REJ_BADREQ, f->conn_pd);
+	f->conn_pd[4] = 1;
+	f->conn_pdlen = 148;
+	probe(0, 2000, &p);
+	expect_fail(&p, "connect",
+		    "connect: rejected by 10.0.0.1 (RDMA wire version mismatch: it speaks v1, this "
+		    "gxboot v2; run one gxboot version in the job)");
+	rdzv_rdma_enc_rej(RDZV_RDMA_REJ_VERSION, f->conn_pd);
+	probe(0, 2000, &p);
+	expect_fail(&p, "connect",
+		    "connect: rejected by 10.0.0.1 (RDMA wire version mismatch: it does not speak "
+		    "this gxboot's v2; run one gxboot version in the job)");
 }
 
 static void test_client_memlock(void **state)
@@ -1098,22 +1227,61 @@ static void srv_free(struct srv *s)
 	gx_ev_free(s->ev);
 }
 
-/* A client's CONNECT_REQUEST on the listening id; returns the new id. */
-static struct rdma_cm_id *request(const void *pd, size_t len)
+static struct rdma_cm_id *request_from(const char *src, const void *pd, size_t len)
 {
 	struct rdma_cm_id *id = new_id(F->lid->channel, F->lid->context);
+	struct sockaddr_in *sa = (struct sockaddr_in *)&id->route.addr.dst_addr;
 
 	id->verbs = &F->verbs;
+	sa->sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, src, &sa->sin_addr), 1);
 	push_ev(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pd, len);
 	return id;
 }
 
-static struct rdma_cm_id *request_write(uint32_t size)
+/* A client's CONNECT_REQUEST on the listening id; returns the new id. */
+static struct rdma_cm_id *request(const void *pd, size_t len)
+{
+	return request_from("10.0.0.2", pd, len);
+}
+
+static struct rdma_cm_id *request_write_from(const char *src, uint32_t size)
 {
 	unsigned char req[RDZV_RDMA_REQ_LEN];
 
 	rdzv_rdma_enc_req(&(struct rdzv_rdma_req){.write_size = size}, req);
-	return request(req, sizeof(req));
+	return request_from(src, req, sizeof(req));
+}
+
+static struct rdma_cm_id *request_write(uint32_t size)
+{
+	return request_write_from("10.0.0.2", size);
+}
+
+/* The fake client's PING on id (accepted: its ACC holds the nonce), under au. */
+static void ping(struct rdma_cm_id *id, const struct rdzv_rdma_auth *au, uint32_t rank,
+		 uint32_t size)
+{
+	struct fake_qp *qp = (struct fake_qp *)id->qp;
+	struct rdzv_rdma_msg m = {.type = RDZV_RDMA_T_PING, .rank = rank, .write_size = size};
+	struct rdzv_rdma_acc a;
+	unsigned char msg[RDZV_RDMA_MSG_LEN];
+
+	assert_int_equal(rdzv_rdma_dec_acc(qp->acc, sizeof(qp->acc), &a), 0);
+	memset(m.nonce, (int)rank + 1, sizeof(m.nonce));
+	rdzv_rdma_enc_msg(au, a.nonce, &m, msg);
+	deliver(qp, msg, sizeof(msg));
+}
+
+/* The server's last PONG to id, checked under the job's key. */
+static void pong(struct rdma_cm_id *id, struct rdzv_rdma_msg *m)
+{
+	struct fake_qp *qp = (struct fake_qp *)id->qp;
+	struct rdzv_rdma_acc a;
+
+	assert_int_equal(rdzv_rdma_dec_acc(qp->acc, sizeof(qp->acc), &a), 0);
+	assert_int_equal(rdzv_rdma_dec_msg(&F->auth, a.nonce, F->sent, sizeof(F->sent), m), 0);
+	assert_int_equal(m->type, RDZV_RDMA_T_PONG);
 }
 
 static void test_server_answers(void **state)
@@ -1122,8 +1290,8 @@ static void test_server_answers(void **state)
 	struct srv s;
 	struct rdma_cm_id *id;
 	struct rdzv_rdma_acc a;
-	struct rdzv_rdma_msg m = {.type = RDZV_RDMA_T_PING, .nonce = 0x1122334455667788ull};
-	unsigned char ping[RDZV_RDMA_MSG_LEN];
+	struct rdzv_rdma_msg m;
+	struct rdzv_rdma_pins pins;
 
 	f->mtu = IBV_MTU_2048;
 	srv_start(&s, 65536);
@@ -1132,31 +1300,35 @@ static void test_server_answers(void **state)
 	assert_int_equal(f->naccepts, 1);
 	assert_int_equal(rdzv_rdma_nconns(s.c), 1);
 	assert_int_equal(rdzv_rdma_answered(s.c), 0); /* connected, nothing exchanged yet */
-	/* the accept names a registered, writable buffer of max_write bytes */
+	/* the accept carries a fresh nonce and no memory: nothing registered to write */
 	assert_int_equal(rdzv_rdma_dec_acc(f->acc_pd, (size_t)f->acc_pdlen, &a), 0);
 	assert_int_equal(a.mtu, 2048);
 	assert_int_equal(a.max_write, 65536);
-	assert_true(a.addr != 0 && a.rkey != 0);
+	assert_int_equal(f->nbufregs, 0);
 	assert_non_null(id->context);
 	push_ev(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
 	pump(s.ev);
-	/* the client's PING arrives in the posted recv; the PONG echoes it */
-	rdzv_rdma_enc_msg(&m, ping);
-	deliver((struct fake_qp *)id->qp, ping, sizeof(ping));
+	/* the client's proved PING: the target is registered, its rkey in the MAC'd PONG */
+	ping(id, &f->auth, 2, 4096);
 	pump(s.ev);
 	assert_int_equal(f->nsent, 1);
-	assert_int_equal(rdzv_rdma_dec_msg(f->sent, sizeof(f->sent), &m), 0);
-	assert_int_equal(m.type, RDZV_RDMA_T_PONG);
-	assert_true(m.nonce == 0x1122334455667788ull);
+	pong(id, &m);
+	assert_int_equal(m.status, RDZV_RDMA_ST_OK);
+	assert_int_equal(m.rank, 2);
+	assert_true(m.addr != 0 && m.rkey != 0);
+	assert_int_equal(m.nonce[0], 3); /* echoes the client's */
+	assert_int_equal(f->nbufregs, 1);
+	assert_int_equal(f->pinned, 4096); /* what the REQ asked, not max_write */
+	rdzv_rdma_pins(s.c, &pins);
+	assert_int_equal(pins.now, 4096);
 	assert_int_equal(rdzv_rdma_answered(s.c), 1);
-	/* a second PING on the re-posted recv is answered too */
-	m.type = RDZV_RDMA_T_PING;
-	rdzv_rdma_enc_msg(&m, ping);
-	deliver((struct fake_qp *)id->qp, ping, sizeof(ping));
+	/* a second PING on the re-posted recv is answered, nothing registered again */
+	ping(id, &f->auth, 2, 4096);
 	pump(s.ev);
 	assert_int_equal(f->nsent, 2);
-	assert_int_equal(rdzv_rdma_answered(s.c), 1); /* one connection verified */
-	/* the client hangs up: everything of that connection is gone */
+	assert_int_equal(f->nbufregs, 1);
+	assert_int_equal(rdzv_rdma_answered(s.c), 1); /* one rank verified */
+	/* the client hangs up: everything of that connection is gone, pins released */
 	push_ev(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 	pump(s.ev);
 	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
@@ -1164,6 +1336,198 @@ static void test_server_answers(void **state)
 	assert_int_equal(f->alive[K_ID], 1);  /* the listening id */
 	assert_int_equal(f->alive[K_QP], 0);
 	assert_int_equal(f->alive[K_MR], 0);
+	rdzv_rdma_pins(s.c, &pins);
+	assert_int_equal(pins.now, 0);
+	assert_int_equal(pins.peak, 4096);
+	assert_int_equal(pins.refused, 0);
+	srv_free(&s);
+}
+
+/*
+ * Finding 10: a stranger without the key connects, PINGs under a wrong key, or
+ * never PINGs: no write target is ever registered, the connection is closed (the
+ * unproved one within RDZV_RDMA_PROOF_MS).
+ */
+static void test_server_stranger(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	struct rdma_cm_id *id;
+	struct rdzv_rdma_auth stranger = f->auth;
+	struct rdzv_rdma_pins pins;
+	int64_t t0;
+
+	stranger.key[0] ^= 0x80;
+	srv_start(&s, RDZV_RDMA_MAX_WRITE);
+	id = request_write(RDZV_RDMA_MAX_WRITE);
+	pump(s.ev);
+	assert_int_equal(f->naccepts, 1);
+	ping(id, &stranger, 0, RDZV_RDMA_MAX_WRITE);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	assert_int_equal(f->nsent, 0); /* no PONG either */
+	/* a job id of another job under the same token: the same */
+	stranger = f->auth;
+	snprintf(stranger.job, sizeof(stranger.job), "another-job");
+	id = request_write(RDZV_RDMA_MAX_WRITE);
+	pump(s.ev);
+	ping(id, &stranger, 0, RDZV_RDMA_MAX_WRITE);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	/* a proof for a smaller write than the REQ asked: not believed */
+	id = request_write(4096);
+	pump(s.ev);
+	ping(id, &f->auth, 0, 1u << 20);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	/* one that never proves: closed at the proof deadline */
+	request_write(RDZV_RDMA_MAX_WRITE);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 1);
+	t0 = gx_now_ms();
+	while (rdzv_rdma_nconns(s.c) && gx_now_ms() - t0 < RDZV_RDMA_PROOF_MS + 1000)
+		pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	assert_true(gx_now_ms() - t0 >= RDZV_RDMA_PROOF_MS - 100);
+	assert_int_equal(f->nbufregs, 0);
+	assert_int_equal(rdzv_rdma_answered(s.c), 0);
+	rdzv_rdma_pins(s.c, &pins);
+	assert_int_equal(pins.peak, 0);
+	assert_int_equal(pins.refused, 4);
+	srv_free(&s);
+}
+
+/* RDZV_RDMA_PIN_MAX: proved clients past it get a PONG saying so, nothing registered. */
+static void test_server_pin_cap(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	struct rdma_cm_id *id[RDZV_RDMA_PIN_MAX / RDZV_RDMA_MAX_WRITE + 2];
+	struct rdzv_rdma_msg m;
+	struct rdzv_rdma_pins pins;
+	size_t n = sizeof(id) / sizeof(id[0]), i;
+	char src[32];
+
+	srv_start(&s, RDZV_RDMA_MAX_WRITE);
+	for (i = 0; i < n; i++) {
+		snprintf(src, sizeof(src), "10.0.1.%zu", i + 1);
+		id[i] = request_write_from(src, RDZV_RDMA_MAX_WRITE);
+		pump(s.ev);
+		ping(id[i], &f->auth, (uint32_t)i + 1, RDZV_RDMA_MAX_WRITE);
+		pump(s.ev);
+		pong(id[i], &m);
+		assert_int_equal(m.status, i < n - 2 ? RDZV_RDMA_ST_OK : RDZV_RDMA_ST_PINNED);
+		assert_true(f->pinned <= RDZV_RDMA_PIN_MAX);
+	}
+	assert_int_equal(f->nbufregs, n - 2);
+	assert_int_equal(f->pinned, RDZV_RDMA_PIN_MAX);
+	assert_int_equal(rdzv_rdma_answered(s.c), n);
+	/* one hangs up: its region is released and counted so; the next one fits */
+	push_ev(id[0], RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	pump(s.ev);
+	rdzv_rdma_pins(s.c, &pins);
+	assert_int_equal(pins.now, RDZV_RDMA_PIN_MAX - RDZV_RDMA_MAX_WRITE);
+	assert_int_equal(pins.peak, RDZV_RDMA_PIN_MAX);
+	assert_int_equal(f->pinned, pins.now);
+	ping(id[n - 1], &f->auth, (uint32_t)n, RDZV_RDMA_MAX_WRITE);
+	pump(s.ev);
+	pong(id[n - 1], &m);
+	assert_int_equal(m.status, RDZV_RDMA_ST_OK);
+	assert_int_equal(f->pinned, RDZV_RDMA_PIN_MAX);
+	srv_free(&s);
+	assert_int_equal(f->pinned, 0);
+}
+
+/*
+ * One source holds at most RDZV_RDMA_PREAUTH_PER_SRC unproved connections; at the
+ * connection limit the heaviest source's oldest unproved one makes room for a member
+ * from elsewhere, and a proved connection is never the one closed.
+ */
+static void test_server_stranger_per_source(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	struct rdma_cm_id *member, *first[RDZV_RDMA_MAX_CONNS / RDZV_RDMA_PREAUTH_PER_SRC];
+	uint32_t why = 0;
+	unsigned v = 0;
+	int i, k;
+	char src[32];
+
+	srv_start(&s, 65536);
+	for (i = 0; i < RDZV_RDMA_PREAUTH_PER_SRC + 3; i++)
+		request_write_from("10.0.0.99", 1024);
+	for (i = 0; i < 8; i++)
+		pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), RDZV_RDMA_PREAUTH_PER_SRC);
+	assert_int_equal(f->nrejects, 3);
+	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why, &v), 0);
+	assert_int_equal(why, RDZV_RDMA_REJ_BUSY);
+	/* a member from another address still gets in and proves */
+	member = request_write_from("10.0.0.2", 1024);
+	pump(s.ev);
+	ping(member, &f->auth, 1, 1024);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_answered(s.c), 1);
+	assert_int_equal(f->nbufregs, 1);
+	/* fill every slot: 15 more strangers' addresses with 4 each, one with 3 */
+	for (k = 1; rdzv_rdma_nconns(s.c) < RDZV_RDMA_MAX_CONNS; k++) {
+		snprintf(src, sizeof(src), "10.0.2.%d", k);
+		for (i = 0;
+		     i < RDZV_RDMA_PREAUTH_PER_SRC && rdzv_rdma_nconns(s.c) < RDZV_RDMA_MAX_CONNS;
+		     i++) {
+			struct rdma_cm_id *id = request_write_from(src, 1024);
+
+			pump(s.ev);
+			if (i == 0 && k - 1 < (int)(sizeof(first) / sizeof(first[0])))
+				first[k - 1] = id;
+		}
+	}
+	assert_int_equal(rdzv_rdma_nconns(s.c), RDZV_RDMA_MAX_CONNS);
+	/* the second member: the oldest of a heaviest source goes (10.0.0.99's first) */
+	f->nrejects = 0;
+	member = request_write_from("10.0.0.3", 1024);
+	pump(s.ev);
+	assert_int_equal(f->nrejects, 0);
+	assert_int_equal(rdzv_rdma_nconns(s.c), RDZV_RDMA_MAX_CONNS);
+	ping(member, &f->auth, 2, 1024);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_answered(s.c), 2);
+	/* a newcomer whose source holds as many as anyone is refused instead */
+	request_write_from("10.0.2.1", 1024);
+	pump(s.ev);
+	assert_int_equal(f->nrejects, 1);
+	(void)first;
+	srv_free(&s);
+}
+
+/* "N of M members verified": distinct ranks that proved, not connections. */
+static void test_server_counts_ranks(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	struct rdma_cm_id *id;
+	int i;
+
+	srv_start(&s, 0);
+	for (i = 0; i < 3; i++) { /* rank 1 retries twice */
+		id = request_write(0);
+		pump(s.ev);
+		ping(id, &f->auth, 1, 0);
+		pump(s.ev);
+		push_ev(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+		pump(s.ev);
+	}
+	assert_int_equal(rdzv_rdma_answered(s.c), 1);
+	id = request_write_from("10.0.0.99", 0); /* a stranger: never counted */
+	pump(s.ev);
+	push_ev(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_answered(s.c), 1);
+	id = request_write_from("10.0.0.3", 0);
+	pump(s.ev);
+	ping(id, &f->auth, 2, 0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_answered(s.c), 2);
 	srv_free(&s);
 }
 
@@ -1172,23 +1536,31 @@ static void test_server_garbage(void **state)
 	struct fake *f = *state;
 	struct srv s;
 	struct rdma_cm_id *id;
-	unsigned char junk[RDZV_RDMA_MSG_LEN];
+	unsigned char junk[RDZV_RDMA_MSG_LEN], req[RDZV_RDMA_REQ_LEN];
 	uint32_t why = 0;
+	unsigned v = 0;
 
 	srv_start(&s, 4096);
 	memset(junk, 0x41, sizeof(junk));
 	request(junk, sizeof(junk)); /* not our connect data */
 	pump(s.ev);
 	assert_int_equal(f->nrejects, 1);
-	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why), 0);
+	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why, &v), 0);
 	assert_int_equal(why, RDZV_RDMA_REJ_BADREQ);
 	request(NULL, 0); /* none at all */
 	pump(s.ev);
 	assert_int_equal(f->nrejects, 2);
 	request_write(8192); /* more than max_write */
 	pump(s.ev);
-	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why), 0);
+	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why, &v), 0);
 	assert_int_equal(why, RDZV_RDMA_REJ_TOOLARGE);
+	/* a wire v1 client: told the version differs */
+	rdzv_rdma_enc_req(&(struct rdzv_rdma_req){.write_size = 0}, req);
+	req[4] = 1;
+	request(req, sizeof(req));
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why, &v), 0);
+	assert_int_equal(why, RDZV_RDMA_REJ_VERSION);
 	assert_int_equal(f->naccepts, 0);
 	assert_int_equal(f->alive[K_ID], 1);
 	/* an accepted connection whose message is garbage is closed */
@@ -1213,20 +1585,25 @@ static void test_server_limit(void **state)
 	struct fake *f = *state;
 	struct srv s;
 	uint32_t why = 0;
+	unsigned v = 0;
 	int i;
+	char src[32];
 
 	srv_start(&s, 65536);
-	for (i = 0; i < RDZV_RDMA_MAX_CONNS + 3; i++)
-		request_write(1024);
+	for (i = 0; i < RDZV_RDMA_MAX_CONNS + 3; i++) { /* one per address: none heavier */
+		snprintf(src, sizeof(src), "10.0.%d.%d", 3 + i / 200, 1 + i % 200);
+		request_write_from(src, 1024);
+	}
 	for (i = 0; i < 8; i++)
 		pump(s.ev);
 	assert_int_equal(f->naccepts, RDZV_RDMA_MAX_CONNS);
 	assert_int_equal(rdzv_rdma_nconns(s.c), RDZV_RDMA_MAX_CONNS);
 	assert_int_equal(f->nrejects, 3);
-	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why), 0);
+	assert_int_equal(rdzv_rdma_dec_rej(f->rej_pd, (size_t)f->rej_pdlen, &why, &v), 0);
 	assert_int_equal(why, RDZV_RDMA_REJ_BUSY);
 	assert_int_equal(f->alive[K_ID], 1 + RDZV_RDMA_MAX_CONNS);
 	assert_int_equal(f->alive[K_QP], RDZV_RDMA_MAX_CONNS);
+	assert_int_equal(f->nbufregs, 0); /* nobody proved: nothing pinned */
 	/* free with every connection open releases everything (teardown counts) */
 	srv_free(&s);
 }
@@ -1269,10 +1646,15 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_client_deadline, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_hostile_accept, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_memlock, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_proof, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_in_loop, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rails_gate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ops_check, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_answers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_stranger, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_pin_cap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_stranger_per_source, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_counts_ranks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_garbage, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_limit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_stop_restart, setup, teardown),

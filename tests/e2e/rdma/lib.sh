@@ -4,6 +4,8 @@
 # every pod's rxe device and GID table, and every pod's net1 has the same ifindex.
 #
 #   rxe_pods N      cluster_create N, then `rdma link add rxe<i> type rxe netdev net1` in pod i
+#                   (once no rxe<i> is left from an earlier case: rxe_gone)
+#   rxe_reap PID    end a case's helper process by its PID (before teardown)
 #   rxe_del i       remove pod i's rxe device (its rail is gone)
 #   rxe_drop_roce i drop RoCE v2 (UDP 4791) arriving on pod i's net1 (nftables; TCP stays)
 #   rxe_check P...  gxboot check on every pod (coordinator last), GX_RC[i], logs pod<i>.log
@@ -13,8 +15,36 @@ rxe_pods() {
   local i n=$1
   cluster_create "$n" || fail "cluster_create"
   for ((i = 0; i < n; i++)); do
+    rxe_gone "rxe$i" || fail "rxe$i of the previous case still exists after 10 s"
     pod_exec "$i" rdma link add "rxe$i" type rxe netdev net1 || fail "rdma link add rxe$i"
   done
+}
+
+# rxe_gone NAME : wait (at most 10 s) until no RDMA link NAME exists. The previous case's
+# devices go with its veths, asynchronously; adding a name still taken fails with "Too many
+# open files in system" (-ENFILE from the IB core's assign_name), as it did after case_stranger.
+rxe_gone() {
+  local k
+  for ((k = 0; k < 100; k++)); do
+    rdma link show 2>/dev/null | grep -q "^link $1/" || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# rxe_reap PID : a helper process of the case (not gxboot) ended by its PID before the
+# cluster goes: TERM, up to 5 s, then KILL; its RDMA-CM ids go with it
+rxe_reap() {
+  local pid=$1 k
+  [ -n "$pid" ] || return 0
+  kill -TERM "$pid" 2>/dev/null
+  for ((k = 0; k < 50; k++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 0
 }
 
 rxe_del() { pod_exec "$1" rdma link del "rxe$1"; }
