@@ -168,6 +168,12 @@ struct rdzv_result {
 	int rdma_verified;
 	uint64_t round;		/* this rendezvous' random round id (binds later messages to it) */
 	char rdma_warning[512]; /* coordinator: RDMA-CM listen failed (TCP only) */
+	/*
+	 * member: the negative code of the last phase-1 connect or I/O failure
+	 * (-ECONNREFUSED, -ECONNRESET for a reset or a close, ...), 0 none. The
+	 * agent's hints decide from it, never from err's text.
+	 */
+	int conn_err;
 };
 
 struct rdzv_coord;

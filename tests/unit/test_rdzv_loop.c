@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -385,6 +386,52 @@ static void test_async_resolve(void **state)
 	expect_all_ok(&w);
 	for (i = 1; i < 3; i++)
 		assert_int_equal(a[i].calls, 2); /* NXDOMAIN, then the answer */
+	w_free(&w);
+}
+
+/*
+ * Issue 29: the hints decide from rdzv_result.conn_err, not from err's text.
+ * Nothing listens: -ECONNREFUSED; a listener that accepts and closes at once
+ * (a proxy without its upstream): -ECONNRESET.
+ */
+static void accept_close(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	int c = accept(fd, NULL, NULL);
+
+	(void)ev;
+	(void)events;
+	(void)arg;
+	if (c >= 0)
+		close(c);
+}
+
+static void test_conn_err(void **state)
+{
+	union gx_sockaddr sa;
+	socklen_t len;
+	struct w w;
+	int lfd = -1;
+
+	(void)state;
+	w_init(&w, 2, 0);
+	w.base.deadline_ms = gx_now_ms() + 1200;
+	start_member(&w, 1);
+	pump(&w, 1, 5000);
+	assert_int_equal(w.s[1].rc, GX_EPEERS);
+	assert_int_equal(w.s[1].res.conn_err, -ECONNREFUSED);
+	w_free(&w);
+
+	w_init(&w, 2, 0);
+	w.base.deadline_ms = gx_now_ms() + 1200;
+	assert_int_equal(gx_addr_parse("127.0.0.1", w.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &lfd), 0);
+	assert_int_equal(gx_ev_add(w.ev, lfd, EPOLLIN, accept_close, NULL), 0);
+	start_member(&w, 1);
+	pump(&w, 1, 5000);
+	assert_int_equal(w.s[1].rc, GX_EPEERS);
+	assert_int_equal(w.s[1].res.conn_err, -ECONNRESET);
+	gx_ev_del(w.ev, lfd);
+	close(lfd);
 	w_free(&w);
 }
 
@@ -1092,6 +1139,7 @@ int main(void)
 	    cmocka_unit_test(test_wildcard_no_token_full_table),
 	    cmocka_unit_test(test_member_before_coordinator),
 	    cmocka_unit_test(test_async_resolve),
+	    cmocka_unit_test(test_conn_err),
 	    cmocka_unit_test(test_new_incarnation),
 	    cmocka_unit_test(test_coordinator_restart),
 	    cmocka_unit_test(test_wrong_token_rejected_others_complete),
