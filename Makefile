@@ -180,6 +180,7 @@ fmt:
 fmt-check:
 	$(Q)clang-format-14 --dry-run -Werror $(sort $(FMT_SRCS))
 lint: fmt-check
+	$(Q)tests/lint.sh --selftest
 	$(Q)tests/lint.sh
 
 clean:
