@@ -20,6 +20,11 @@ static void p1_connect(struct rdzv_member *m);
 
 void mb_close(struct rdzv_member *m, struct mconn *c)
 {
+	if (c == &m->c2 && m->rdma_checking) { /* the VERIFY it was for is not coming */
+		m->rdma_checking = 0;
+		if (m->cfg.rdma->cancel)
+			m->cfg.rdma->cancel(m->cfg.rdma->arg);
+	}
 	if (c->rc.fd >= 0)
 		gx_ev_del(m->ev, c->rc.fd);
 	rdzv_conn_reset(&c->rc);
@@ -333,7 +338,7 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 
 	(void)id;
 	m->tick_id = 0;
-	if (m->c2.rc.fd >= 0 && hs_late(&m->c2, now))
+	if (m->c2.rc.fd >= 0 && !m->rdma_checking && hs_late(&m->c2, now))
 		mb_fail(m, &m->c2, "timed out");
 	if (m->c1.rc.fd >= 0 && hs_late(&m->c1, now))
 		io_fail(m, &m->c1, -ETIMEDOUT);

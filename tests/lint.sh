@@ -13,6 +13,7 @@ re=(
   '\b(poll|ppoll|select|pselect|epoll_wait|epoll_pwait)[[:space:]]*\('
   '\b(getaddrinfo|gethostbyname2?|gethostbyname_r|gethostbyaddr|getnameinfo|res_n?query|res_n?search)[[:space:]]*\('
   '(^|[^_a-z])exit[[:space:]]*\('
+  '\brdzv_rdma_probe_run[[:space:]]*\('
 )
 exempt=(
   ''
@@ -20,6 +21,7 @@ exempt=(
   '^rdzv/gx_ev\.c$'
   '^agent/dns\.c$'
   '^agent/main\.c$'
+  '^rdzv/rdzv_rdma[a-z_]*\.c$'
 )
 msg=(
   'banned function'
@@ -27,6 +29,7 @@ msg=(
   'a wait outside the event loop (rdzv/gx_ev.c): put the fd in the gx_ev loop'
   'a blocking DNS lookup: use agent_dns_start in the loop'
   'exit() outside agent/main.c'
+  'a blocking RDMA-CM probe: use rdzv_rdma_probe_start in the loop'
 )
 
 # Comments do not count: /* ... */ on one line, // to the end, and comment lines.
@@ -57,6 +60,7 @@ selftest() {
   printf 'void f(void)\n{\n\tgetaddrinfo("x", 0, 0, 0);\n}\n' >"$tmp/agent/b_gai.c"
   printf 'void f(void)\n{\n\tgethostbyname("x");\n}\n' >"$tmp/rdzv/b_ghbn.c"
   printf 'void f(void)\n{\n\texit(1);\n}\n' >"$tmp/agent/b_exit.c"
+  printf 'void f(void)\n{\n\trdzv_rdma_probe_run(0, 0, 0, 0, 0, 0, 0);\n}\n' >"$tmp/agent/b_rdma.c"
   # ... and the exemptions and look-alikes that must pass
   printf 'void f(void)\n{\n\tepoll_wait(3, 0, 1, -1);\n}\n' >"$tmp/rdzv/gx_ev.c"
   printf 'void f(void)\n{\n\tares_getaddrinfo(0, "x", 0, 0, 0, 0);\n}\n' >"$tmp/agent/ok_ares.c"

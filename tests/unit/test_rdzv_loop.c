@@ -730,12 +730,28 @@ static void test_keep_serving(void **state)
 	w_free(&w);
 }
 
+/* A check() that answers from a timer of the loop 50 ms later, or never (hang). */
 struct fake_rdma {
-	int rc, calls;
+	int rc, calls, hang, cancels;
+	struct gx_ev *ev;
+	uint64_t timer;
+	rdzv_rdma_check_fn *done;
+	void *done_arg;
 };
 
-static int fake_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
-		      uint16_t port, int64_t deadline_ms, char *why, size_t whylen)
+static void fake_answer(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct fake_rdma *f = arg;
+
+	(void)ev;
+	(void)id;
+	f->timer = 0;
+	f->done(f->done_arg, f->rc, f->rc ? "rdma_resolve_route: timed out" : "");
+}
+
+static int fake_check(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
+		      const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
+		      rdzv_rdma_check_fn *done, void *done_arg)
 {
 	struct fake_rdma *f = arg;
 
@@ -744,15 +760,28 @@ static int fake_check(void *arg, const struct rdzv_peer *self, const struct rdzv
 	f->calls++;
 	assert_string_equal(coord->rdma_dev, "mlx5_0");
 	assert_string_equal(self->rdma_dev, "mlx5_1");
-	if (f->rc)
-		snprintf(why, whylen, "rdma_resolve_route: timed out");
-	return f->rc;
+	assert_int_equal(f->timer, 0); /* one at a time */
+	f->ev = ev;
+	f->done = done;
+	f->done_arg = done_arg;
+	if (!f->hang)
+		f->timer = gx_ev_timer(ev, 50, fake_answer, f);
+	return 0;
+}
+
+static void fake_cancel(void *arg)
+{
+	struct fake_rdma *f = arg;
+
+	f->cancels++;
+	gx_ev_timer_cancel(f->ev, f->timer);
+	f->timer = 0;
 }
 
 static void run_rdma(int fail)
 {
 	struct fake_rdma f = {.rc = fail ? -ETIMEDOUT : 0};
-	const struct rdzv_rdma_ops ops = {.check = fake_check, .arg = &f};
+	const struct rdzv_rdma_ops ops = {.check = fake_check, .cancel = fake_cancel, .arg = &f};
 	struct rdzv_config cfg;
 	struct w w;
 
@@ -782,6 +811,39 @@ static void test_rdma_ops(void **state)
 	(void)state;
 	run_rdma(0);
 	run_rdma(1);
+}
+
+/*
+ * Issue 29: the check runs in the member's loop. One that never answers blocks
+ * nothing: the coordinator (same loop) still ends at its 1.5 s deadline, long
+ * before the check's own 10 s, and the member's end cancels the check.
+ */
+static void test_rdma_check_in_loop(void **state)
+{
+	struct fake_rdma f = {.hang = 1};
+	const struct rdzv_rdma_ops ops = {.check = fake_check, .cancel = fake_cancel, .arg = &f};
+	struct rdzv_config cfg;
+	int64_t t0 = gx_now_ms();
+	struct w w;
+
+	(void)state;
+	w_init(&w, 2, 1500);
+	coord_cfg(&w, &cfg);
+	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_0");
+	start_coord_cfg(&w, &cfg);
+	member_cfg(&w, 1, &cfg);
+	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_1");
+	cfg.rdma = &ops;
+	start_member_cfg(&w, 1, &cfg);
+	pump(&w, 2, 8000);
+	assert_int_equal(f.calls, 1);
+	assert_int_equal(w.co_done, 1);
+	assert_int_equal(w.co_rc, GX_ERDZV);
+	assert_true(gx_now_ms() - t0 < 5000);
+	assert_int_equal(w.s[1].done, 1);
+	assert_int_equal(f.cancels, 1);
+	assert_int_equal(w.s[1].res.rdma_verified, 0);
+	w_free(&w);
 }
 
 /* DECISIONS 1: an observer (MPI launcher) gets no rank and the whole table,
@@ -970,6 +1032,10 @@ static void test_soft_verify(void **state)
 
 struct fake_listen {
 	int rc, listens, closes, checks;
+	struct gx_ev *ev;
+	uint64_t timer;
+	rdzv_rdma_check_fn *done;
+	void *done_arg;
 };
 
 static int fl_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
@@ -991,16 +1057,40 @@ static void fl_close(void *arg)
 	((struct fake_listen *)arg)->closes++;
 }
 
-static int fl_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
-		    uint16_t port, int64_t deadline_ms, char *why, size_t whylen)
+static void fl_answer(struct gx_ev *ev, uint64_t id, void *arg)
 {
+	struct fake_listen *f = arg;
+
+	(void)ev;
+	(void)id;
+	f->timer = 0;
+	f->done(f->done_arg, 0, "");
+}
+
+static void fl_cancel(void *arg)
+{
+	struct fake_listen *f = arg;
+
+	gx_ev_timer_cancel(f->ev, f->timer);
+	f->timer = 0;
+}
+
+static int fl_check(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
+		    const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
+		    rdzv_rdma_check_fn *done, void *done_arg)
+{
+	struct fake_listen *f = arg;
+
 	(void)self;
 	(void)coord;
 	(void)port;
 	(void)deadline_ms;
-	(void)why;
-	(void)whylen;
-	((struct fake_listen *)arg)->checks++;
+	f->checks++;
+	f->done = done;
+	f->done_arg = done_arg;
+	f->ev = ev;
+	f->timer = gx_ev_timer(ev, 0, fl_answer, f);
+	assert_true(f->timer != 0);
 	return 0;
 }
 
@@ -1009,8 +1099,11 @@ static int fl_check(void *arg, const struct rdzv_peer *self, const struct rdzv_p
 static void run_listen(int fail)
 {
 	struct fake_listen f = {.rc = fail ? -ENODEV : 0};
-	const struct rdzv_rdma_ops ops = {
-	    .check = fl_check, .listen = fl_listen, .close = fl_close, .arg = &f};
+	const struct rdzv_rdma_ops ops = {.check = fl_check,
+					  .cancel = fl_cancel,
+					  .listen = fl_listen,
+					  .close = fl_close,
+					  .arg = &f};
 	struct rdzv_config cfg;
 	struct w w;
 
@@ -1152,6 +1245,7 @@ int main(void)
 	    cmocka_unit_test(test_netdetect_failure_aborts_all),
 	    cmocka_unit_test(test_keep_serving),
 	    cmocka_unit_test(test_rdma_ops),
+	    cmocka_unit_test(test_rdma_check_in_loop),
 	    cmocka_unit_test(test_observer),
 	    cmocka_unit_test(test_soft_verify),
 	    cmocka_unit_test(test_job_end),
