@@ -70,6 +70,7 @@ MAIN_OBJ := $(B)/agent/main.o
 UNIT_SRCS := $(filter-out tests/unit/test_support.c,$(sort $(wildcard $(addprefix tests/unit/,$(addsuffix .c,$(or $(TESTS),test_*))))))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 SUPPORT_OBJ := $(B)/tests/unit/test_support.o
+HARNESS_OBJ := $(B)/tests/unit/rdzv_harness.o
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
@@ -102,7 +103,7 @@ $(B)/%.o: %.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 
-$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(SUPPORT_OBJ) $(B)/libgx.a
+$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(SUPPORT_OBJ) $(HARNESS_OBJ) $(B)/libgx.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
 
