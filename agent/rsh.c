@@ -433,7 +433,8 @@ static void stdin_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)ev;
 	(void)id;
 	cl->stdin_id = 0;
-	after(cl, stdin_ready(cl));
+	if (cl->st < 0)
+		after(cl, stdin_ready(cl));
 }
 
 static void stdin_arm(struct client *cl)
@@ -461,6 +462,8 @@ static void orphan_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)ev;
 	(void)id;
 	cl->orphan_id = 0;
+	if (cl->st >= 0)
+		return; /* a timer due in the turn that ended the session */
 	snprintf(cl->err, sizeof(cl->err), "our parent exited: session on %s closed", cl->host);
 	finish(cl, RSH_FAIL); /* closing the connection kills the remote group */
 }
