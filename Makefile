@@ -4,7 +4,7 @@
 #   make demo       4-pod simulated cluster, torchrun over net1
 #   make deps       apt-install everything build, tests and demo need (idempotent)
 #   make image      container/Dockerfile built with podman, offline (container/image.sh)
-#   make asan | debug | valgrind | fuzz | bench | fmt | lint | clean
+#   make asan | debug | valgrind | fuzz | fuzz-bins | bench | fmt | lint | clean
 # V=1 shows the commands.
 
 CC ?= cc
@@ -50,6 +50,12 @@ MODE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=undefined
 MODE_LDFLAGS := -fsanitize=address,undefined
 LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+else ifeq ($(MODE),fuzz)
+# libFuzzer with ASan+UBSan (clang only): `make fuzz-bins` builds $(BUILD)/fuzz/fuzz_*
+CC := $(CLANG)
+MODE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
+MODE_LDFLAGS := -fsanitize=fuzzer,address,undefined
+LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 else
 MODE_CFLAGS := -O0 -g -D_FORTIFY_SOURCE=0
 MODE_LDFLAGS :=
@@ -64,9 +70,11 @@ MAIN_OBJ := $(B)/agent/main.o
 UNIT_SRCS := $(filter-out tests/unit/test_support.c,$(sort $(wildcard $(addprefix tests/unit/,$(addsuffix .c,$(or $(TESTS),test_*))))))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 SUPPORT_OBJ := $(B)/tests/unit/test_support.o
+HARNESS_OBJ := $(B)/tests/unit/rdzv_harness.o
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all release debug asan check unit deps demo fmt fmt-check lint clean valgrind fuzz arm64 \
+.PHONY: all release debug asan check unit deps demo fmt fmt-check lint clean valgrind fuzz fuzz-bins arm64 \
 	bench tools image
 .DEFAULT_GOAL := all
 
@@ -95,11 +103,16 @@ $(B)/%.o: %.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 
-$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(SUPPORT_OBJ) $(B)/libgx.a
+$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(SUPPORT_OBJ) $(HARNESS_OBJ) $(B)/libgx.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
 
 $(B)/tests/unit/test_support.o: MODE_CFLAGS += -Wno-missing-prototypes
+
+.PRECIOUS: $(BUILD)/fuzz/tests/fuzz/%.o
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(SUPPORT_OBJ) $(B)/libgx.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(B)/bench/bench_%: $(B)/tests/bench/bench_%.o $(SUPPORT_OBJ) $(B)/libgx.a
 	@mkdir -p $(dir $@)
@@ -148,6 +161,8 @@ unit: debug
 valgrind: debug
 	$(Q)tests/run-unit.sh build/debug valgrind
 
+fuzz-bins:
+	$(Q)$(MAKE) --no-print-directory MODE=fuzz $(FUZZ_BINS)
 fuzz:
 	$(Q)tests/fuzz/run.sh $(or $(FUZZ_SECONDS),60)
 
@@ -166,6 +181,7 @@ fmt:
 fmt-check:
 	$(Q)clang-format-14 --dry-run -Werror $(sort $(FMT_SRCS))
 lint: fmt-check
+	$(Q)tests/lint.sh --selftest
 	$(Q)tests/lint.sh
 
 clean:

@@ -177,6 +177,32 @@ static int meet(struct check_cmd *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* Run the loop until *flag or the deadline. */
+static void run_until(struct check_cmd *c, const int *flag, int64_t deadline)
+{
+	while (!*flag && gx_now_ms() < deadline)
+		if (gx_ev_run_until(c->r.ev, deadline) == -ETIMEDOUT)
+			break;
+}
+
+/* The coordinator's name looked up in the run's loop (issue 29: no private loop). */
+struct coord_dns {
+	struct check_net *n;
+	int rc, done;
+};
+
+static void coord_dns_done(void *arg, int rc, const struct agent_dns_answer *ans)
+{
+	struct coord_dns *q = arg;
+
+	q->rc = rc;
+	if (rc == 0) {
+		q->n->coord = ans->addrs[0];
+		q->n->coordlen = ans->lens[0];
+	}
+	q->done = 1;
+}
+
 /*
  * The coordinator's primary address at the check port: its IP, else what the
  * rendezvous resolved (no second DNS query), else resolve again.
@@ -185,7 +211,8 @@ static int coord_addr(struct check_cmd *c, char *err, size_t errlen)
 {
 	struct agent_run *r = &c->r;
 	struct check_net *n = &c->net;
-	struct agent_dns_answer ans;
+	struct coord_dns q = {.n = n, .rc = -ETIMEDOUT};
+	struct agent_dns *d = NULL;
 	int rc;
 
 	if (gx_addr_parse(r->coord_lookup, n->port, &n->coord, &n->coordlen) == 0)
@@ -202,12 +229,15 @@ static int coord_addr(struct check_cmd *c, char *err, size_t errlen)
 		n->coordlen = sizeof(n->coord.in6);
 		return 0;
 	}
-	rc = agent_dns_lookup(r->coord_lookup, r->o->dns_server, n->port, gx_now_ms() + 5000, &ans);
+	rc = agent_dns_start(r->ev, r->coord_lookup, r->o->dns_server, n->port, coord_dns_done, &q,
+			     &d);
 	if (rc == 0) {
-		n->coord = ans.addrs[0];
-		n->coordlen = ans.lens[0];
-		return 0;
+		run_until(c, &q.done, gx_now_ms() + 5000);
+		rc = q.rc;
 	}
+	agent_dns_free(d);
+	if (rc == 0)
+		return 0;
 	snprintf(err, errlen, "cannot resolve the coordinator %s: %s", r->coord_lookup,
 		 gx_strerror(rc));
 	return rc;
@@ -246,14 +276,6 @@ static void own_row(struct check_cmd *c)
 		if (c->r.res.table[i].flags & RDZV_PF_VFAILED)
 			vfailed_why(&c->r.res.table[i], c->w.rows[i].why, sizeof(c->w.rows[i].why));
 	}
-}
-
-/* Run the loop until *flag or the deadline. */
-static void run_until(struct check_cmd *c, const int *flag, int64_t deadline)
-{
-	while (!*flag && gx_now_ms() < deadline)
-		if (gx_ev_run_until(c->r.ev, deadline) == -ETIMEDOUT)
-			break;
 }
 
 static void add_warning(struct check_cmd *c, const char *line)

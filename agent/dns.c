@@ -4,7 +4,7 @@
  * through ARES_OPT_SOCK_STATE_CB, and ares_timeout() schedules the timer.
  * Only the coordinator's name is ever looked up (DNS load O(N), FIELD.md).
  * agent_dns_start runs a lookup in the caller's loop (the rendezvous member
- * resolves that way, never blocking it); agent_dns_lookup is the one-shot form.
+ * resolves that way, never blocking it; so does `check`).
  */
 #include "agent/dns_int.h"
 
@@ -201,43 +201,4 @@ void agent_dns_free(struct agent_dns *d)
 	if (d->lib)
 		ares_library_cleanup();
 	free(d);
-}
-
-/* ---- the one-shot form, in a loop of its own ---- */
-struct dns_wait {
-	struct gx_ev *ev;
-	struct agent_dns_answer *ans;
-	int rc, done;
-};
-
-static void wait_done(void *arg, int rc, const struct agent_dns_answer *ans)
-{
-	struct dns_wait *w = arg;
-
-	*w->ans = *ans;
-	w->rc = rc;
-	w->done = 1;
-	gx_ev_stop(w->ev, 0);
-}
-
-int agent_dns_lookup(const char *name, const char *dns_server, uint16_t port, int64_t deadline_ms,
-		     struct agent_dns_answer *ans)
-{
-	struct dns_wait w = {.ans = ans, .rc = -ETIMEDOUT};
-	struct agent_dns *d = NULL;
-	struct gx_ev *ev = NULL;
-	int rc;
-
-	memset(ans, 0, sizeof(*ans));
-	rc = gx_ev_new(&ev);
-	w.ev = ev;
-	if (rc == 0)
-		rc = agent_dns_start(ev, name, dns_server, port, wait_done, &w, &d);
-	if (rc == 0)
-		rc = gx_ev_run_until(ev, deadline_ms);
-	if (rc == 0)
-		rc = w.done ? w.rc : -ETIMEDOUT;
-	agent_dns_free(d);
-	gx_ev_free(ev);
-	return rc;
 }

@@ -17,21 +17,14 @@ struct agent_dns;
 typedef void agent_dns_fn(void *arg, int rc, const struct agent_dns_answer *ans);
 
 /*
- * A lookup of name (as below) in the caller's loop ev: fn is called once,
+ * A lookup of name (A and AAAA; /etc/resolv.conf search + ndots, or only the
+ * name when it ends in '.'), against dns_server ("IP[:PORT]") when not NULL,
+ * IPv4 answers first, in the caller's loop ev: fn is called once,
  * from a timer of ev (never from inside this call or from c-ares), and may
  * free the lookup. agent_dns_free cancels a pending one.
  */
 int agent_dns_start(struct gx_ev *ev, const char *name, const char *dns_server, uint16_t port,
 		    agent_dns_fn *fn, void *arg, struct agent_dns **ret);
 void agent_dns_free(struct agent_dns *d);
-
-/*
- * One lookup of name (A and AAAA; /etc/resolv.conf search + ndots, or only the
- * name when it ends in '.'), against dns_server ("IP[:PORT]") when not NULL.
- * IPv4 answers come first. Returns 0 with ans->n > 0, -ENOENT when the name
- * does not exist (ans->nxdomain = 1), -ETIMEDOUT at deadline_ms, GX_EDNS.
- */
-int agent_dns_lookup(const char *name, const char *dns_server, uint16_t port, int64_t deadline_ms,
-		     struct agent_dns_answer *ans);
 
 #endif

@@ -8,22 +8,43 @@
  * GXBOOT_RSH_KEY_FILE (else --out/rsh.key): never the job token. Output is
  * written with blocking writes to our stdout / stderr (they are shared with
  * mpirun: never switched to non-blocking), which is the back-pressure.
+ * Everything else runs in one gx_ev loop (issue 29): the connect and its
+ * retries (timers), the handshake, the signalfd, stdin and the socket.
  */
 #include "agent/rsh_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+enum cl_phase {
+	CL_CONNECT,
+	CL_PAUSE,
+	CL_HELLO,
+	CL_AUTH,
+	CL_ACCEPT,
+	CL_SESSION
+};
+
 struct client {
+	struct gx_ev *ev;
+	enum cl_phase phase;
+	int64_t deadline; /* connect + handshake */
+	int64_t pause;	  /* the next retry's pause after a refused connect */
+	uint64_t deadline_id, retry_id, orphan_id, stdin_id;
+	int st;		   /* the exit status once known, else -1 */
+	int stdin_in_loop; /* fd 0 is in the loop (a pipe / tty / socket) */
+	int stdin_polls;   /* 0: fd 0 cannot be polled (a file, /dev/null): read it from a timer */
+	unsigned char nc[RSH_NONCE_LEN], ns[RSH_NONCE_LEN];
+	char *cmd;
 	const char *host;
 	char addr[46];
 	struct rsh_key key;
@@ -84,125 +105,205 @@ static int map_host(struct client *cl, const struct agent_opts *o, const char *k
 	return cl->addr[0] ? 0 : -ENOENT;
 }
 
-/* ---- blocking steps with a deadline, on the non-blocking socket ---- */
-static int wait_fd(int fd, short what, int64_t deadline)
-{
-	struct pollfd pf = {.fd = fd, .events = what};
-	int64_t left = deadline - gx_now_ms();
-	int n;
+/* ---- connect (refused: retried until the deadline) and handshake, in the loop ---- */
+static void fd_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
+static void sig_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
+static void session_begin(struct client *cl);
 
-	if (left <= 0)
-		return -ETIMEDOUT;
-	n = poll(&pf, 1, (int)left);
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
-	return n == 0 ? -ETIMEDOUT : 0;
+/* The end: the status (RSH_FAIL with cl->err) stops the loop. */
+static void finish(struct client *cl, int st)
+{
+	if (cl->st >= 0)
+		return;
+	cl->st = st;
+	gx_ev_stop(cl->ev, 0);
 }
 
-static int send_all(struct rsh_conn *c, int64_t deadline)
+static void fail_reach(struct client *cl, int rc)
 {
-	int rc;
-
-	while ((rc = rsh_conn_flush(c)) == 1) {
-		rc = wait_fd(c->fd, POLLOUT, deadline);
-		if (rc < 0)
-			return rc;
-	}
-	return rc;
+	snprintf(cl->err, sizeof(cl->err), "cannot reach %s (%s port %ld): %s", cl->host, cl->addr,
+		 cl->key.port, gx_strerror(rc));
+	finish(cl, RSH_FAIL);
 }
 
-static int recv_n(struct rsh_conn *c, void *out, size_t n, int64_t deadline)
+static void fail_handshake(struct client *cl, int rc)
 {
-	int rc;
-
-	while (!rsh_conn_take(c, out, n)) {
-		if (c->eof)
-			return -ECONNRESET;
-		rc = wait_fd(c->fd, POLLIN, deadline);
-		if (rc == 0)
-			rc = rsh_conn_fill(c);
-		if (rc < 0 && rc != -ECONNRESET)
-			return rc;
-	}
-	return 0;
+	snprintf(cl->err, sizeof(cl->err), "%s (%s) %s", cl->host, cl->addr,
+		 rc == GX_EAUTH ? "refused our credential (another job's token?)"
+				: gx_strerror(rc));
+	finish(cl, RSH_FAIL);
 }
 
-static int connect_to(struct client *cl, int64_t deadline)
+static void conn_close(struct client *cl)
 {
-	union gx_sockaddr sa;
-	socklen_t len;
-	int fd = -1, rc;
+	if (cl->c.fd >= 0)
+		gx_ev_del(cl->ev, cl->c.fd);
+	if (cl->c.in)
+		rsh_conn_free(&cl->c);
+	else if (cl->c.fd >= 0)
+		close(cl->c.fd);
+	cl->c.fd = -1;
+}
 
-	rc = gx_addr_parse(cl->addr, (uint16_t)cl->key.port, &sa, &len);
-	if (rc == 0)
-		rc = gx_tcp_connect(&sa, len, NULL, 0, &fd);
-	if (rc == 0)
-		rc = rsh_conn_init(&cl->c, fd);
-	else
-		cl->c.fd = -1;
-	while (rc == 0 && (rc = wait_fd(fd, POLLOUT, deadline)) == 0) {
-		rc = gx_sock_error(fd);
-		if (rc != -EINPROGRESS && rc != -EALREADY)
-			break;
-		rc = 0;
-	}
-	return rc;
+static void sock_arm(struct client *cl)
+{
+	uint32_t ev = EPOLLIN;
+
+	if (cl->phase == CL_CONNECT || rsh_conn_queued(&cl->c))
+		ev |= EPOLLOUT;
+	gx_ev_mod(cl->ev, cl->c.fd, ev);
+}
+
+static void connect_start(struct client *cl);
+
+static void retry_fired(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct client *cl = arg;
+
+	(void)id;
+	cl->retry_id = 0;
+	gx_ev_del(ev, cl->sfd);
+	connect_start(cl);
 }
 
 /*
  * A refused connect is retried until the deadline: a worker's serve opens its
  * port right after its own rendezvous, which can end a moment after the
- * launcher's (mpirun / mpiexec start at once). The pause waits on the signalfd,
- * so a signal from mpirun ends it at once.
+ * launcher's (mpirun / mpiexec start at once). The pause listens to the
+ * signalfd, so a signal from mpirun ends it at once.
  */
-static int connect_retry(struct client *cl, int64_t deadline)
+static void connect_failed(struct client *cl, int rc)
 {
-	int64_t pause = 50;
-	int rc;
+	if (rc != -ECONNREFUSED || gx_now_ms() + cl->pause >= cl->deadline) {
+		fail_reach(cl, rc);
+		return;
+	}
+	conn_close(cl);
+	cl->phase = CL_PAUSE;
+	cl->retry_id = gx_ev_timer(cl->ev, cl->pause, retry_fired, cl);
+	rc = cl->retry_id ? gx_ev_add(cl->ev, cl->sfd, EPOLLIN, sig_event, cl) : -ENOMEM;
+	if (rc < 0)
+		fail_reach(cl, rc);
+	cl->pause = cl->pause < 800 ? cl->pause * 2 : 800;
+}
 
-	for (;;) {
-		rc = connect_to(cl, deadline);
-		if (rc != -ECONNREFUSED || gx_now_ms() + pause >= deadline)
-			return rc;
-		rsh_conn_free(&cl->c);
-		if (wait_fd(cl->sfd, POLLIN, gx_now_ms() + pause) == 0)
-			return -EINTR; /* a signal came: give up now */
-		pause = pause < 800 ? pause * 2 : 800;
+static void connect_start(struct client *cl)
+{
+	union gx_sockaddr sa;
+	socklen_t len;
+	int fd = -1, rc;
+
+	cl->phase = CL_CONNECT;
+	rc = gx_addr_parse(cl->addr, (uint16_t)cl->key.port, &sa, &len);
+	if (rc == 0)
+		rc = gx_tcp_connect(&sa, len, NULL, 0, &fd);
+	if (rc == 0) {
+		rc = rsh_conn_init(&cl->c, fd);
+		if (rc < 0)
+			close(fd);
+	}
+	if (rc == 0)
+		rc = gx_ev_add(cl->ev, fd, EPOLLOUT | EPOLLIN, fd_event, cl);
+	if (rc < 0)
+		connect_failed(cl, rc);
+}
+
+static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct client *cl = arg;
+
+	(void)ev;
+	(void)id;
+	cl->deadline_id = 0;
+	if (cl->phase == CL_CONNECT || cl->phase == CL_PAUSE)
+		fail_reach(cl, -ETIMEDOUT);
+	else if (cl->phase != CL_SESSION)
+		fail_handshake(cl, -ETIMEDOUT);
+}
+
+/* The handshake's next step when its bytes are in: 0 wait, 1 advanced, < 0 failed. */
+static int hs_step(struct client *cl)
+{
+	unsigned char m[RSH_HELLO_LEN], a[RSH_AUTH_LEN], acc[RSH_ACCEPT_LEN - 1];
+	unsigned char want[32], c2s[32], s2c[32];
+	int rc = 0;
+
+	switch (cl->phase) {
+	case CL_HELLO:
+		if (!rsh_conn_take(&cl->c, m, sizeof(m)))
+			return 0;
+		if (memcmp(m, RSH_MAGIC, 8) != 0)
+			return GX_EPROTO;
+		memcpy(cl->ns, m + 8, sizeof(cl->ns));
+		rsh_proof(cl->key.k, 'C', cl->nc, cl->ns, a);
+		rsh_stream_keys(cl->key.k, cl->nc, cl->ns, c2s, s2c);
+		rc = rsh_conn_push_init(&cl->c, c2s, a + 32);
+		rc = rc ?: rsh_conn_put(&cl->c, a, sizeof(a));
+		sodium_memzero(c2s, sizeof(c2s));
+		sodium_memzero(s2c, sizeof(s2c));
+		cl->phase = CL_AUTH;
+		return rc ?: 1;
+	case CL_AUTH:
+		if (!rsh_conn_take(&cl->c, acc, 1))
+			return 0;
+		if (acc[0] != 0)
+			return GX_EAUTH;
+		cl->phase = CL_ACCEPT;
+		return 1;
+	case CL_ACCEPT:
+		if (!rsh_conn_take(&cl->c, acc, sizeof(acc)))
+			return 0;
+		rsh_proof(cl->key.k, 'S', cl->nc, cl->ns, want);
+		if (sodium_memcmp(acc, want, 32) != 0)
+			return GX_EAUTH;
+		rsh_stream_keys(cl->key.k, cl->nc, cl->ns, c2s, s2c);
+		rc = rsh_conn_pull_init(&cl->c, s2c, acc + 32);
+		sodium_memzero(c2s, sizeof(c2s));
+		sodium_memzero(s2c, sizeof(s2c));
+		rc = rc ?: rsh_conn_send(&cl->c, RSH_EXEC, cl->cmd, strlen(cl->cmd));
+		if (rc == 0)
+			session_begin(cl);
+		return rc;
+	default:
+		return 0;
 	}
 }
 
-static int handshake(struct client *cl, int64_t deadline)
+static void connected(struct client *cl)
 {
-	unsigned char m[RSH_HELLO_LEN], nc[RSH_NONCE_LEN], a[RSH_AUTH_LEN], acc[RSH_ACCEPT_LEN];
-	unsigned char want[32], c2s[32], s2c[32];
+	unsigned char m[RSH_HELLO_LEN];
 	int rc;
 
 	memcpy(m, RSH_MAGIC, 8);
-	randombytes_buf(nc, sizeof(nc));
-	memcpy(m + 8, nc, sizeof(nc));
+	randombytes_buf(cl->nc, sizeof(cl->nc));
+	memcpy(m + 8, cl->nc, sizeof(cl->nc));
+	cl->phase = CL_HELLO;
 	rc = rsh_conn_put(&cl->c, m, sizeof(m));
-	rc = rc ?: send_all(&cl->c, deadline);
-	rc = rc ?: recv_n(&cl->c, m, sizeof(m), deadline);
 	if (rc < 0)
-		return rc;
-	if (memcmp(m, RSH_MAGIC, 8) != 0)
-		return GX_EPROTO;
-	rsh_proof(cl->key.k, 'C', nc, m + 8, a);
-	rsh_stream_keys(cl->key.k, nc, m + 8, c2s, s2c);
-	rc = rsh_conn_push_init(&cl->c, c2s, a + 32);
-	rc = rc ?: rsh_conn_put(&cl->c, a, sizeof(a));
-	rc = rc ?: send_all(&cl->c, deadline);
-	rc = rc ?: recv_n(&cl->c, acc, 1, deadline);
-	if (rc == 0 && acc[0] != 0)
-		rc = GX_EAUTH;
-	rc = rc ?: recv_n(&cl->c, acc + 1, sizeof(acc) - 1, deadline);
-	rsh_proof(cl->key.k, 'S', nc, m + 8, want);
-	if (rc == 0 && sodium_memcmp(acc + 1, want, 32) != 0)
-		rc = GX_EAUTH;
-	rc = rc ?: rsh_conn_pull_init(&cl->c, s2c, acc + 33);
-	sodium_memzero(c2s, sizeof(c2s));
-	sodium_memzero(s2c, sizeof(s2c));
-	return rc;
+		fail_handshake(cl, rc);
+	else
+		sock_arm(cl);
+}
+
+static void hs_event(struct client *cl, uint32_t events)
+{
+	int rc = 0;
+
+	if (events & EPOLLOUT)
+		rc = rsh_conn_flush(&cl->c) < 0 ? -EPIPE : 0;
+	if (rc == 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+		rc = rsh_conn_fill(&cl->c);
+		if (rc == -ECONNRESET)
+			rc = 0; /* what came before the EOF is still read */
+	}
+	while (rc == 0 && cl->phase != CL_SESSION && (rc = hs_step(cl)) == 1)
+		rc = 0;
+	if (rc == 0 && cl->phase != CL_SESSION && cl->c.eof)
+		rc = -ECONNRESET;
+	if (rc < 0)
+		fail_handshake(cl, rc);
+	else if (cl->phase != CL_SESSION)
+		sock_arm(cl);
 }
 
 /* ---- the session ---- */
@@ -301,70 +402,168 @@ static int signal_ready(struct client *cl)
 	return 0;
 }
 
-static int session(struct client *cl)
-{
-	struct pollfd pf[3];
-	int rc = 0, st = -1, n;
+/* ---- the session: socket, signals, stdin (a timer when fd 0 cannot be polled) ---- */
+static void stdin_arm(struct client *cl);
 
-	while (st < 0) {
-		pf[0] = (struct pollfd){.fd = cl->c.fd, .events = POLLIN};
-		if (rsh_conn_queued(&cl->c))
-			pf[0].events |= POLLOUT;
-		pf[1] = (struct pollfd){.fd = cl->sfd, .events = POLLIN};
-		pf[2] = (struct pollfd){
-		    .fd = cl->stdin_open && rsh_conn_queued(&cl->c) < RSH_OUT_HIGH ? 0 : -1,
-		    .events = POLLIN};
-		n = poll(pf, 3, cl->orphan_at ? 200 : -1);
-		if (n < 0 && errno != EINTR)
-			return RSH_FAIL;
-		if (cl->orphan_at && gx_now_ms() >= cl->orphan_at) {
-			snprintf(cl->err, sizeof(cl->err),
-				 "our parent exited: session on %s closed", cl->host);
-			return RSH_FAIL; /* closing the connection kills the remote group */
-		}
-		if (n <= 0)
-			continue;
-		if (pf[1].revents)
-			rc = signal_ready(cl);
-		if (rc == 0 && (pf[2].revents & (POLLIN | POLLHUP | POLLERR)))
-			rc = stdin_ready(cl);
-		if (rc == 0 && (pf[0].revents & POLLOUT))
-			rc = rsh_conn_flush(&cl->c) < 0 ? -EPIPE : 0;
-		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
-			st = sock_ready(cl);
-		else if (rc < 0)
-			st = sock_ready(cl); /* a failed send: read why (EXIT / ERROR / EOF) */
+/* A failed send (-1 go on): read why (EXIT / ERROR / EOF). */
+static void after(struct client *cl, int rc)
+{
+	int st = rc < 0 ? sock_ready(cl) : -1;
+
+	if (st >= 0) {
+		finish(cl, st);
+		return;
 	}
-	return st;
+	sock_arm(cl);
+	stdin_arm(cl);
+}
+
+static void stdin_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	(void)ev;
+	(void)fd;
+	(void)events;
+	after(arg, stdin_ready(arg));
+}
+
+static void stdin_fired(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct client *cl = arg;
+
+	(void)ev;
+	(void)id;
+	cl->stdin_id = 0;
+	if (cl->st < 0)
+		after(cl, stdin_ready(cl));
+}
+
+static void stdin_arm(struct client *cl)
+{
+	int want = cl->st < 0 && cl->stdin_open && rsh_conn_queued(&cl->c) < RSH_OUT_HIGH;
+
+	if (!want && cl->stdin_in_loop)
+		gx_ev_del(cl->ev, 0);
+	if (!want)
+		cl->stdin_in_loop = 0;
+	if (!want || cl->stdin_in_loop || cl->stdin_id)
+		return;
+	if (cl->stdin_polls && gx_ev_add(cl->ev, 0, EPOLLIN, stdin_event, cl) == 0) {
+		cl->stdin_in_loop = 1;
+		return;
+	}
+	cl->stdin_polls = 0; /* EPERM: a regular file or /dev/null is always readable */
+	cl->stdin_id = gx_ev_timer(cl->ev, 0, stdin_fired, cl);
+}
+
+static void orphan_fired(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct client *cl = arg;
+
+	(void)ev;
+	(void)id;
+	cl->orphan_id = 0;
+	if (cl->st >= 0)
+		return; /* a timer due in the turn that ended the session */
+	snprintf(cl->err, sizeof(cl->err), "our parent exited: session on %s closed", cl->host);
+	finish(cl, RSH_FAIL); /* closing the connection kills the remote group */
+}
+
+static void sig_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct client *cl = arg;
+	int rc;
+
+	(void)ev;
+	(void)fd;
+	(void)events;
+	if (cl->phase == CL_PAUSE) { /* a signal came while we wait to retry: give up now */
+		fail_reach(cl, -EINTR);
+		return;
+	}
+	rc = signal_ready(cl);
+	if (cl->orphan_at && !cl->orphan_id) {
+		cl->orphan_id = gx_ev_timer(cl->ev, cl->orphan_at - gx_now_ms(), orphan_fired, cl);
+		if (!cl->orphan_id)
+			orphan_fired(cl->ev, 0, cl);
+	}
+	if (cl->st < 0)
+		after(cl, rc);
+}
+
+static void fd_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct client *cl = arg;
+	int rc = 0, st = -1;
+
+	(void)ev;
+	if (cl->phase == CL_CONNECT) {
+		rc = gx_sock_error(fd);
+		if (rc == 0 && !(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+			return;
+		if (rc == -EINPROGRESS || rc == -EALREADY)
+			return;
+		if (rc < 0)
+			connect_failed(cl, rc);
+		else
+			connected(cl);
+		return;
+	}
+	if (cl->phase != CL_SESSION) {
+		hs_event(cl, events);
+		return;
+	}
+	if (events & EPOLLOUT)
+		rc = rsh_conn_flush(&cl->c) < 0 ? -EPIPE : 0;
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		st = sock_ready(cl);
+	else if (rc < 0)
+		st = sock_ready(cl);
+	if (st >= 0)
+		finish(cl, st);
+	else {
+		sock_arm(cl);
+		stdin_arm(cl);
+	}
+}
+
+static void session_begin(struct client *cl)
+{
+	int rc;
+
+	gx_ev_timer_cancel(cl->ev, cl->deadline_id);
+	cl->deadline_id = 0;
+	cl->phase = CL_SESSION;
+	rc = gx_ev_add(cl->ev, cl->sfd, EPOLLIN, sig_event, cl);
+	if (rc < 0) {
+		snprintf(cl->err, sizeof(cl->err), "signals: %s", gx_strerror(rc));
+		finish(cl, RSH_FAIL);
+		return;
+	}
+	sock_arm(cl);
+	stdin_arm(cl);
 }
 
 static int start(struct client *cl, struct agent_opts *o)
 {
-	int64_t deadline = gx_now_ms() + RSH_CONNECT_MS;
-	char *cmd = NULL;
 	int rc;
 
-	rc = rsh_join_args(o->argv, o->argc, &cmd);
+	rc = rsh_join_args(o->argv, o->argc, &cl->cmd);
 	if (rc < 0) {
 		snprintf(cl->err, sizeof(cl->err), "the command is too long (%d bytes at most)",
 			 RSH_MAX_CMD);
 		return rc;
 	}
-	rc = connect_retry(cl, deadline);
+	rc = gx_ev_new(&cl->ev);
 	if (rc < 0)
-		snprintf(cl->err, sizeof(cl->err), "cannot reach %s (%s port %ld): %s", cl->host,
-			 cl->addr, cl->key.port, gx_strerror(rc));
-	if (rc == 0) {
-		rc = handshake(cl, deadline);
-		if (rc < 0)
-			snprintf(cl->err, sizeof(cl->err), "%s (%s) %s", cl->host, cl->addr,
-				 rc == GX_EAUTH ? "refused our credential (another job's token?)"
-						: gx_strerror(rc));
-	}
-	if (rc == 0)
-		rc = rsh_conn_send(&cl->c, RSH_EXEC, cmd, strlen(cmd));
-	free(cmd);
-	return rc;
+		return rc;
+	cl->deadline = gx_now_ms() + RSH_CONNECT_MS;
+	cl->pause = 50;
+	cl->deadline_id = gx_ev_timer(cl->ev, RSH_CONNECT_MS, deadline_fired, cl);
+	if (!cl->deadline_id)
+		return -ENOMEM;
+	connect_start(cl);
+	gx_ev_run(cl->ev);
+	return 0;
 }
 
 static int signals_on(struct client *cl)
@@ -398,7 +597,8 @@ int agent_cmd_rsh(struct agent_opts *o, char *err, size_t errlen)
 	memset(&cl, 0, sizeof(cl));
 	cl.c.fd = cl.sfd = -1;
 	cl.host = o->rsh_host;
-	cl.stdin_open = 1;
+	cl.stdin_open = cl.stdin_polls = 1;
+	cl.st = -1;
 	(void)err;
 	(void)errlen;
 	cl.buf = malloc(RSH_MAX_PLAIN);
@@ -413,16 +613,22 @@ int agent_cmd_rsh(struct agent_opts *o, char *err, size_t errlen)
 	rc = rc ?: map_host(&cl, o, keyfile);
 	rc = rc ?: signals_on(&cl);
 	rc = rc ?: start(&cl, o);
-	if (rc == 0)
-		st = session(&cl);
+	if (rc == 0 && cl.st >= 0)
+		st = cl.st;
 	if (st == RSH_FAIL)
 		dprintf(2, "gxboot rsh: %s\n", cl.err[0] ? cl.err : gx_strerror(rc));
+	if (cl.ev) {
+		conn_close(&cl);
+		gx_ev_del(cl.ev, 0);
+		if (cl.sfd >= 0)
+			gx_ev_del(cl.ev, cl.sfd);
+	} else if (cl.c.fd >= 0) {
+		close(cl.c.fd);
+	}
 	if (cl.sfd >= 0)
 		close(cl.sfd);
-	if (cl.c.in)
-		rsh_conn_free(&cl.c);
-	else if (cl.c.fd >= 0)
-		close(cl.c.fd);
+	gx_ev_free(cl.ev);
+	free(cl.cmd);
 	sodium_memzero(&cl.key, sizeof(cl.key));
 	free(cl.buf);
 	return st;

@@ -370,9 +370,10 @@ static void istio_hint(const struct agent_run *r, int rc, char *err, size_t errl
 {
 	long port = r->port ? r->port : r->o->port;
 
+	int ce = r->res.conn_err;
+
 	if ((rc != GX_EPEERS && rc != GX_ERDZV) || !r->ever_resolved ||
-	    (!strstr(err, "refused") && !strstr(err, "reset") && !strstr(err, "closed")) ||
-	    !istio_present(r))
+	    (ce != -ECONNREFUSED && ce != -ECONNRESET && ce != -EPIPE) || !istio_present(r))
 		return;
 	snprintf(err + strlen(err), errlen - strlen(err),
 		 "; an Istio sidecar intercepts this pod's traffic (init containers run before "

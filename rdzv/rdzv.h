@@ -6,8 +6,8 @@
  * The protocol, threat model and resource bounds are in rdzv/PROTOCOL.md.
  *
  * Everything runs inside a caller-owned gx_ev loop: no threads, no blocking
- * calls (except the optional rdma ops and resolve callback, which the caller
- * supplies). Library code does not print errors: it reports one line in
+ * calls (the rdma ops and the resolve callback answer later, from the
+ * loop). Library code does not print errors: it reports one line in
  * rdzv_result.err and returns GX_E* codes (gx_exit_code() maps them).
  */
 #ifndef RDZV_H
@@ -55,13 +55,19 @@ struct rdzv_peer {
  * RDMA-CM verification seam (issue 5, phase 2). Called only when BOTH ends
  * report a usable RDMA device and the ops pointer is not NULL; otherwise
  * phase 2 is TCP-only and rdzv_result.rdma_verified stays 0.
- * check() runs on a member after its TCP verification: resolve address and
- * route to the coordinator's secondary address, rdma_connect, one small
- * send/recv; it may block up to deadline_ms. 0 or a negative code + why.
+ * check() starts on a member after its TCP verification, inside ev: resolve
+ * address and route to the coordinator's secondary address, rdma_connect, one
+ * small send/recv, by deadline_ms. done(done_arg, rc, why) follows once from
+ * the loop (never from inside check): 0, or a negative code and its one line.
+ * check() returns 0 when started, else a negative code (done is not called).
+ * cancel() stops a running check without calling done (none running: no-op).
  */
+typedef void rdzv_rdma_check_fn(void *done_arg, int rc, const char *why);
 struct rdzv_rdma_ops {
-	int (*check)(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
-		     uint16_t port, int64_t deadline_ms, char *why, size_t whylen);
+	int (*check)(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
+		     const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
+		     rdzv_rdma_check_fn *done, void *done_arg);
+	void (*cancel)(void *arg);
 	/*
 	 * Coordinator: start answering check() (RDMA-CM listen on self's
 	 * secondary address and port, inside ev) before any JOIN is answered.
@@ -168,6 +174,12 @@ struct rdzv_result {
 	int rdma_verified;
 	uint64_t round;		/* this rendezvous' random round id (binds later messages to it) */
 	char rdma_warning[512]; /* coordinator: RDMA-CM listen failed (TCP only) */
+	/*
+	 * member: the negative code of the last phase-1 connect or I/O failure
+	 * (-ECONNREFUSED, -ECONNRESET for a reset or a close, ...), 0 none. The
+	 * agent's hints decide from it, never from err's text.
+	 */
+	int conn_err;
 };
 
 struct rdzv_coord;

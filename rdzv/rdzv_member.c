@@ -20,6 +20,11 @@ static void p1_connect(struct rdzv_member *m);
 
 void mb_close(struct rdzv_member *m, struct mconn *c)
 {
+	if (c == &m->c2 && m->rdma_checking) { /* the VERIFY it was for is not coming */
+		m->rdma_checking = 0;
+		if (m->cfg.rdma->cancel)
+			m->cfg.rdma->cancel(m->cfg.rdma->arg);
+	}
 	if (c->rc.fd >= 0)
 		gx_ev_del(m->ev, c->rc.fd);
 	rdzv_conn_reset(&c->rc);
@@ -143,6 +148,17 @@ void mb_fail(struct rdzv_member *m, struct mconn *c, const char *why)
 		mb_fail2(m, buf);
 }
 
+/* A connect or I/O failure of c: phase 1 records its code for the caller's hints. */
+static void io_fail(struct rdzv_member *m, struct mconn *c, int rc)
+{
+	if (c == &m->c1)
+		m->res.conn_err = rc;
+	mb_fail(m, c,
+		rc == -ECONNRESET  ? "closed"
+		: rc == -ETIMEDOUT ? "timed out"
+				   : gx_strerror(rc));
+}
+
 static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const union gx_sockaddr *dst,
 		   socklen_t dlen, const union gx_sockaddr *src, socklen_t slen)
 {
@@ -176,12 +192,13 @@ static void p1_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr *
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "resolving %s: %s", m->cfg.coord_name,
 			 rc == -ENOENT ? "no such name (NXDOMAIN)" : gx_strerror(rc));
+		m->res.conn_err = rc;
 		mb_fail1(m, why);
 		return;
 	}
 	rc = mc_open(m, &m->c1, 1, sa, len, NULL, 0);
 	if (rc < 0)
-		mb_fail(m, &m->c1, gx_strerror(rc));
+		io_fail(m, &m->c1, rc);
 }
 
 static void p1_connect(struct rdzv_member *m)
@@ -243,7 +260,6 @@ static void read_frames(struct rdzv_member *m, struct mconn *c)
 	uint16_t type;
 	size_t len;
 	int rc = 0, i;
-	char why[200];
 
 	for (i = 0; i < RDZV_FRAMES_PER_EVENT; i++) {
 		rc = rdzv_conn_read(&c->rc, &type, &body, &len);
@@ -259,10 +275,9 @@ static void read_frames(struct rdzv_member *m, struct mconn *c)
 			  m->cfg.coord_name, c->rc.peer_vmaj, c->rc.peer_vmin, RDZV_VMAJOR,
 			  RDZV_VMINOR);
 	} else if (rc < 0) {
-		snprintf(why, sizeof(why), "%s", rc == -ECONNRESET ? "closed" : gx_strerror(rc));
 		if (rc == GX_EMAC || rc == GX_EPROTO)
 			gx_warn("rdzv: dropped a message from %s: %s", c->dst, gx_strerror(rc));
-		mb_fail(m, c, why);
+		io_fail(m, c, rc);
 	}
 }
 
@@ -283,14 +298,14 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		/* refused: the coordinator's host is up, its gxboot is about to listen */
 		m->refused = rc == -ECONNREFUSED;
 		if (rc < 0)
-			mb_fail(m, c, gx_strerror(rc));
+			io_fail(m, c, rc);
 		return;
 	}
 	if (events & EPOLLOUT) {
 		rc = rdzv_conn_flush(&c->rc);
 		mb_update(m, c);
 		if (rc < 0) {
-			mb_fail(m, c, gx_strerror(rc));
+			io_fail(m, c, rc);
 			return;
 		}
 	}
@@ -323,10 +338,10 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 
 	(void)id;
 	m->tick_id = 0;
-	if (m->c2.rc.fd >= 0 && hs_late(&m->c2, now))
+	if (m->c2.rc.fd >= 0 && !m->rdma_checking && hs_late(&m->c2, now))
 		mb_fail(m, &m->c2, "timed out");
 	if (m->c1.rc.fd >= 0 && hs_late(&m->c1, now))
-		mb_fail(m, &m->c1, "timed out");
+		io_fail(m, &m->c1, -ETIMEDOUT);
 	else if (m->c1.rc.fd >= 0 && now - m->c1.last_rx >= M_SILENCE_MS)
 		mb_fail(m, &m->c1, "silent for 16 s");
 	m->tick_id = gx_ev_timer(ev, M_TICK_MS, tick, m);

@@ -40,9 +40,10 @@ struct rdzv_member {
 	enum m_state st;
 	int attempt1, attempt2, auth_failed, ever_answered;
 	uint64_t retry1_id, retry2_id, tick_id, deadline_id;
-	int grace_used; /* the deadline grace of a joined member was given */
-	int refused;	/* the last phase-1 connect was refused */
-	int resolving;	/* a resolve() answer is pending (rdzv_member_resolved) */
+	int grace_used;	   /* the deadline grace of a joined member was given */
+	int refused;	   /* the last phase-1 connect was refused */
+	int resolving;	   /* a resolve() answer is pending (rdzv_member_resolved) */
+	int rdma_checking; /* the RDMA-CM check() runs in the loop: VERIFY waits for it */
 	uint64_t round;
 	char err1[300], err2[300];
 	char rejected[300]; /* a clear REJECT before the session (retried, issue 25), or "" */

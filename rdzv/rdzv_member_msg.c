@@ -65,27 +65,10 @@ static int send_join(struct rdzv_member *m, struct mconn *c)
 	return mb_send(m, c, RDZV_JOIN, &b);
 }
 
-static int send_verify(struct rdzv_member *m, struct mconn *c)
+static int put_verify(struct rdzv_member *m, struct mconn *c)
 {
-	const struct rdzv_rdma_ops *ops = m->cfg.rdma;
 	struct rdzv_buf b = {0};
-	char why[256] = "";
-	int rc;
 
-	if (ops && ops->check && m->self.rdma_dev[0] && m->res.coord.rdma_dev[0]) {
-		rc = ops->check(ops->arg, &m->self, &m->res.coord, m->cfg.port,
-				gx_now_ms() + RDZV_HANDSHAKE_MS, why, sizeof(why));
-		if (rc < 0) {
-			char line[300];
-
-			snprintf(line, sizeof(line), "RDMA-CM from %.63s to %.63s: %.150s",
-				 m->self.rdma_dev, m->res.coord.rdma_dev,
-				 why[0] ? why : gx_strerror(rc));
-			mb_fail2(m, line);
-			return 1;
-		}
-		m->res.rdma_verified = 1;
-	}
 	rdzv_put_str(&b, T_NAME, m->self.name);
 	/* an elastic member learnt its slot from ASSIGN */
 	rdzv_put_u32(&b, T_INDEX,
@@ -94,6 +77,49 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 	rdzv_put_u64(&b, T_ROUND, m->round);
 	rdzv_put_u32(&b, T_FLAGS, (uint32_t)m->res.rdma_verified);
 	return mb_send(m, c, RDZV_VERIFY, &b);
+}
+
+static void rdma_failed(struct rdzv_member *m, int rc, const char *why)
+{
+	char line[300];
+
+	snprintf(line, sizeof(line), "RDMA-CM from %.63s to %.63s: %.150s", m->self.rdma_dev,
+		 m->res.coord.rdma_dev, why && why[0] ? why : gx_strerror(rc));
+	mb_fail2(m, line);
+}
+
+/* The RDMA-CM check's answer, from the loop: VERIFY now, or phase 2 failed. */
+static void rdma_checked(void *arg, int rc, const char *why)
+{
+	struct rdzv_member *m = arg;
+
+	m->rdma_checking = 0;
+	if (rc < 0) {
+		rdma_failed(m, rc, why);
+		return;
+	}
+	m->res.rdma_verified = 1;
+	rc = put_verify(m, &m->c2);
+	if (rc < 0)
+		mb_fail(m, &m->c2, gx_strerror(rc));
+}
+
+/* Phase 2 authenticated: the RDMA-CM check first when both ends have a device. */
+static int send_verify(struct rdzv_member *m, struct mconn *c)
+{
+	const struct rdzv_rdma_ops *ops = m->cfg.rdma;
+	int rc;
+
+	if (!ops || !ops->check || !m->self.rdma_dev[0] || !m->res.coord.rdma_dev[0])
+		return put_verify(m, c);
+	rc = ops->check(ops->arg, m->ev, &m->self, &m->res.coord, m->cfg.port,
+			gx_now_ms() + RDZV_HANDSHAKE_MS, rdma_checked, m);
+	if (rc < 0) {
+		rdma_failed(m, rc, NULL);
+		return 1;
+	}
+	m->rdma_checking = 1;
+	return 0;
 }
 
 static int on_proof(struct rdzv_member *m, struct mconn *c, const struct rdzv_msg *msg)

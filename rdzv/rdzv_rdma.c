@@ -558,43 +558,6 @@ void rdzv_rdma_probe_cancel(struct rdzv_rdma_cli *cl)
 	free(cl);
 }
 
-/* The blocking form: a private loop that runs until the probe is done. */
-struct run_wait {
-	struct gx_ev *ev;
-	struct rdzv_rdma_probe *out;
-};
-
-static void run_done(void *arg, const struct rdzv_rdma_probe *out)
-{
-	struct run_wait *w = arg;
-
-	*w->out = *out;
-	gx_ev_stop(w->ev, 0);
-}
-
-int rdzv_rdma_probe_run(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
-			const struct rdzv_peer *peer, uint16_t port, size_t size,
-			int64_t deadline_ms, struct rdzv_rdma_probe *out)
-{
-	struct run_wait w = {.out = out};
-	int rc;
-
-	if (!c || !self || !peer || !out || size > RDZV_RDMA_MAX_WRITE)
-		return -EINVAL;
-	memset(out, 0, sizeof(*out));
-	out->gid_index = -1;
-	out->size = size;
-	rc = gx_ev_new(&w.ev);
-	if (rc < 0)
-		return rc;
-	rc =
-	    rdzv_rdma_probe_start(c, w.ev, self, peer, port, size, deadline_ms, run_done, &w, NULL);
-	if (rc == 0)
-		gx_ev_run(w.ev);
-	gx_ev_free(w.ev);
-	return rc;
-}
-
 /* ---- context and the rendezvous' ops ------------------------------------- */
 
 int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
@@ -611,6 +574,7 @@ int rdzv_rdma_ctx_new(const struct rdzv_rdma_cm_ops *cm, size_t max_write,
 	c->cm = cm;
 	c->max_write = max_write;
 	c->ops.check = rdzv_rdma_ops_check;
+	c->ops.cancel = rdzv_rdma_ops_cancel;
 	c->ops.listen = rdzv_rdma_ops_listen;
 	c->ops.close = rdzv_rdma_ops_close;
 	c->ops.arg = c;

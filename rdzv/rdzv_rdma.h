@@ -6,9 +6,8 @@
  * ibv_* call with recorded shapes (this machine has no RDMA device).
  *
  * Server and client run inside the caller's gx_ev loop (the rdma_cm event
- * channel fd and the completion channel fds are non-blocking and polled);
- * rdzv_rdma_probe_run is the client in a private loop (a member waits for
- * nothing else while it verifies).
+ * channel fd and the completion channel fds are non-blocking and polled), the
+ * member's verification too (issue 29: no private loop).
  * Steps and the private-data layout: rdzv/PROTOCOL.md, "RDMA-CM".
  */
 #ifndef RDZV_RDMA_H
@@ -205,14 +204,5 @@ int rdzv_rdma_probe_start(struct rdzv_rdma_ctx *c, struct gx_ev *ev, const struc
 			  struct rdzv_rdma_cli **ret);
 /* Stops a running probe without calling done; NULL is fine. */
 void rdzv_rdma_probe_cancel(struct rdzv_rdma_cli *cl);
-
-/*
- * The same probe, blocking: runs a private loop until done (the member's
- * verification, which waits for nothing else). 0 with out->ok set or
- * cleared; negative only for bad arguments / out of memory.
- */
-int rdzv_rdma_probe_run(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
-			const struct rdzv_peer *peer, uint16_t port, size_t size,
-			int64_t deadline_ms, struct rdzv_rdma_probe *out);
 
 #endif

@@ -144,15 +144,18 @@ struct rdzv_rdma_ctx {
 	size_t nrails;
 	int rails_on; /* check()/listen() cover the rails too (default) */
 	struct rdzv_rdma_ctx *rail_srv[RDZV_RDMA_MAX_RAILS]; /* coordinator: one per extra rail */
+	struct rdzv_rdma_chk *chk; /* member: the check() running, NULL none */
 };
 
 /* rdzv_rdma_rails.c: the struct rdzv_rdma_ops entries and the rails' state. */
-int rdzv_rdma_ops_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
-			uint16_t port, int64_t deadline_ms, char *why, size_t whylen);
+int rdzv_rdma_ops_check(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
+			const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
+			rdzv_rdma_check_fn *done, void *done_arg);
+void rdzv_rdma_ops_cancel(void *arg);
 int rdzv_rdma_ops_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
 			 char *why, size_t whylen);
 void rdzv_rdma_ops_close(void *arg);
-/* Frees the rail servers and forgets the rails. */
+/* Cancels a running check, frees the rail servers and forgets the rails. */
 void rdzv_rdma_rails_reset(struct rdzv_rdma_ctx *c);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One item of rdzv_peer.rails: "dev:port/netdev/addr". */
@@ -68,10 +69,43 @@ static void rail_peer(const struct rdzv_peer *p, const struct rail_item *r, stru
 		gx_strlcpy(out->addr4, r->addr, sizeof(out->addr4));
 }
 
+/*
+ * Member: the check() in the caller's loop (issue 29), a state machine over
+ * probes: the bootstrap rail, then each other rail in turn.
+ */
+struct rdzv_rdma_chk {
+	struct rdzv_rdma_ctx *c;
+	struct gx_ev *ev;
+	struct rdzv_peer self, coord;
+	uint16_t port;
+	int64_t deadline_ms, end; /* end: the rails' share of the time */
+	rdzv_rdma_check_fn *done;
+	void *done_arg;
+	struct rail_item mine[RDZV_RDMA_MAX_RAILS], theirs[RDZV_RDMA_MAX_RAILS];
+	size_t nm, nt, i, left;
+	struct rdzv_rdma_rail *rl; /* the rail being probed */
+	struct rdzv_rdma_cli *cli; /* the probe running */
+};
+
+static void chk_cancel(struct rdzv_rdma_ctx *c)
+{
+	if (!c->chk)
+		return;
+	rdzv_rdma_probe_cancel(c->chk->cli);
+	free(c->chk);
+	c->chk = NULL;
+}
+
+void rdzv_rdma_ops_cancel(void *arg)
+{
+	chk_cancel(arg);
+}
+
 void rdzv_rdma_rails_reset(struct rdzv_rdma_ctx *c)
 {
 	size_t k;
 
+	chk_cancel(c);
 	for (k = 0; k < RDZV_RDMA_MAX_RAILS; k++) {
 		rdzv_rdma_ctx_free(c->rail_srv[k]);
 		c->rail_srv[k] = NULL;
@@ -92,81 +126,142 @@ static struct rdzv_rdma_rail *rail_add(struct rdzv_rdma_ctx *c, const struct rai
 	return rl;
 }
 
-/* Member: every rail besides the bootstrap one, to the coordinator's rail of that name. */
-static void check_rails(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
-			const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
-			const struct rdzv_rdma_probe *boot)
+/* The end of a check: the context forgets it, then done (which may free the context). */
+static void chk_finish(struct rdzv_rdma_chk *k, int rc, const char *why)
 {
-	struct rail_item mine[RDZV_RDMA_MAX_RAILS], theirs[RDZV_RDMA_MAX_RAILS];
-	size_t nm = rails_of(self, mine), nt = rails_of(coord, theirs), i, j, left = 0;
-	struct rdzv_peer me, them;
-	struct rdzv_rdma_rail *rl;
-	struct rdzv_rdma_probe p;
-	int64_t now = gx_now_ms(), end, dl;
+	rdzv_rdma_check_fn *done = k->done;
+	void *arg = k->done_arg;
+	char line[256];
 
-	/*
-	 * The rails share half of what is left of the deadline, in equal parts: the
-	 * coordinator's phase-2 connection waits for our VERIFY meanwhile, and a
-	 * broken rail's connect only ends at its deadline.
-	 */
-	for (i = 0; i < nm; i++)
-		left += !is_bootstrap(self, &mine[i]);
-	end = now + (deadline_ms > now ? (deadline_ms - now) / 2 : 0);
-	for (i = 0; i < nm; i++) {
-		rl = rail_add(c, &mine[i], is_bootstrap(self, &mine[i]));
-		if (rl->bootstrap) {
-			rl->checked = rl->ok = 1;
-			rl->gid_index = boot->gid_index;
-			continue;
-		}
-		for (j = 0; j < nt && strcmp(theirs[j].netdev, mine[i].netdev) != 0; j++)
-			;
-		if (j == nt) {
-			snprintf(rl->why, sizeof(rl->why), "the coordinator has no rail on %s",
-				 mine[i].netdev);
-			if (left)
-				left--;
-			continue;
-		}
-		rail_peer(self, &mine[i], &me);
-		rail_peer(coord, &theirs[j], &them);
-		rl->checked = 1;
-		now = gx_now_ms();
-		dl = now + (end > now ? (end - now) / (int64_t)(left ? left : 1) : 0);
-		if (left)
-			left--;
-		if (rdzv_rdma_probe_run(c, &me, &them, port, 0, dl, &p) < 0) {
-			snprintf(rl->why, sizeof(rl->why), "probe failed to start");
-			continue;
-		}
-		rl->ok = p.ok;
-		rl->gid_index = p.gid_index;
-		if (!p.ok)
-			snprintf(rl->why, sizeof(rl->why), "to %.63s (%.45s): %.80s", theirs[j].dev,
-				 theirs[j].addr, p.why);
-	}
+	gx_strlcpy(line, why, sizeof(line));
+	k->c->chk = NULL;
+	free(k);
+	done(arg, rc, line);
 }
 
-int rdzv_rdma_ops_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
-			uint16_t port, int64_t deadline_ms, char *why, size_t whylen)
+static void rail_done(void *arg, const struct rdzv_rdma_probe *p);
+
+/*
+ * Member: every rail besides the bootstrap one, to the coordinator's rail of
+ * that name, one probe at a time; then the check is done (a broken rail is
+ * recorded, not a failure). The rails share half of what is left of the
+ * deadline, in equal parts: the coordinator's phase-2 connection waits for
+ * our VERIFY meanwhile, and a broken rail's connect only ends at its deadline.
+ */
+static void next_rail(struct rdzv_rdma_chk *k)
+{
+	struct rdzv_peer me, them;
+	struct rdzv_rdma_rail *rl;
+	int64_t now, dl;
+	size_t j, i;
+
+	for (; k->i < k->nm; k->i++) {
+		i = k->i;
+		rl = rail_add(k->c, &k->mine[i], is_bootstrap(&k->self, &k->mine[i]));
+		if (rl->bootstrap) {
+			rl->checked = rl->ok = 1;
+			rl->gid_index = k->c->last.gid_index;
+			continue;
+		}
+		for (j = 0; j < k->nt && strcmp(k->theirs[j].netdev, k->mine[i].netdev) != 0; j++)
+			;
+		if (j == k->nt) {
+			snprintf(rl->why, sizeof(rl->why), "the coordinator has no rail on %s",
+				 k->mine[i].netdev);
+			if (k->left)
+				k->left--;
+			continue;
+		}
+		rail_peer(&k->self, &k->mine[i], &me);
+		rail_peer(&k->coord, &k->theirs[j], &them);
+		rl->checked = 1;
+		now = gx_now_ms();
+		dl = now + (k->end > now ? (k->end - now) / (int64_t)(k->left ? k->left : 1) : 0);
+		if (k->left)
+			k->left--;
+		k->rl = rl;
+		k->i++;
+		if (rdzv_rdma_probe_start(k->c, k->ev, &me, &them, k->port, 0, dl, rail_done, k,
+					  &k->cli) == 0)
+			return;
+		k->cli = NULL;
+		snprintf(rl->why, sizeof(rl->why), "probe failed to start");
+		k->i--;
+	}
+	chk_finish(k, 0, "");
+}
+
+static void rail_done(void *arg, const struct rdzv_rdma_probe *p)
+{
+	struct rdzv_rdma_chk *k = arg;
+	const struct rail_item *t;
+	size_t j;
+
+	k->cli = NULL;
+	k->rl->ok = p->ok;
+	k->rl->gid_index = p->gid_index;
+	if (!p->ok) {
+		for (j = 0; j < k->nt && strcmp(k->theirs[j].netdev, k->rl->netdev) != 0; j++)
+			;
+		t = &k->theirs[j < k->nt ? j : 0];
+		snprintf(k->rl->why, sizeof(k->rl->why), "to %.63s (%.45s): %.80s", t->dev, t->addr,
+			 p->why);
+	}
+	next_rail(k);
+}
+
+static void boot_done(void *arg, const struct rdzv_rdma_probe *p)
+{
+	struct rdzv_rdma_chk *k = arg;
+	int64_t now = gx_now_ms();
+	size_t i;
+
+	k->cli = NULL;
+	if (!p->ok) {
+		chk_finish(k, GX_ERDZV, p->why);
+		return;
+	}
+	k->c->last = *p;
+	if (!k->c->rails_on) {
+		chk_finish(k, 0, "");
+		return;
+	}
+	k->nm = rails_of(&k->self, k->mine);
+	k->nt = rails_of(&k->coord, k->theirs);
+	for (i = 0; i < k->nm; i++)
+		k->left += !is_bootstrap(&k->self, &k->mine[i]);
+	k->end = now + (k->deadline_ms > now ? (k->deadline_ms - now) / 2 : 0);
+	next_rail(k);
+}
+
+int rdzv_rdma_ops_check(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
+			const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
+			rdzv_rdma_check_fn *done, void *done_arg)
 {
 	struct rdzv_rdma_ctx *c = arg;
-	struct rdzv_rdma_probe p;
+	struct rdzv_rdma_chk *k;
 	int rc;
 
+	if (!c || !ev || !self || !coord || !done)
+		return -EINVAL;
 	rdzv_rdma_rails_reset(c);
-	rc = rdzv_rdma_probe_run(c, self, coord, port, 0, deadline_ms, &p);
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = (struct rdzv_rdma_chk){.c = c,
+				    .ev = ev,
+				    .self = *self,
+				    .coord = *coord,
+				    .port = port,
+				    .deadline_ms = deadline_ms,
+				    .done = done,
+				    .done_arg = done_arg};
+	rc = rdzv_rdma_probe_start(c, ev, self, coord, port, 0, deadline_ms, boot_done, k, &k->cli);
 	if (rc < 0) {
-		snprintf(why, whylen, "%s", gx_strerror(rc));
+		free(k);
 		return rc;
 	}
-	if (!p.ok) {
-		gx_strlcpy(why, p.why, whylen);
-		return GX_ERDZV;
-	}
-	c->last = p;
-	if (c->rails_on)
-		check_rails(c, self, coord, port, deadline_ms, &p);
+	c->chk = k;
 	return 0;
 }
 

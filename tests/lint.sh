@@ -1,22 +1,99 @@
 #!/usr/bin/env bash
-# lint.sh - bans functions the house style forbids (STYLE.md 18).
+# lint.sh [FILE...] - bans functions the house style forbids (STYLE.md 18) in the
+# sources (every tracked .c/.h outside tests/, or the FILEs given, relative to
+# LINT_ROOT, default the tree). `lint.sh --selftest` plants one bad file per rule
+# and fails unless the lint catches each (so a rule cannot rot silently).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-bad=0
-files=$(git ls-files '*.c' '*.h' 2>/dev/null; find agent rdzv netdetect -name '*.c' -o -name '*.h')
-files=$(printf '%s\n' $files | grep -v '^tests/' | sort -u)
-for f in $files; do
-  [ -f "$f" ] || continue
-  if grep -nE '\b(atoi|sprintf|strcpy|getaddrinfo|sleep|usleep)[[:space:]]*\(' "$f" | grep -vE '(snprintf|vsnprintf|//|/\*)' ; then
-    echo "lint: banned function in $f" >&2; bad=1
-  fi
-  # no sleeping anywhere (issue 29): waits are timers in the one event loop
-  if grep -nE '\b(nanosleep|clock_nanosleep)[[:space:]]*\(|\bpoll[[:space:]]*\([[:space:]]*NULL|\bpoll[[:space:]]*\([^,]*,[[:space:]]*0[[:space:]]*,' "$f"; then
-    echo "lint: a sleep in $f: use a gx_ev timer" >&2; bad=1
-  fi
-  if [ "$f" != agent/main.c ] && grep -nE '(^|[^_a-z])exit[[:space:]]*\(' "$f"; then
-    echo "lint: exit() outside agent/main.c in $f" >&2; bad=1
-  fi
-done
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+# One ban per index: the regex, the paths it allows (a regex; "" none), the message.
+re=(
+  '\b(atoi|sprintf|strcpy|sleep|usleep)[[:space:]]*\('
+  '\b(nanosleep|clock_nanosleep)[[:space:]]*\(|\bpoll[[:space:]]*\([[:space:]]*NULL|\bpoll[[:space:]]*\([^,]*,[[:space:]]*0[[:space:]]*,'
+  '\b(poll|ppoll|select|pselect|epoll_wait|epoll_pwait)[[:space:]]*\('
+  '\b(getaddrinfo|gethostbyname2?|gethostbyname_r|gethostbyaddr|getnameinfo|res_n?query|res_n?search)[[:space:]]*\('
+  '(^|[^_a-z])exit[[:space:]]*\('
+  '\brdzv_rdma_probe_run[[:space:]]*\('
+)
+exempt=(
+  ''
+  ''
+  '^rdzv/gx_ev\.c$'
+  '^agent/dns\.c$'
+  '^agent/main\.c$'
+  '^rdzv/rdzv_rdma[a-z_]*\.c$'
+)
+msg=(
+  'banned function'
+  'a sleep: use a gx_ev timer'
+  'a wait outside the event loop (rdzv/gx_ev.c): put the fd in the gx_ev loop'
+  'a blocking DNS lookup: use agent_dns_start in the loop'
+  'exit() outside agent/main.c'
+  'a blocking RDMA-CM probe: use rdzv_rdma_probe_start in the loop'
+)
+
+# Comments do not count: /* ... */ on one line, // to the end, and comment lines.
+lint_files() {
+  local bad=0 f k
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    for k in "${!re[@]}"; do
+      [ -n "${exempt[$k]}" ] && [[ $f =~ ${exempt[$k]} ]] && continue
+      if sed -E 's#/\*.*\*/##g; s#//.*$##; s#^[[:space:]]*/?\*.*$##' "$f" | grep -nE "${re[$k]}"; then
+        echo "lint: ${msg[$k]} in $f" >&2; bad=1
+      fi
+    done
+  done
+  return $bad
+}
+
+selftest() {
+  local tmp fail=0 bad ok
+  tmp=$(mktemp -d /tmp/gxlint.XXXXXX) || return 1
+  mkdir -p "$tmp/agent" "$tmp/rdzv"
+  # one file per rule that must be caught ...
+  printf 'int f(void)\n{\n\treturn atoi("1");\n}\n' >"$tmp/agent/b_banned.c"
+  printf 'void f(void)\n{\n\tpoll(NULL, 0, 20);\n}\n' >"$tmp/agent/b_sleep.c"
+  printf 'void f(int fd)\n{\n\tstruct pollfd p = {fd, 1, 0};\n\tpoll(&p, 1, 100);\n}\n' >"$tmp/agent/b_poll.c"
+  printf 'void f(void)\n{\n\tepoll_wait(3, 0, 1, -1);\n}\n' >"$tmp/rdzv/b_epoll.c"
+  printf 'void f(void)\n{\n\tselect(1, 0, 0, 0, 0);\n}\n' >"$tmp/agent/b_select.c"
+  printf 'void f(void)\n{\n\tgetaddrinfo("x", 0, 0, 0);\n}\n' >"$tmp/agent/b_gai.c"
+  printf 'void f(void)\n{\n\tgethostbyname("x");\n}\n' >"$tmp/rdzv/b_ghbn.c"
+  printf 'void f(void)\n{\n\texit(1);\n}\n' >"$tmp/agent/b_exit.c"
+  printf 'void f(void)\n{\n\trdzv_rdma_probe_run(0, 0, 0, 0, 0, 0, 0);\n}\n' >"$tmp/agent/b_rdma.c"
+  # ... and the exemptions and look-alikes that must pass
+  printf 'void f(void)\n{\n\tepoll_wait(3, 0, 1, -1);\n}\n' >"$tmp/rdzv/gx_ev.c"
+  printf 'void f(void)\n{\n\tares_getaddrinfo(0, "x", 0, 0, 0, 0);\n}\n' >"$tmp/agent/ok_ares.c"
+  printf 'void f(void)\n{\n\t/* poll(NULL, 0, 1) and getaddrinfo() are banned */\n\tgx_ev_poll_x();\n}\n' >"$tmp/agent/ok_comment.c"
+  printf 'int main(void)\n{\n\texit(0);\n}\n' >"$tmp/agent/main.c"
+  for bad in "$tmp"/*/b_*.c; do
+    if (cd "$tmp" && lint_files "${bad#"$tmp"/}") >/dev/null 2>&1; then
+      echo "lint selftest: ${bad#"$tmp"/} was not caught" >&2; fail=1
+    fi
+  done
+  for ok in rdzv/gx_ev.c agent/ok_ares.c agent/ok_comment.c agent/main.c; do
+    if ! (cd "$tmp" && lint_files "$ok"); then
+      echo "lint selftest: $ok was refused" >&2; fail=1
+    fi
+  done
+  rm -rf "$tmp"
+  [ $fail -eq 0 ] && echo "lint selftest: ok"
+  return $fail
+}
+
+if [ "${1:-}" = --selftest ]; then
+  selftest
+  exit $?
+fi
+cd "${LINT_ROOT:-$here}" || exit 1
+if [ $# -gt 0 ]; then
+  files=$(printf '%s\n' "$@")
+else
+  files=$(git ls-files '*.c' '*.h' 2>/dev/null; find agent rdzv netdetect -name '*.c' -o -name '*.h')
+  files=$(printf '%s\n' $files | grep -v '^tests/' | sort -u)
+fi
+# shellcheck disable=SC2086
+lint_files $files
+bad=$?
 [ $bad -eq 0 ] && echo "lint: ok"
 exit $bad

@@ -197,6 +197,45 @@ static int write_hosts(const char *path, const char *line)
 	return 0;
 }
 
+/* One lookup in a loop of its own (the bench waits for nothing else). */
+struct dns_wait {
+	struct gx_ev *ev;
+	struct agent_dns_answer *ans;
+	int rc, done;
+};
+
+static void wait_done(void *arg, int rc, const struct agent_dns_answer *ans)
+{
+	struct dns_wait *w = arg;
+
+	*w->ans = *ans;
+	w->rc = rc;
+	w->done = 1;
+	gx_ev_stop(w->ev, 0);
+}
+
+static int dns_lookup(const char *name, const char *dns_server, uint16_t port, int64_t deadline_ms,
+		      struct agent_dns_answer *ans)
+{
+	struct dns_wait w = {.ans = ans, .rc = -ETIMEDOUT};
+	struct agent_dns *d = NULL;
+	struct gx_ev *ev = NULL;
+	int rc;
+
+	memset(ans, 0, sizeof(*ans));
+	rc = gx_ev_new(&ev);
+	w.ev = ev;
+	if (rc == 0)
+		rc = agent_dns_start(ev, name, dns_server, port, wait_done, &w, &d);
+	if (rc == 0)
+		rc = gx_ev_run_until(ev, deadline_ms);
+	if (rc == 0)
+		rc = w.done ? w.rc : -ETIMEDOUT;
+	agent_dns_free(d);
+	gx_ev_free(ev);
+	return rc;
+}
+
 /* SIGHUP -> our own lookup answers (want: 1 = an address, 0 = NXDOMAIN), in us. */
 static int64_t visible_us(const char *name, const char *dns, int want)
 {
@@ -205,7 +244,7 @@ static int64_t visible_us(const char *name, const char *dns, int want)
 	int rc;
 
 	do {
-		rc = agent_dns_lookup(name, dns, 1, gx_now_ms() + 1000, &ans);
+		rc = dns_lookup(name, dns, 1, gx_now_ms() + 1000, &ans);
 		if ((want && rc == 0) || (!want && rc == -ENOENT))
 			return mono_us() - t0;
 	} while (mono_us() - t0 < 5000000);

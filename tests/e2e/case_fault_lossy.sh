@@ -103,8 +103,7 @@ table ip gxrelay {
 }
 NFT
   pod_bg "$i" "$GX_DIR/relay$i.log" "$PY" -u "$GX_DIR/relay.py" 29499 0.2
-  for _ in $(seq 50); do grep -q listening "$GX_DIR/relay$i.log" && break; sleep 0.1; done
-  grep -q listening "$GX_DIR/relay$i.log" || fail "relay in job-worker-$i did not start" "$GX_DIR/relay$i.log"
+  gx_wait_until 5 grep -q listening "$GX_DIR/relay$i.log" || fail "relay in job-worker-$i did not start" "$GX_DIR/relay$i.log"
 done
 for i in 0 1 2; do cluster_loss "$i" 20 net1; done
 run_job faulty

@@ -11,10 +11,8 @@ gx_need_gxboot
 cluster_create 3 || fail "cluster_create"
 T=$(cluster_token)
 ip link set "${GX_P}-n2" down
-for _ in $(seq 20); do
-  ip -n "$(pod_ns 2)" link show net1 | grep -q NO-CARRIER && break
-  sleep 0.1
-done
+no_carrier() { ip -n "$(pod_ns 2)" link show net1 | grep -q NO-CARRIER; }
+gx_wait_until 2 no_carrier
 ip -n "$(pod_ns 2)" link show net1 | grep -q 'NO-CARRIER.*state LOWERLAYERDOWN\|NO-CARRIER' ||
   fail "net1 of job-worker-2 still has carrier: $(ip -n "$(pod_ns 2)" link show net1)"
 for i in 2 1 0; do gx_start "$i" --peers 'job-worker-{0..2}' --token-file "$T" --timeout 10 -- "${GX_REPORT[@]}"; done

@@ -50,7 +50,7 @@ grep -q '"written_by": "init"' "$GX_DIR/out1/rendezvous.json" ||
   fail "rendezvous.json does not say init wrote it" "$GX_DIR/out1/rendezvous.json"
 mv "$GX_DIR/pod1.log" "$GX_DIR/pod1-init.log"
 gx_start 1 serve "${P[@]}"
-for _ in $(seq 50); do grep -q "serving remote exec" "$GX_DIR/pod1.log" && break; sleep 0.1; done
+gx_wait_until 5 grep -q "serving remote exec" "$GX_DIR/pod1.log"
 gx_expect_in 1 "serving after init: .*no second rendezvous"
 kill -TERM "${GX_PIDS[1]}"
 gx_wait_all 10 1

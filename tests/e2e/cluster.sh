@@ -266,6 +266,17 @@ pod_wait() { # pod_wait PID SEC -> the PID's exit status, 124 if still running a
   wait "$pid"
 }
 
+# gx_wait_until SEC CMD... : run CMD every 0.1 s until it succeeds (0) or SEC s pass (1); the
+# one way a case waits for a condition (a log line, a file, a link state)
+gx_wait_until() {
+  local end=$(($(date +%s%N) / 1000000 + $1 * 1000))
+  shift
+  until "$@"; do
+    [ $(($(date +%s%N) / 1000000)) -lt "$end" ] || return 1
+    sleep 0.1
+  done
+}
+
 cluster_cut_eth0() { # cluster_cut_eth0 i [PORT...|none]
   local i=$1 ports
   shift

@@ -17,6 +17,7 @@
 #include "rdzv/rdzv_int.h"
 #include "rdzv/rdzv_member_int.h"
 #include "rdzv/rdzv_rdma_int.h"
+#include "tests/unit/rdzv_harness.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,172 +38,45 @@ static const unsigned char TOKEN[] = "bounds-test-token-0123456789abcdef";
 #define JOB "job-bounds"
 #define T_UNKNOWN 999 /* a TLV no decoder knows: skipped (padding) */
 
-struct slot {
-	struct rdzv_member *m;
-	int done, rc;
-	int rank;
-	char err[1024];
-	int64_t at;
-};
-
-struct h {
-	struct gx_ev *ev;
-	uint32_t n; /* names */
-	char **names;
-	uint16_t port;
-	struct rdzv_coord *co;
-	int co_done, co_rc;
-	char co_err[1024];
-	int64_t co_at;
-	struct slot *s;
-	struct rdzv_config base;
-};
-
-static uint16_t free_port(void)
+/* The shared harness with 16 spare slots; the coordinator has 1 slot. */
+static void h_init(struct rh *h, uint32_t n, int64_t deadline_ms)
 {
-	union gx_sockaddr sa;
-	socklen_t len;
-	int fd = -1;
-
-	assert_int_equal(gx_addr_parse("127.0.0.1", 0, &sa, &len), 0);
-	assert_int_equal(gx_tcp_listen(&sa, len, &fd), 0);
-	len = sizeof(sa);
-	assert_int_equal(getsockname(fd, &sa.sa, &len), 0);
-	close(fd);
-	return ntohs(sa.in4.sin_port);
+	rh_init(h, n, 16, JOB, TOKEN, sizeof(TOKEN) - 1, deadline_ms);
+	h->coord_slots = 1;
 }
 
-static void h_init(struct h *h, uint32_t n, int64_t deadline_ms)
-{
-	uint32_t i;
-
-	memset(h, 0, sizeof(*h));
-	gx_raise_nofile();
-	assert_int_equal(gx_ev_new(&h->ev), 0);
-	h->n = n;
-	h->names = calloc(n, sizeof(char *));
-	h->s = calloc(n + 16, sizeof(*h->s));
-	assert_non_null(h->names);
-	assert_non_null(h->s);
-	for (i = 0; i < n; i++) {
-		h->names[i] = malloc(32);
-		assert_non_null(h->names[i]);
-		snprintf(h->names[i], 32, "job-worker-%u", i);
-	}
-	h->port = free_port();
-	h->base.world = n;
-	h->base.names = h->names;
-	h->base.job_id = JOB;
-	h->base.token = TOKEN;
-	h->base.token_len = sizeof(TOKEN) - 1;
-	h->base.port = h->port;
-	h->base.coord_name = h->names[0];
-	h->base.deadline_ms = gx_now_ms() + deadline_ms;
-	assert_int_equal(
-	    gx_addr_parse("127.0.0.1", h->port, &h->base.coord_addr, &h->base.coord_addrlen), 0);
-}
-
-static void h_free(struct h *h)
-{
-	uint32_t i;
-
-	rdzv_coord_free(h->co);
-	for (i = 0; i < h->n + 16; i++)
-		rdzv_member_free(h->s[i].m);
-	for (i = 0; i < h->n; i++)
-		free(h->names[i]);
-	free(h->names);
-	free(h->s);
-	gx_ev_free(h->ev);
-}
-
-static void co_done(void *arg, int rc, const struct rdzv_result *res)
-{
-	struct h *h = arg;
-
-	h->co_done++;
-	h->co_rc = rc;
-	h->co_at = gx_now_ms();
-	snprintf(h->co_err, sizeof(h->co_err), "%s", res->err);
-}
-
-static void m_done(void *arg, int rc, const struct rdzv_result *res)
-{
-	struct slot *s = arg;
-
-	s->done++;
-	s->rc = rc;
-	s->rank = res->rank;
-	s->at = gx_now_ms();
-	snprintf(s->err, sizeof(s->err), "%s", res->err);
-}
-
-static void coord_cfg(struct h *h, struct rdzv_config *cfg)
-{
-	*cfg = h->base;
-	cfg->is_coordinator = 1;
-	snprintf(cfg->self.name, sizeof(cfg->self.name), "%s", h->names[0]);
-	snprintf(cfg->self.addr4, sizeof(cfg->self.addr4), "127.0.0.1");
-	snprintf(cfg->self.iface, sizeof(cfg->self.iface), "lo");
-	cfg->self.slots = 1;
-	cfg->self.gid_index = -1;
-	gx_addr_parse("127.0.0.1", 0, &cfg->listen_addr, &cfg->listen_addrlen);
-}
-
-static void start_coord_at(struct h *h, int64_t deadline_ms)
+static void start_coord_at(struct rh *h, int64_t deadline_ms)
 {
 	struct rdzv_config cfg;
 
-	coord_cfg(h, &cfg);
+	rh_coord_cfg(h, &cfg);
 	cfg.deadline_ms = deadline_ms;
-	assert_int_equal(rdzv_coord_start(h->ev, &cfg, co_done, h, &h->co), 0);
+	rh_start_coord_cfg(h, &cfg);
 }
 
-static void start_coord(struct h *h)
+static void start_coord(struct rh *h)
 {
 	start_coord_at(h, h->base.deadline_ms);
 }
 
-static void member_cfg(struct h *h, uint32_t i, struct rdzv_config *cfg)
+/* Members here sit on 127.0.0.<1 + i>. */
+static void member_cfg(struct rh *h, uint32_t i, struct rdzv_config *cfg)
 {
-	*cfg = h->base;
-	cfg->is_coordinator = 0;
-	snprintf(cfg->self.name, sizeof(cfg->self.name), "%s", h->names[i]);
-	cfg->self.index = i;
-	randombytes_buf(&cfg->self.incarnation, sizeof(cfg->self.incarnation));
+	rh_member_cfg(h, i, cfg);
 	snprintf(cfg->self.addr4, sizeof(cfg->self.addr4), "127.0.0.%u", 1 + i);
-	snprintf(cfg->self.iface, sizeof(cfg->self.iface), "lo");
-	cfg->self.slots = 1;
-	cfg->self.gid_index = -1;
 }
 
-static void start_member_in(struct h *h, struct gx_ev *ev, uint32_t slot,
-			    const struct rdzv_config *cfg)
-{
-	h->s[slot].done = 0;
-	assert_int_equal(rdzv_member_start(ev, cfg, m_done, &h->s[slot], &h->s[slot].m), 0);
-}
-
-static void start_member(struct h *h, uint32_t i)
+static void start_member(struct rh *h, uint32_t i)
 {
 	struct rdzv_config cfg;
 
 	member_cfg(h, i, &cfg);
-	start_member_in(h, h->ev, i, &cfg);
+	rh_start_member_in(h, h->ev, i, &cfg);
 }
 
-/* Run ev in short slices for ms, or until *flag becomes nonzero. */
-static void pump_ev(struct gx_ev *ev, int64_t ms, const int *flag)
+static void pump(struct rh *h, int64_t ms)
 {
-	int64_t until = gx_now_ms() + ms;
-
-	while ((!flag || !*flag) && gx_now_ms() < until)
-		gx_ev_run_until(ev, gx_now_ms() + 20 < until ? gx_now_ms() + 20 : until);
-}
-
-static void pump(struct h *h, int64_t ms)
-{
-	pump_ev(h->ev, ms, NULL);
+	rh_pump_ev(h->ev, ms, NULL);
 }
 
 /* ---- a raw client speaking the wire format with the module's codec ------- */
@@ -211,7 +85,7 @@ struct cli {
 	unsigned char k[RDZV_KEY_LEN];
 };
 
-static void cli_open(struct h *h, struct cli *x)
+static void cli_open(struct rh *h, struct cli *x)
 {
 	union gx_sockaddr sa;
 	socklen_t len;
@@ -259,7 +133,7 @@ static void cli_send(struct cli *x, uint16_t type, const unsigned char *body, si
 
 /* The next frame's type (CHALLENGE: nc is kept), 0 when the coordinator closed
  * the connection without one, -1 when nothing came within ms. */
-static int cli_expect(struct h *h, struct cli *x, int64_t ms)
+static int cli_expect(struct rh *h, struct cli *x, int64_t ms)
 {
 	int64_t until = gx_now_ms() + ms;
 	struct rdzv_msg *m = malloc(sizeof(*m));
@@ -338,7 +212,7 @@ static void cli_auth(struct cli *x, size_t len)
 }
 
 /* HELLO, CHALLENGE, AUTH, PROOF: the session is up. */
-static void cli_session(struct h *h, struct cli *x)
+static void cli_session(struct rh *h, struct cli *x)
 {
 	cli_open(h, x);
 	cli_hello(x, 128);
@@ -371,7 +245,7 @@ static void cli_join(struct cli *x, size_t len)
 static void test_max_body_hello(void **state)
 {
 	struct cli at, past;
-	struct h h;
+	struct rh h;
 
 	(void)state;
 	h_init(&h, 2, 10000);
@@ -384,13 +258,13 @@ static void test_max_body_hello(void **state)
 	assert_int_equal(cli_expect(&h, &past, 3000), 0); /* dropped at the header */
 	rdzv_conn_reset(&at.c);
 	rdzv_conn_reset(&past.c);
-	h_free(&h);
+	rh_free(&h);
 }
 
 static void test_max_body_join(void **state)
 {
 	struct cli at, past;
-	struct h h;
+	struct rh h;
 
 	(void)state;
 	h_init(&h, 3, 10000); /* job-worker-2 never comes: an ASSIGN, no COMMIT */
@@ -405,14 +279,14 @@ static void test_max_body_join(void **state)
 	assert_int_equal(cli_expect(&h, &past, 3000), 0);
 	rdzv_conn_reset(&past.c);
 	assert_int_equal(h.co_done, 0); /* the coordinator goes on */
-	h_free(&h);
+	rh_free(&h);
 }
 
 /* CHALLENGE, AUTH, PROOF, PING, PONG: at most 256 bytes. */
 static void test_handshake_cap(void **state)
 {
 	struct cli at, past;
-	struct h h;
+	struct rh h;
 
 	(void)state;
 	assert_int_equal(rdzv_max_body(RDZV_AUTH), 256);
@@ -430,7 +304,7 @@ static void test_handshake_cap(void **state)
 	assert_int_equal(cli_expect(&h, &past, 3000), 0);
 	rdzv_conn_reset(&at.c);
 	rdzv_conn_reset(&past.c);
-	h_free(&h);
+	rh_free(&h);
 }
 
 /* ---- RDZV_MAX_TABLE_BODY: a COMMIT on a member; never on a coordinator ------ */
@@ -541,32 +415,32 @@ static void test_max_world(void **state)
 	struct rdzv_coord *co = NULL;
 	struct rdzv_member *m = NULL;
 	struct rdzv_config cfg;
-	struct h h;
+	struct rh h;
 
 	(void)state;
 	h_init(&h, n, 10000);
 	h.base.world = RDZV_MAX_WORLD;
-	coord_cfg(&h, &cfg);
-	assert_int_equal(rdzv_coord_start(h.ev, &cfg, co_done, &h, &co), 0);
+	rh_coord_cfg(&h, &cfg);
+	assert_int_equal(rdzv_coord_start(h.ev, &cfg, rh_co_done, &h, &co), 0);
 	rdzv_coord_free(co);
 	co = NULL;
 	cfg.world = RDZV_MAX_WORLD + 1;
-	assert_int_equal(rdzv_coord_start(h.ev, &cfg, co_done, &h, &co), GX_EUSAGE);
+	assert_int_equal(rdzv_coord_start(h.ev, &cfg, rh_co_done, &h, &co), GX_EUSAGE);
 	assert_null(co);
 	member_cfg(&h, 1, &cfg);
 	cfg.world = RDZV_MAX_WORLD + 1;
-	assert_int_equal(rdzv_member_start(h.ev, &cfg, m_done, &h.s[1], &m), GX_EUSAGE);
+	assert_int_equal(rdzv_member_start(h.ev, &cfg, rh_m_done, &h.s[1], &m), GX_EUSAGE);
 	assert_null(m);
 	cfg.world = RDZV_MAX_WORLD;
-	assert_int_equal(rdzv_member_start(h.ev, &cfg, m_done, &h.s[1], &m), 0);
+	assert_int_equal(rdzv_member_start(h.ev, &cfg, rh_m_done, &h.s[1], &m), 0);
 	rdzv_member_free(m);
 	for (i = 0; i < 2; i++)
 		assert_int_equal(h.s[i].done, 0);
-	h_free(&h);
+	rh_free(&h);
 }
 
 /* ---- RDZV_MAX_OBSERVERS ---------------------------------------------------- */
-static void start_observer(struct h *h, uint32_t slot)
+static void start_observer(struct rh *h, uint32_t slot)
 {
 	struct rdzv_config cfg;
 
@@ -575,13 +449,13 @@ static void start_observer(struct h *h, uint32_t slot)
 	cfg.self.index = RDZV_OBSERVER;
 	cfg.self.addr4[0] = '\0';
 	cfg.self.iface[0] = '\0';
-	start_member_in(h, h->ev, slot, &cfg);
+	rh_start_member_in(h, h->ev, slot, &cfg);
 }
 
 static void test_max_observers(void **state)
 {
 	uint32_t i, first = 2, extra = 2 + RDZV_MAX_OBSERVERS;
-	struct h h;
+	struct rh h;
 
 	(void)state;
 	h_init(&h, 2, 15000);
@@ -591,12 +465,12 @@ static void test_max_observers(void **state)
 	pump(&h, 500);
 	assert_int_equal(h.co->nobservers, RDZV_MAX_OBSERVERS);
 	start_observer(&h, extra); /* one past the bound */
-	pump_ev(h.ev, 3000, &h.s[extra].done);
+	rh_pump_ev(h.ev, 3000, &h.s[extra].done);
 	assert_int_equal(h.s[extra].done, 1);
 	assert_int_equal(h.s[extra].rc, GX_EREJECTED);
 	assert_non_null(strstr(h.s[extra].err, "too many observers"));
 	start_member(&h, 1);
-	pump_ev(h.ev, 5000, &h.co_done);
+	rh_pump_ev(h.ev, 5000, &h.co_done);
 	pump(&h, 300);
 	assert_int_equal(h.co_rc, 0);
 	for (i = 0; i < RDZV_MAX_OBSERVERS; i++) {
@@ -604,7 +478,7 @@ static void test_max_observers(void **state)
 		assert_int_equal(h.s[first + i].rc, 0);
 		assert_int_equal(h.s[first + i].rank, -1);
 	}
-	h_free(&h);
+	rh_free(&h);
 }
 
 /* ---- connections: min(max(2N + 64, RDZV_MIN_CONNS), RDZV_MAX_CONNS, NOFILE - 64) */
@@ -630,7 +504,7 @@ static void test_max_conns(void **state)
 	struct rlimit rl;
 	struct cli *x;
 	size_t bound, i;
-	struct h h;
+	struct rh h;
 
 	(void)state;
 	h_init(&h, 2, 15000);
@@ -642,7 +516,7 @@ static void test_max_conns(void **state)
 		/* both ends live in this process */
 		printf("# skipped: RLIMIT_NOFILE %llu < 2 x %zu + 128\n",
 		       (unsigned long long)rl.rlim_cur, bound);
-		h_free(&h);
+		rh_free(&h);
 		skip();
 	}
 	x = calloc(bound + 2, sizeof(*x));
@@ -661,14 +535,14 @@ static void test_max_conns(void **state)
 	assert_true(cli_closed(&x[0]));
 	assert_false(cli_closed(&x[1]));
 	start_member(&h, 1); /* a member gets in while the strangers hold the bound */
-	pump_ev(h.ev, 5000, &h.co_done);
+	rh_pump_ev(h.ev, 5000, &h.co_done);
 	pump(&h, 300);
 	assert_int_equal(h.co_rc, 0);
 	assert_int_equal(h.s[1].rc, 0);
 	for (i = 0; i <= bound; i++)
 		rdzv_conn_reset(&x[i].c);
 	free(x);
-	h_free(&h);
+	rh_free(&h);
 }
 
 /* ---- per-connection deadlines on the coordinator ---------------------------
@@ -681,7 +555,7 @@ static void test_max_conns(void **state)
 #endif
 
 /* Pump until fd is readable (closed or data) or ms pass; the time it took, -1 none. */
-static int64_t wait_readable(struct h *h, int fd, int64_t ms)
+static int64_t wait_readable(struct rh *h, int fd, int64_t ms)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 	int64_t t0 = gx_now_ms();
@@ -697,7 +571,7 @@ static void test_hello_deadline(void **state)
 	struct pollfd p;
 	int64_t t0;
 	char c;
-	struct h h;
+	struct rh h;
 
 	(void)state;
 	h_init(&h, 2, 20000);
@@ -716,14 +590,14 @@ static void test_hello_deadline(void **state)
 	assert_true(gx_now_ms() - t0 >= T_HELLO_MS);
 	rdzv_conn_reset(&silent.c);
 	rdzv_conn_reset(&late.c);
-	h_free(&h);
+	rh_free(&h);
 }
 
 static void test_handshake_deadline(void **state)
 {
 	struct cli idle, late;
 	int64_t t0;
-	struct h h;
+	struct rh h;
 
 	(void)state;
 	h_init(&h, 3, 20000); /* job-worker-2 never comes: an ASSIGN, no COMMIT */
@@ -740,7 +614,7 @@ static void test_handshake_deadline(void **state)
 	assert_true(gx_now_ms() - t0 >= RDZV_HANDSHAKE_MS - 200); /* idle's HELLO came first */
 	rdzv_conn_reset(&idle.c);
 	rdzv_conn_reset(&late.c);
-	h_free(&h);
+	rh_free(&h);
 }
 
 /* ---- RDZV_PING_MS: the old connection's window to answer (DECISIONS 6) ------ */
@@ -749,18 +623,18 @@ static void ping_window(int answer)
 	struct gx_ev *ev2 = NULL;
 	struct rdzv_config cfg;
 	int64_t until;
-	struct h h;
+	struct rh h;
 
 	h_init(&h, 3, 20000); /* job-worker-2 comes last: no COMMIT before it */
 	assert_int_equal(gx_ev_new(&ev2), 0);
 	start_coord(&h);
 	member_cfg(&h, 1, &cfg); /* A: joins in its own loop, which is then frozen */
-	start_member_in(&h, ev2, 3, &cfg);
+	rh_start_member_in(&h, ev2, 3, &cfg);
 	until = gx_now_ms() + 3000;
 	/* (fault-3 needs A verified too: then only the PING window holds the COMMIT) */
 	while ((h.co->njoined < 1 || (answer == 2 && h.co->nverified < 1)) && gx_now_ms() < until) {
 		pump(&h, 10);
-		pump_ev(ev2, 10, NULL);
+		rh_pump_ev(ev2, 10, NULL);
 	}
 	assert_int_equal(h.co->njoined, 1);
 	start_member(&h, 1); /* B: the same name, a new incarnation */
@@ -773,15 +647,15 @@ static void ping_window(int answer)
 		pump(&h, RDZV_PING_MS / 4);
 		assert_int_equal(h.co_done, 0);
 		assert_non_null(h.co->st[1].pending);
-		pump_ev(h.ev, 5000, &h.co_done);
+		rh_pump_ev(h.ev, 5000, &h.co_done);
 		pump(&h, 300);
 		assert_int_equal(h.co_rc, 0);
 		assert_int_equal(h.s[1].rc, 0); /* B, not A, is rank 1 */
 		assert_int_equal(h.s[1].rank, 1);
 		assert_int_equal(h.s[2].rc, 0);
 	} else if (answer) {
-		pump_ev(ev2, 100, NULL); /* A answers the PING inside the window */
-		pump_ev(h.ev, 3000, &h.co_done);
+		rh_pump_ev(ev2, 100, NULL); /* A answers the PING inside the window */
+		rh_pump_ev(h.ev, 3000, &h.co_done);
 		assert_int_equal(h.co_done, 1);
 		assert_int_equal(h.co_rc, GX_ECONFLICT);
 		assert_non_null(strstr(h.co_err, "conflicting peers"));
@@ -791,7 +665,7 @@ static void ping_window(int answer)
 		assert_null(h.co->st[1].pending); /* no PONG in the window: B took the slot */
 		assert_non_null(h.co->st[1].conn);
 		start_member(&h, 2);
-		pump_ev(h.ev, 5000, &h.co_done);
+		rh_pump_ev(h.ev, 5000, &h.co_done);
 		pump(&h, 300);
 		assert_int_equal(h.co_rc, 0);
 		assert_int_equal(h.s[1].rc, 0); /* B is rank 1 */
@@ -801,7 +675,7 @@ static void ping_window(int answer)
 	rdzv_member_free(h.s[3].m);
 	h.s[3].m = NULL;
 	gx_ev_free(ev2);
-	h_free(&h);
+	rh_free(&h);
 }
 
 static void test_ping_window(void **state)
@@ -816,13 +690,13 @@ static void test_ping_window(void **state)
 static void grace(int64_t coord_after)
 {
 	int64_t d;
-	struct h h;
+	struct rh h;
 
 	h_init(&h, 3, 1500); /* member 2 never comes */
 	d = h.base.deadline_ms;
 	start_coord_at(&h, d + coord_after);
 	start_member(&h, 1);
-	pump_ev(h.ev, coord_after + RDZV_DEADLINE_GRACE_MS + 4000, &h.s[1].done);
+	rh_pump_ev(h.ev, coord_after + RDZV_DEADLINE_GRACE_MS + 4000, &h.s[1].done);
 	assert_int_equal(h.s[1].done, 1);
 	assert_int_equal(h.s[1].rc, GX_EPEERS);
 	if (coord_after < RDZV_DEADLINE_GRACE_MS) {
@@ -835,7 +709,7 @@ static void grace(int64_t coord_after)
 		assert_int_equal(h.co_done, 0);
 		assert_true(h.s[1].at >= d + RDZV_DEADLINE_GRACE_MS);
 	}
-	h_free(&h);
+	rh_free(&h);
 }
 
 static void test_deadline_grace(void **state)
@@ -981,7 +855,7 @@ static void test_member_deadlines(void **state)
 	socklen_t len;
 	int64_t t0;
 	size_t i;
-	struct h h;
+	struct rh h;
 
 	(void)state;
 	h_init(&h, 3, 60000);
@@ -1028,18 +902,18 @@ static void test_member_deadlines(void **state)
 	for (i = 0; i < f.n; i++)
 		rdzv_conn_reset(&f.v[i].c);
 	close(f.lfd);
-	h_free(&h);
+	rh_free(&h);
 }
 
 /* ---- RDZV_LIST_NAMES: names quoted in one line ----------------------------- */
 static void list_names(uint32_t missing, const char *tail)
 {
 	char last[32];
-	struct h h;
+	struct rh h;
 
 	h_init(&h, missing + 1, 600);
 	start_coord(&h);
-	pump_ev(h.ev, 5000, &h.co_done);
+	rh_pump_ev(h.ev, 5000, &h.co_done);
 	assert_int_equal(h.co_rc, GX_EPEERS);
 	snprintf(last, sizeof(last), "job-worker-%u", RDZV_LIST_NAMES);
 	assert_non_null(strstr(h.co_err, last));
@@ -1049,7 +923,7 @@ static void list_names(uint32_t missing, const char *tail)
 		assert_string_equal(h.co_err + strlen(h.co_err) - strlen(tail), tail);
 	else
 		assert_null(strstr(h.co_err, " more"));
-	h_free(&h);
+	rh_free(&h);
 }
 
 static void test_list_names(void **state)

@@ -6,6 +6,7 @@
  * connections, conflicts, missing and unreachable peers.
  */
 #include "rdzv/rdzv_int.h"
+#include "tests/unit/rdzv_harness.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,40 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 static const unsigned char TOKEN[] = "0123456789abcdef-test-token";
 static const unsigned char BAD_TOKEN[] = "fedcba9876543210-not-the-token";
-
-struct slot {
-	struct rdzv_member *m;
-	int done, rc;
-	struct rdzv_result res; /* copied, table dropped */
-	size_t ntable;
-};
-
-struct mctx {
-	struct w *w;
-	uint32_t i;
-};
-
-struct w {
-	struct mctx *ctx; /* one per slot: members report through it */
-	struct gx_ev *ev;
-	uint32_t n;
-	char **names;
-	uint16_t port;
-	int64_t deadline;
-	struct rdzv_coord *co;
-	int co_done, co_rc;
-	struct rdzv_result co_res;
-	struct slot *s;
-	struct rdzv_config base; /* template for members */
-	int want;		 /* dones to wait for */
-	int ndone;
-};
 
 static int valgrind(void)
 {
@@ -58,159 +32,43 @@ static int valgrind(void)
 	return v && *v == '1';
 }
 
-static uint16_t free_port(void)
+static void w_init(struct rh *w, uint32_t n, int64_t deadline_ms)
 {
-	union gx_sockaddr sa;
-	socklen_t len;
-	int fd = -1;
-
-	assert_int_equal(gx_addr_parse("127.0.0.1", 0, &sa, &len), 0);
-	assert_int_equal(gx_tcp_listen(&sa, len, &fd), 0);
-	len = sizeof(sa);
-	assert_int_equal(getsockname(fd, &sa.sa, &len), 0);
-	close(fd);
-	return ntohs(sa.in4.sin_port);
-}
-
-static void w_init(struct w *w, uint32_t n, int64_t deadline_ms)
-{
-	uint32_t i;
-
-	memset(w, 0, sizeof(*w));
-	gx_raise_nofile();
-	assert_int_equal(gx_ev_new(&w->ev), 0);
-	w->n = n;
-	w->names = calloc(n, sizeof(char *));
-	w->s = calloc(n, sizeof(*w->s));
-	w->ctx = calloc(n, sizeof(*w->ctx));
-	assert_non_null(w->names);
-	for (i = 0; i < n; i++) {
-		w->names[i] = malloc(32);
-		snprintf(w->names[i], 32, "job-worker-%u", i);
-	}
-	w->port = free_port();
-	w->deadline = gx_now_ms() + deadline_ms;
-	w->base.world = n;
-	w->base.names = w->names;
-	w->base.job_id = "job-1";
-	w->base.token = TOKEN;
-	w->base.token_len = sizeof(TOKEN) - 1;
-	w->base.port = w->port;
-	w->base.coord_name = w->names[0];
+	rh_init(w, n, 0, "job-1", TOKEN, sizeof(TOKEN) - 1, deadline_ms);
 	w->base.deadline_ms = w->deadline + 1000; /* members: the coordinator's comes first */
-	assert_int_equal(
-	    gx_addr_parse("127.0.0.1", w->port, &w->base.coord_addr, &w->base.coord_addrlen), 0);
 }
 
-static void w_free(struct w *w)
-{
-	uint32_t i;
-
-	rdzv_coord_free(w->co);
-	for (i = 0; i < w->n; i++) {
-		rdzv_member_free(w->s[i].m);
-		free(w->names[i]);
-	}
-	free(w->names);
-	free(w->s);
-	free(w->ctx);
-	gx_ev_free(w->ev);
-}
-
-static void count_done(struct w *w)
+static void count_done(struct rh *w)
 {
 	if (++w->ndone >= w->want)
 		gx_ev_stop(w->ev, 0);
 }
 
-static void co_done(void *arg, int rc, const struct rdzv_result *res)
-{
-	struct w *w = arg;
-
-	w->co_done++;
-	w->co_rc = rc;
-	w->co_res = *res;
-	count_done(w);
-}
-
-static void m_done(void *arg, int rc, const struct rdzv_result *res)
-{
-	struct slot *s = arg;
-
-	s->done++;
-	s->rc = rc;
-	s->res = *res;
-	s->ntable = res->ntable;
-	s->res.table = NULL;
-}
-
-static void m_done_tr(void *arg, int rc, const struct rdzv_result *res)
-{
-	struct mctx *x = arg;
-
-	m_done(&x->w->s[x->i], rc, res);
-	count_done(x->w);
-}
-
-static void start_coord_cfg(struct w *w, const struct rdzv_config *cfg)
-{
-	assert_int_equal(rdzv_coord_start(w->ev, cfg, co_done, w, &w->co), 0);
-}
-
-static void coord_cfg(struct w *w, struct rdzv_config *cfg)
-{
-	*cfg = w->base;
-	cfg->is_coordinator = 1;
-	snprintf(cfg->self.name, sizeof(cfg->self.name), "%s", w->names[0]);
-	snprintf(cfg->self.addr4, sizeof(cfg->self.addr4), "127.0.0.1");
-	snprintf(cfg->self.iface, sizeof(cfg->self.iface), "lo");
-	cfg->self.slots = 8;
-	cfg->self.gid_index = -1;
-	cfg->deadline_ms = w->deadline;
-	gx_addr_parse("127.0.0.1", 0, &cfg->listen_addr, &cfg->listen_addrlen);
-}
-
-static void start_coord(struct w *w)
+static void start_coord(struct rh *w)
 {
 	struct rdzv_config cfg;
 
-	coord_cfg(w, &cfg);
-	start_coord_cfg(w, &cfg);
+	rh_coord_cfg(w, &cfg);
+	rh_start_coord_cfg(w, &cfg);
 }
 
-static void member_cfg(struct w *w, uint32_t i, struct rdzv_config *cfg)
+static void start_member_cfg(struct rh *w, uint32_t i, const struct rdzv_config *cfg)
 {
-	*cfg = w->base;
-	cfg->is_coordinator = 0;
-	snprintf(cfg->self.name, sizeof(cfg->self.name), "%s", w->names[i]);
-	cfg->self.index = i;
-	randombytes_buf(&cfg->self.incarnation, sizeof(cfg->self.incarnation));
-	snprintf(cfg->self.addr4, sizeof(cfg->self.addr4), "127.0.%u.%u", (1 + i / 250) & 0xff,
-		 1 + i % 250);
-	snprintf(cfg->self.iface, sizeof(cfg->self.iface), "lo");
-	cfg->self.slots = 1;
-	cfg->self.gid_index = -1;
+	rh_start_member_in(w, w->ev, i, cfg);
 }
 
-static void start_member_cfg(struct w *w, uint32_t i, const struct rdzv_config *cfg)
-{
-	w->ctx[i] = (struct mctx){w, i};
-	w->s[i].done = 0;
-	assert_int_equal(rdzv_member_start(w->ev, cfg, m_done_tr, &w->ctx[i], &w->s[i].m), 0);
-}
-
-static void start_member(struct w *w, uint32_t i)
+static void start_member(struct rh *w, uint32_t i)
 {
 	struct rdzv_config cfg;
 
-	member_cfg(w, i, &cfg);
+	rh_member_cfg(w, i, &cfg);
 	start_member_cfg(w, i, &cfg);
 }
 
 /* Run the loop until `want` dones or ms elapse. In 50 ms slices: gx_ev's
  * poll_timeout() lets a timer that is already overdue wait for the run_until
  * deadline (seen under valgrind); slices bound that (reported to the lead). */
-static void pump(struct w *w, int want, int64_t ms)
+static void pump(struct rh *w, int want, int64_t ms)
 {
 	int64_t until = gx_now_ms() + ms;
 
@@ -219,7 +77,7 @@ static void pump(struct w *w, int want, int64_t ms)
 		gx_ev_run_until(w->ev, gx_now_ms() + 50 < until ? gx_now_ms() + 50 : until);
 }
 
-static void expect_all_ok(struct w *w)
+static void expect_all_ok(struct rh *w)
 {
 	uint32_t i;
 
@@ -239,7 +97,7 @@ static void expect_all_ok(struct w *w)
 
 static void run_n(uint32_t n)
 {
-	struct w w;
+	struct rh w;
 	uint32_t i;
 	int64_t t0, t1;
 
@@ -260,7 +118,7 @@ static void run_n(uint32_t n)
 		assert_string_equal(w.co_res.table[i].name, w.names[i]);
 		assert_string_equal(w.co_res.table[i].seen_from, w.co_res.table[i].addr4);
 	}
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_n1(void **state)
@@ -291,17 +149,17 @@ static void test_n1024(void **state)
 static void test_wildcard_no_token_full_table(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 10000);
 	w.base.token = NULL;
 	w.base.token_len = 0;
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	cfg.listen_addrlen = 0;
-	start_coord_cfg(&w, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
 	start_member(&w, 1);
-	member_cfg(&w, 2, &cfg);
+	rh_member_cfg(&w, 2, &cfg);
 	cfg.full_table = 1;
 	start_member_cfg(&w, 2, &cfg);
 	pump(&w, 3, 9000);
@@ -310,12 +168,12 @@ static void test_wildcard_no_token_full_table(void **state)
 	assert_int_equal(w.s[1].res.authenticated, 0);
 	assert_int_equal(w.s[1].ntable, 0);
 	assert_int_equal(w.s[2].ntable, 3);
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_member_before_coordinator(void **state)
 {
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 10000);
@@ -326,7 +184,7 @@ static void test_member_before_coordinator(void **state)
 	start_coord(&w);
 	pump(&w, 3, 9000);
 	expect_all_ok(&w);
-	w_free(&w);
+	rh_free(&w);
 }
 
 /*
@@ -335,7 +193,7 @@ static void test_member_before_coordinator(void **state)
  * member retries and joins; the loop never blocks on the lookup.
  */
 struct async_res {
-	struct w *w;
+	struct rh *w;
 	uint32_t i;
 	int calls;
 };
@@ -368,7 +226,7 @@ static void test_async_resolve(void **state)
 {
 	struct async_res a[3];
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 	uint32_t i;
 
 	(void)state;
@@ -376,7 +234,7 @@ static void test_async_resolve(void **state)
 	start_coord(&w);
 	for (i = 1; i < 3; i++) {
 		a[i] = (struct async_res){&w, i, 0};
-		member_cfg(&w, i, &cfg);
+		rh_member_cfg(&w, i, &cfg);
 		cfg.resolve = async_resolve;
 		cfg.resolve_arg = &a[i];
 		start_member_cfg(&w, i, &cfg);
@@ -385,14 +243,60 @@ static void test_async_resolve(void **state)
 	expect_all_ok(&w);
 	for (i = 1; i < 3; i++)
 		assert_int_equal(a[i].calls, 2); /* NXDOMAIN, then the answer */
-	w_free(&w);
+	rh_free(&w);
+}
+
+/*
+ * Issue 29: the hints decide from rdzv_result.conn_err, not from err's text.
+ * Nothing listens: -ECONNREFUSED; a listener that accepts and closes at once
+ * (a proxy without its upstream): -ECONNRESET.
+ */
+static void accept_close(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	int c = accept(fd, NULL, NULL);
+
+	(void)ev;
+	(void)events;
+	(void)arg;
+	if (c >= 0)
+		close(c);
+}
+
+static void test_conn_err(void **state)
+{
+	union gx_sockaddr sa;
+	socklen_t len;
+	struct rh w;
+	int lfd = -1;
+
+	(void)state;
+	w_init(&w, 2, 0);
+	w.base.deadline_ms = gx_now_ms() + 1200;
+	start_member(&w, 1);
+	pump(&w, 1, 5000);
+	assert_int_equal(w.s[1].rc, GX_EPEERS);
+	assert_int_equal(w.s[1].res.conn_err, -ECONNREFUSED);
+	rh_free(&w);
+
+	w_init(&w, 2, 0);
+	w.base.deadline_ms = gx_now_ms() + 1200;
+	assert_int_equal(gx_addr_parse("127.0.0.1", w.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &lfd), 0);
+	assert_int_equal(gx_ev_add(w.ev, lfd, EPOLLIN, accept_close, NULL), 0);
+	start_member(&w, 1);
+	pump(&w, 1, 5000);
+	assert_int_equal(w.s[1].rc, GX_EPEERS);
+	assert_int_equal(w.s[1].res.conn_err, -ECONNRESET);
+	gx_ev_del(w.ev, lfd);
+	close(lfd);
+	rh_free(&w);
 }
 
 /* A pod restarts: its member goes away, a new incarnation joins and wins. */
 static void test_new_incarnation(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 10000);
@@ -401,19 +305,19 @@ static void test_new_incarnation(void **state)
 	pump(&w, 100, 300);
 	rdzv_member_free(w.s[1].m);
 	w.s[1].m = NULL;
-	member_cfg(&w, 1, &cfg);
+	rh_member_cfg(&w, 1, &cfg);
 	cfg.self.incarnation = 0x1234;
 	start_member_cfg(&w, 1, &cfg);
 	start_member(&w, 2);
 	pump(&w, 3, 9000);
 	expect_all_ok(&w);
 	assert_true(w.co_res.table[1].incarnation == 0x1234);
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_coordinator_restart(void **state)
 {
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 15000);
@@ -427,19 +331,19 @@ static void test_coordinator_restart(void **state)
 	start_member(&w, 2);
 	pump(&w, 3, 14000);
 	expect_all_ok(&w);
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_wrong_token_rejected_others_complete(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 10000);
 	start_coord(&w);
 	start_member(&w, 1);
-	member_cfg(&w, 2, &cfg);
+	rh_member_cfg(&w, 2, &cfg);
 	cfg.token = BAD_TOKEN;
 	cfg.token_len = sizeof(BAD_TOKEN) - 1;
 	cfg.deadline_ms = gx_now_ms() + 2500;
@@ -459,19 +363,19 @@ static void test_wrong_token_rejected_others_complete(void **state)
 	start_member(&w, 2); /* the right pod with the right token */
 	pump(&w, 3, 9000);
 	expect_all_ok(&w);
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_missing_token_deadline_names_it(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 1500);
 	start_coord(&w);
 	start_member(&w, 1);
-	member_cfg(&w, 2, &cfg);
+	rh_member_cfg(&w, 2, &cfg);
 	cfg.token = NULL;
 	cfg.token_len = 0;
 	start_member_cfg(&w, 2, &cfg);
@@ -488,10 +392,10 @@ static void test_missing_token_deadline_names_it(void **state)
 	assert_int_equal(w.s[1].rc, GX_EPEERS); /* ABORT with the coordinator's line */
 	assert_string_equal(w.s[1].res.err, "peers missing after 2s: job-worker-2");
 	assert_null(strstr(w.s[1].res.err, "token"));
-	w_free(&w);
+	rh_free(&w);
 }
 
-static int raw_connect(struct w *w)
+static int raw_connect(struct rh *w)
 {
 	union gx_sockaddr sa;
 	socklen_t len;
@@ -507,7 +411,7 @@ static void test_garbage_and_silent(void **state)
 	unsigned char junk[200], hdr[RDZV_HDR_LEN];
 	struct pollfd p;
 	int g, s, big, n = 0;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 15000);
@@ -538,13 +442,13 @@ static void test_garbage_and_silent(void **state)
 	close(g);
 	close(s);
 	close(big);
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_conflicting_peers(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 	struct rdzv_member *twin = NULL;
 
 	(void)state;
@@ -552,21 +456,20 @@ static void test_conflicting_peers(void **state)
 	start_coord(&w);
 	start_member(&w, 1);
 	pump(&w, 100, 300);
-	member_cfg(&w, 1, &cfg); /* a second live pod claiming job-worker-1 */
-	w.ctx[2] = (struct mctx){&w, 2};
-	assert_int_equal(rdzv_member_start(w.ev, &cfg, m_done_tr, &w.ctx[2], &twin), 0);
+	rh_member_cfg(&w, 1, &cfg); /* a second live pod claiming job-worker-1 */
+	assert_int_equal(rdzv_member_start(w.ev, &cfg, rh_m_done, &w.s[2], &twin), 0);
 	pump(&w, 3, 8000);
 	assert_int_equal(w.co_rc, GX_ECONFLICT);
 	assert_non_null(strstr(w.co_res.err, "job-worker-1"));
 	assert_int_equal(w.s[1].rc, GX_ECONFLICT);
 	assert_int_equal(w.s[2].rc, GX_ECONFLICT); /* the twin */
 	rdzv_member_free(twin);
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_deadline_missing_peer(void **state)
 {
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 4, 1500);
@@ -579,7 +482,7 @@ static void test_deadline_missing_peer(void **state)
 	assert_null(strstr(w.co_res.err, "job-worker-1"));
 	assert_int_equal(w.s[1].rc, GX_EPEERS);
 	assert_int_equal(w.s[3].rc, GX_EPEERS);
-	w_free(&w);
+	rh_free(&w);
 }
 
 /* The coordinator listens on 127.0.0.1 only; its secondary addresses are
@@ -588,15 +491,15 @@ static void test_deadline_missing_peer(void **state)
 static void test_unreachable_secondary(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 2000);
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	snprintf(cfg.self.addr6, sizeof(cfg.self.addr6), "::1");
-	start_coord_cfg(&w, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
 	start_member(&w, 1);
-	member_cfg(&w, 2, &cfg);
+	rh_member_cfg(&w, 2, &cfg);
 	cfg.self.addr4[0] = '\0';
 	snprintf(cfg.self.addr6, sizeof(cfg.self.addr6), "::1");
 	start_member_cfg(&w, 2, &cfg);
@@ -609,20 +512,20 @@ static void test_unreachable_secondary(void **state)
 	assert_null(strstr(w.co_res.err, "job-worker-1"));
 	assert_int_equal(w.s[1].rc, GX_ERDZV);
 	assert_int_equal(w.s[2].rc, GX_ERDZV);
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_coordinator_without_token(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 2, 1500);
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	cfg.token = NULL;
 	cfg.token_len = 0;
-	start_coord_cfg(&w, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
 	start_member(&w, 1);
 	pump(&w, 2, 5000);
 	assert_int_equal(w.s[1].rc, GX_EAUTH);
@@ -630,19 +533,19 @@ static void test_coordinator_without_token(void **state)
 	assert_int_equal(w.s[1].res.rank, -1); /* accepted nothing */
 	assert_string_equal(w.s[1].res.master_addr, "");
 	assert_int_equal(w.co_rc, GX_EPEERS);
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_netdetect_failure_aborts_all(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 10000);
 	start_coord(&w);
 	start_member(&w, 1);
-	member_cfg(&w, 2, &cfg);
+	rh_member_cfg(&w, 2, &cfg);
 	cfg.self.addr4[0] = '\0';
 	cfg.self.iface[0] = '\0';
 	cfg.self.nd_err = GX_ENOSECONDARY;
@@ -653,20 +556,20 @@ static void test_netdetect_failure_aborts_all(void **state)
 	assert_string_equal(w.co_res.err, "job-worker-2: net1 is down");
 	assert_int_equal(w.s[1].rc, GX_ERDZV);
 	assert_int_equal(w.s[2].rc, GX_ERDZV);
-	w_free(&w);
+	rh_free(&w);
 }
 
 /* DECISIONS 8: after COMMIT a serving coordinator hands a restarted pod its rank. */
 static void test_keep_serving(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 10000);
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	cfg.keep_serving = 1;
-	start_coord_cfg(&w, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
 	start_member(&w, 1);
 	start_member(&w, 2);
 	pump(&w, 3, 9000);
@@ -680,15 +583,31 @@ static void test_keep_serving(void **state)
 	assert_int_equal(w.s[2].rc, 0);
 	assert_int_equal(w.s[2].res.rank, 2);
 	assert_int_equal(w.co_done, 1);
-	w_free(&w);
+	rh_free(&w);
 }
 
+/* A check() that answers from a timer of the loop 50 ms later, or never (hang). */
 struct fake_rdma {
-	int rc, calls;
+	int rc, calls, hang, cancels;
+	struct gx_ev *ev;
+	uint64_t timer;
+	rdzv_rdma_check_fn *done;
+	void *done_arg;
 };
 
-static int fake_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
-		      uint16_t port, int64_t deadline_ms, char *why, size_t whylen)
+static void fake_answer(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct fake_rdma *f = arg;
+
+	(void)ev;
+	(void)id;
+	f->timer = 0;
+	f->done(f->done_arg, f->rc, f->rc ? "rdma_resolve_route: timed out" : "");
+}
+
+static int fake_check(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
+		      const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
+		      rdzv_rdma_check_fn *done, void *done_arg)
 {
 	struct fake_rdma *f = arg;
 
@@ -697,23 +616,36 @@ static int fake_check(void *arg, const struct rdzv_peer *self, const struct rdzv
 	f->calls++;
 	assert_string_equal(coord->rdma_dev, "mlx5_0");
 	assert_string_equal(self->rdma_dev, "mlx5_1");
-	if (f->rc)
-		snprintf(why, whylen, "rdma_resolve_route: timed out");
-	return f->rc;
+	assert_int_equal(f->timer, 0); /* one at a time */
+	f->ev = ev;
+	f->done = done;
+	f->done_arg = done_arg;
+	if (!f->hang)
+		f->timer = gx_ev_timer(ev, 50, fake_answer, f);
+	return 0;
+}
+
+static void fake_cancel(void *arg)
+{
+	struct fake_rdma *f = arg;
+
+	f->cancels++;
+	gx_ev_timer_cancel(f->ev, f->timer);
+	f->timer = 0;
 }
 
 static void run_rdma(int fail)
 {
 	struct fake_rdma f = {.rc = fail ? -ETIMEDOUT : 0};
-	const struct rdzv_rdma_ops ops = {.check = fake_check, .arg = &f};
+	const struct rdzv_rdma_ops ops = {.check = fake_check, .cancel = fake_cancel, .arg = &f};
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	w_init(&w, 2, fail ? 1500 : 10000);
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_0");
-	start_coord_cfg(&w, &cfg);
-	member_cfg(&w, 1, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
+	rh_member_cfg(&w, 1, &cfg);
 	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_1");
 	cfg.rdma = &ops;
 	start_member_cfg(&w, 1, &cfg);
@@ -727,7 +659,7 @@ static void run_rdma(int fail)
 		expect_all_ok(&w);
 		assert_int_equal(w.s[1].res.rdma_verified, 1);
 	}
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_rdma_ops(void **state)
@@ -737,13 +669,46 @@ static void test_rdma_ops(void **state)
 	run_rdma(1);
 }
 
+/*
+ * Issue 29: the check runs in the member's loop. One that never answers blocks
+ * nothing: the coordinator (same loop) still ends at its 1.5 s deadline, long
+ * before the check's own 10 s, and the member's end cancels the check.
+ */
+static void test_rdma_check_in_loop(void **state)
+{
+	struct fake_rdma f = {.hang = 1};
+	const struct rdzv_rdma_ops ops = {.check = fake_check, .cancel = fake_cancel, .arg = &f};
+	struct rdzv_config cfg;
+	int64_t t0 = gx_now_ms();
+	struct rh w;
+
+	(void)state;
+	w_init(&w, 2, 1500);
+	rh_coord_cfg(&w, &cfg);
+	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_0");
+	rh_start_coord_cfg(&w, &cfg);
+	rh_member_cfg(&w, 1, &cfg);
+	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_1");
+	cfg.rdma = &ops;
+	start_member_cfg(&w, 1, &cfg);
+	pump(&w, 2, 8000);
+	assert_int_equal(f.calls, 1);
+	assert_int_equal(w.co_done, 1);
+	assert_int_equal(w.co_rc, GX_ERDZV);
+	assert_true(gx_now_ms() - t0 < 5000);
+	assert_int_equal(w.s[1].done, 1);
+	assert_int_equal(f.cancels, 1);
+	assert_int_equal(w.s[1].res.rdma_verified, 0);
+	rh_free(&w);
+}
+
 /* DECISIONS 1: an observer (MPI launcher) gets no rank and the whole table,
  * also when it arrives after the COMMIT at a coordinator that keeps serving. */
-static void start_observer(struct w *w, uint32_t slot)
+static void start_observer(struct rh *w, uint32_t slot)
 {
 	struct rdzv_config cfg;
 
-	member_cfg(w, slot, &cfg);
+	rh_member_cfg(w, slot, &cfg);
 	snprintf(cfg.self.name, sizeof(cfg.self.name), "mpi-launcher");
 	cfg.self.index = RDZV_OBSERVER;
 	cfg.self.addr4[0] = '\0';
@@ -754,14 +719,14 @@ static void start_observer(struct w *w, uint32_t slot)
 static void test_observer(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 4, 10000);
 	w.base.world = 3; /* slot 3 is the observer */
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	cfg.keep_serving = 1;
-	start_coord_cfg(&w, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
 	start_member(&w, 1);
 	start_observer(&w, 3);
 	start_member(&w, 2);
@@ -785,12 +750,12 @@ static void test_observer(void **state)
 	assert_int_equal(w.s[3].rc, 0);
 	assert_int_equal(w.s[3].res.rank, -1);
 	assert_int_equal(w.s[3].ntable, 3);
-	w_free(&w);
+	rh_free(&w);
 }
 
 /* Issue 17: members / observers with stay keep their session for the job-end notice. */
 struct endrec {
-	struct w *w;
+	struct rh *w;
 	int n, status;
 	char why[200];
 };
@@ -810,21 +775,21 @@ static void test_job_end(void **state)
 	struct endrec ce = {0}, me[4];
 	struct rdzv_config cfg;
 	uint32_t i;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 4, 10000);
 	w.base.world = 3; /* slot 3 is the observer */
 	memset(me, 0, sizeof(me));
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	cfg.keep_serving = 1;
 	ce.w = &w;
 	cfg.ended = on_end;
 	cfg.ended_arg = &ce;
-	start_coord_cfg(&w, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
 	for (i = 1; i < 4; i++) {
 		me[i].w = &w;
-		member_cfg(&w, i, &cfg);
+		rh_member_cfg(&w, i, &cfg);
 		if (i == 3) {
 			snprintf(cfg.self.name, sizeof(cfg.self.name), "mpi-launcher");
 			cfg.self.index = RDZV_OBSERVER;
@@ -856,7 +821,7 @@ static void test_job_end(void **state)
 	}
 	assert_true(rdzv_coord_flushed(w.co));
 	assert_int_equal(rdzv_member_end(w.s[1].m, 1), -ENOTCONN); /* over */
-	w_free(&w);
+	rh_free(&w);
 }
 
 /* A member that stays sees the coordinator go away: ended(-1, why). */
@@ -864,13 +829,13 @@ static void test_job_end_dropped(void **state)
 {
 	struct endrec me = {0};
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 2, 10000);
 	start_coord(&w);
 	me.w = &w;
-	member_cfg(&w, 1, &cfg);
+	rh_member_cfg(&w, 1, &cfg);
 	cfg.stay = 1;
 	cfg.ended = on_end;
 	cfg.ended_arg = &me;
@@ -886,24 +851,24 @@ static void test_job_end_dropped(void **state)
 	assert_int_equal(me.status, -1);
 	assert_non_null(strstr(me.why, "127.0.0.1"));
 	assert_int_equal(rdzv_coord_end(NULL, 0), -ENOTCONN);
-	w_free(&w);
+	rh_free(&w);
 }
 
 /* DECISIONS 22 (check): a pod whose netdetect failed stays in, flagged. */
 static void test_soft_verify(void **state)
 {
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 10000);
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	cfg.soft_verify = 1;
-	start_coord_cfg(&w, &cfg);
-	member_cfg(&w, 1, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
+	rh_member_cfg(&w, 1, &cfg);
 	cfg.full_table = 1;
 	start_member_cfg(&w, 1, &cfg);
-	member_cfg(&w, 2, &cfg);
+	rh_member_cfg(&w, 2, &cfg);
 	cfg.self.addr4[0] = '\0';
 	cfg.self.iface[0] = '\0';
 	cfg.self.nd_err = GX_ENOSECONDARY;
@@ -918,11 +883,15 @@ static void test_soft_verify(void **state)
 	assert_true(w.co_res.table[2].flags & RDZV_PF_VFAILED);
 	assert_string_equal(w.co_res.table[2].nd_why, "net1 is down");
 	assert_false(w.co_res.table[1].flags & RDZV_PF_VFAILED);
-	w_free(&w);
+	rh_free(&w);
 }
 
 struct fake_listen {
 	int rc, listens, closes, checks;
+	struct gx_ev *ev;
+	uint64_t timer;
+	rdzv_rdma_check_fn *done;
+	void *done_arg;
 };
 
 static int fl_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
@@ -944,16 +913,40 @@ static void fl_close(void *arg)
 	((struct fake_listen *)arg)->closes++;
 }
 
-static int fl_check(void *arg, const struct rdzv_peer *self, const struct rdzv_peer *coord,
-		    uint16_t port, int64_t deadline_ms, char *why, size_t whylen)
+static void fl_answer(struct gx_ev *ev, uint64_t id, void *arg)
 {
+	struct fake_listen *f = arg;
+
+	(void)ev;
+	(void)id;
+	f->timer = 0;
+	f->done(f->done_arg, 0, "");
+}
+
+static void fl_cancel(void *arg)
+{
+	struct fake_listen *f = arg;
+
+	gx_ev_timer_cancel(f->ev, f->timer);
+	f->timer = 0;
+}
+
+static int fl_check(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
+		    const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
+		    rdzv_rdma_check_fn *done, void *done_arg)
+{
+	struct fake_listen *f = arg;
+
 	(void)self;
 	(void)coord;
 	(void)port;
 	(void)deadline_ms;
-	(void)why;
-	(void)whylen;
-	((struct fake_listen *)arg)->checks++;
+	f->checks++;
+	f->done = done;
+	f->done_arg = done_arg;
+	f->ev = ev;
+	f->timer = gx_ev_timer(ev, 0, fl_answer, f);
+	assert_true(f->timer != 0);
 	return 0;
 }
 
@@ -962,17 +955,20 @@ static int fl_check(void *arg, const struct rdzv_peer *self, const struct rdzv_p
 static void run_listen(int fail)
 {
 	struct fake_listen f = {.rc = fail ? -ENODEV : 0};
-	const struct rdzv_rdma_ops ops = {
-	    .check = fl_check, .listen = fl_listen, .close = fl_close, .arg = &f};
+	const struct rdzv_rdma_ops ops = {.check = fl_check,
+					  .cancel = fl_cancel,
+					  .listen = fl_listen,
+					  .close = fl_close,
+					  .arg = &f};
 	struct rdzv_config cfg;
-	struct w w;
+	struct rh w;
 
 	w_init(&w, 2, 10000);
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_0");
 	cfg.rdma = &ops;
-	start_coord_cfg(&w, &cfg);
-	member_cfg(&w, 1, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
+	rh_member_cfg(&w, 1, &cfg);
 	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_1");
 	cfg.rdma = &ops;
 	start_member_cfg(&w, 1, &cfg);
@@ -988,7 +984,7 @@ static void run_listen(int fail)
 	rdzv_coord_free(w.co);
 	w.co = NULL;
 	assert_int_equal(f.closes, fail ? 0 : 1);
-	w_free(&w);
+	rh_free(&w);
 }
 
 static void test_rdma_listen(void **state)
@@ -1001,11 +997,11 @@ static void test_rdma_listen(void **state)
 /* Issue 12: an elastic job (Ray): the head commits alone at once and keeps
  * serving; pods join by name whenever they start, a returning name keeps its
  * rank, and when every slot was used the one idle longest is handed over. */
-static void start_elastic(struct w *w, uint32_t slot, const char *name)
+static void start_elastic(struct rh *w, uint32_t slot, const char *name)
 {
 	struct rdzv_config cfg;
 
-	member_cfg(w, slot, &cfg);
+	rh_member_cfg(w, slot, &cfg);
 	snprintf(cfg.self.name, sizeof(cfg.self.name), "%s", name);
 	cfg.self.index = RDZV_ELASTIC;
 	cfg.elastic = 1;
@@ -1027,11 +1023,11 @@ static void test_elastic(void **state)
 {
 	struct rdzv_config cfg;
 	size_t changed = 0;
-	struct w w;
+	struct rh w;
 
 	(void)state;
 	w_init(&w, 3, 10000); /* MAX = 3: the head and two slots */
-	coord_cfg(&w, &cfg);
+	rh_coord_cfg(&w, &cfg);
 	cfg.elastic = 1;
 	cfg.nnames = 1;
 	cfg.min_peers = 1;
@@ -1041,7 +1037,7 @@ static void test_elastic(void **state)
 	w.base.elastic = 1;
 	w.base.nnames = 1;
 	w.base.min_peers = 1;
-	start_coord_cfg(&w, &cfg);
+	rh_start_coord_cfg(&w, &cfg);
 	pump(&w, 1, 3000);
 	assert_int_equal(w.co_done, 1); /* nobody else needed */
 	assert_int_equal(w.co_rc, 0);
@@ -1079,7 +1075,7 @@ static void test_elastic(void **state)
 	assert_int_equal(w.s[2].rc, 0);
 	assert_true(w.s[2].res.rank >= 1 && w.s[2].res.rank <= 2);
 	assert_string_equal(w.co_res.table[w.s[2].res.rank].name, "ray-worker-c");
-	w_free(&w);
+	rh_free(&w);
 }
 
 int main(void)
@@ -1092,6 +1088,7 @@ int main(void)
 	    cmocka_unit_test(test_wildcard_no_token_full_table),
 	    cmocka_unit_test(test_member_before_coordinator),
 	    cmocka_unit_test(test_async_resolve),
+	    cmocka_unit_test(test_conn_err),
 	    cmocka_unit_test(test_new_incarnation),
 	    cmocka_unit_test(test_coordinator_restart),
 	    cmocka_unit_test(test_wrong_token_rejected_others_complete),
@@ -1104,6 +1101,7 @@ int main(void)
 	    cmocka_unit_test(test_netdetect_failure_aborts_all),
 	    cmocka_unit_test(test_keep_serving),
 	    cmocka_unit_test(test_rdma_ops),
+	    cmocka_unit_test(test_rdma_check_in_loop),
 	    cmocka_unit_test(test_observer),
 	    cmocka_unit_test(test_soft_verify),
 	    cmocka_unit_test(test_job_end),

@@ -656,6 +656,64 @@ static void peers(struct rdzv_peer *self, struct rdzv_peer *peer, int v6)
 	}
 }
 
+/* The probe run to its end in a loop of its own (the tests wait for nothing else). */
+struct run_wait {
+	struct gx_ev *ev;
+	struct rdzv_rdma_probe *out;
+	int rc;
+	char why[256];
+};
+
+static void run_done(void *arg, const struct rdzv_rdma_probe *out)
+{
+	struct run_wait *w = arg;
+
+	*w->out = *out;
+	gx_ev_stop(w->ev, 0);
+}
+
+static int probe_run(struct rdzv_rdma_ctx *c, const struct rdzv_peer *self,
+		     const struct rdzv_peer *peer, uint16_t port, size_t size, int64_t deadline_ms,
+		     struct rdzv_rdma_probe *out)
+{
+	struct run_wait w = {.out = out};
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	assert_int_equal(gx_ev_new(&w.ev), 0);
+	rc =
+	    rdzv_rdma_probe_start(c, w.ev, self, peer, port, size, deadline_ms, run_done, &w, NULL);
+	if (rc == 0)
+		gx_ev_run(w.ev);
+	gx_ev_free(w.ev);
+	return rc;
+}
+
+static void check_done(void *arg, int rc, const char *why)
+{
+	struct run_wait *w = arg;
+
+	w->rc = rc;
+	snprintf(w->why, sizeof(w->why), "%s", why);
+	gx_ev_stop(w->ev, 0);
+}
+
+/* ops->check() run to its answer in a loop of its own; why gets its line. */
+static int check_run(const struct rdzv_rdma_ops *ops, const struct rdzv_peer *self,
+		     const struct rdzv_peer *peer, uint16_t port, int64_t deadline_ms, char *why)
+{
+	struct run_wait w = {.rc = 1};
+	int rc;
+
+	assert_int_equal(gx_ev_new(&w.ev), 0);
+	rc = ops->check(ops->arg, w.ev, self, peer, port, deadline_ms, check_done, &w);
+	if (rc == 0)
+		gx_ev_run(w.ev);
+	gx_ev_free(w.ev);
+	snprintf(why, 256, "%s", w.why);
+	return rc < 0 ? rc : w.rc;
+}
+
 /* One client probe against the scripted fake. */
 static void probe(size_t size, int64_t budget_ms, struct rdzv_rdma_probe *out)
 {
@@ -664,8 +722,7 @@ static void probe(size_t size, int64_t budget_ms, struct rdzv_rdma_probe *out)
 
 	peers(&self, &peer, 0);
 	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
-	assert_int_equal(
-	    rdzv_rdma_probe_run(c, &self, &peer, 29410, size, gx_now_ms() + budget_ms, out), 0);
+	assert_int_equal(probe_run(c, &self, &peer, 29410, size, gx_now_ms() + budget_ms, out), 0);
 	rdzv_rdma_ctx_free(c);
 }
 
@@ -818,7 +875,7 @@ static void test_client_v6(void **state)
 
 	peers(&self, &peer, 1);
 	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
-	assert_int_equal(rdzv_rdma_probe_run(c, &self, &peer, 4791, 0, gx_now_ms() + 2000, &p), 0);
+	assert_int_equal(probe_run(c, &self, &peer, 4791, 0, gx_now_ms() + 2000, &p), 0);
 	rdzv_rdma_ctx_free(c);
 	assert_int_equal(p.ok, 1);
 	assert_int_equal(f->dst.sa.sa_family, AF_INET6);
@@ -828,7 +885,7 @@ static void test_client_v6(void **state)
 	snprintf(self.addr4, sizeof(self.addr4), "10.0.0.2");
 	self.addr6[0] = '\0';
 	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
-	assert_int_equal(rdzv_rdma_probe_run(c, &self, &peer, 4791, 0, gx_now_ms() + 2000, &p), 0);
+	assert_int_equal(probe_run(c, &self, &peer, 4791, 0, gx_now_ms() + 2000, &p), 0);
 	rdzv_rdma_ctx_free(c);
 	expect_fail(&p, "resolve_addr", "resolve_addr: no common address family with job-master-0");
 }
@@ -1113,8 +1170,7 @@ static void test_rails_gate(void **state)
 	snprintf(peer.rails, sizeof(peer.rails), "rxe0:1/net1/10.0.0.1,rxe3:1/net2/10.1.0.1");
 	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
 	ops = rdzv_rdma_ops(c);
-	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
-			 0);
+	assert_int_equal(check_run(ops, &self, &peer, 29410, gx_now_ms() + 2000, why), 0);
 	assert_int_equal(f->nresolves, 2); /* bootstrap + net2; net3 has no partner */
 	/* the rails got at most half of the 2 s left (net3 used none of it): the coordinator
 	 * waits for our VERIFY */
@@ -1130,8 +1186,7 @@ static void test_rails_gate(void **state)
 	assert_string_equal(rl[1].why, "the coordinator has no rail on net3");
 	/* net2 broken: named, left out, the check itself passes */
 	f->unreachable4 = inet_addr("10.1.0.1");
-	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
-			 0);
+	assert_int_equal(check_run(ops, &self, &peer, 29410, gx_now_ms() + 2000, why), 0);
 	assert_int_equal(rdzv_rdma_rails(c, &rl), 3);
 	assert_true(rl[0].ok && rl[2].checked && !rl[2].ok);
 	assert_string_equal(rl[2].why, "to rxe3 (10.1.0.1): resolve_addr: No route to host");
@@ -1139,15 +1194,13 @@ static void test_rails_gate(void **state)
 	f->unreachable4 = 0;
 	f->nresolves = 0;
 	rdzv_rdma_set_rails(c, 0);
-	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
-			 0);
+	assert_int_equal(check_run(ops, &self, &peer, 29410, gx_now_ms() + 2000, why), 0);
 	assert_int_equal(f->nresolves, 1);
 	assert_int_equal(rdzv_rdma_rails(c, &rl), 0);
 	rdzv_rdma_set_rails(c, 1);
 	/* the bootstrap rail broken: the check fails as before */
 	f->unreachable4 = inet_addr("10.0.0.1");
-	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
-			 GX_ERDZV);
+	assert_int_equal(check_run(ops, &self, &peer, 29410, gx_now_ms() + 2000, why), GX_ERDZV);
 	rdzv_rdma_ctx_free(c);
 	/* coordinator: a listener on the bootstrap address and on each rail */
 	f->reply = 0;
@@ -1178,12 +1231,10 @@ static void test_ops_check(void **state)
 	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
 	ops = rdzv_rdma_ops(c);
 	assert_ptr_equal(ops->arg, c);
-	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
-			 0);
+	assert_int_equal(check_run(ops, &self, &peer, 29410, gx_now_ms() + 2000, why), 0);
 	f->route_ev = RDMA_CM_EVENT_ROUTE_ERROR;
 	f->route_status = -ENETUNREACH;
-	assert_int_equal(ops->check(ops->arg, &self, &peer, 29410, gx_now_ms() + 2000, why, 256),
-			 GX_ERDZV);
+	assert_int_equal(check_run(ops, &self, &peer, 29410, gx_now_ms() + 2000, why), GX_ERDZV);
 	assert_string_equal(why, "resolve_route: Network is unreachable");
 	ops->close(ops->arg); /* never listened: harmless */
 	rdzv_rdma_ctx_free(c);
