@@ -313,10 +313,17 @@ static json_t *peers_doc(const struct check_world *w)
 	for (i = 0; a && i < w->n; i++) {
 		const struct check_row *r = &w->rows[i];
 
-		if (json_array_append_new(a, json_pack("{s:I, s:s, s:i, s:i, s:s, s:b}", "rank",
-						       (json_int_t)i, "name", w->names[i], "mtu",
-						       r->mtu, "rdma", r->rdma, "why", r->why,
-						       "reported", r->reported)) < 0) {
+		json_t *x = json_pack("{s:I, s:s, s:i, s:i, s:s, s:b}", "rank", (json_int_t)i,
+				      "name", w->names[i], "mtu", r->mtu, "rdma", r->rdma, "why",
+				      r->why, "reported", r->reported);
+
+		/* the second pass reached it (optional: absent otherwise) */
+		if (x && r->second == CHECK_SECOND_OK &&
+		    json_object_set_new(x, "reached", json_true()) < 0) {
+			json_decref(x);
+			x = NULL;
+		}
+		if (json_array_append_new(a, x) < 0) {
 			json_decref(a);
 			return NULL;
 		}
