@@ -752,9 +752,10 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	deadline = n->t0 + budget + 10000;
 	if (n->is_coord) {
 		run_until(c, &n->reports_done, deadline);
-		/* the second pass ends before the members stop waiting (deadline + 5 s) */
+		/* the second pass (2 tries: up to 2 s + 8 s, the member's behind a PROBE) ends
+		 * before the members stop waiting (deadline + 5 s) */
 		return coord_finish(c,
-				    gx_now_ms() + 10000 < deadline + 3000 ? gx_now_ms() + 10000
+				    gx_now_ms() + 20000 < deadline + 3000 ? gx_now_ms() + 20000
 									  : deadline + 3000,
 				    err, errlen);
 	}

@@ -94,6 +94,7 @@ struct check_row {
 	char why[256];	/* its own netdetect / verification failure, "" */
 	int64_t lag_ms; /* the longest its event loop stalled while probing (CPU starvation) */
 	int second;	/* enum check_second (coordinator's second pass) */
+	int good;	/* known good in the coordinator's whole world (result "good") */
 	struct check_probe *probes;
 	size_t nprobes, cap;
 };
@@ -179,6 +180,13 @@ enum check_blame {
  * are named by check_blame_text); when neither, both ends. blame: n entries.
  */
 void check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths);
+/*
+ * The known-good pods (n bytes): no own failure, and an OK pair out and in, or
+ * reached in the second pass, or marked good by the coordinator's result (a
+ * member's world above CHECK_MATRIX_MAX holds only the failed probes, so
+ * blaming there needs the coordinator's view).
+ */
+int check_known_good(const struct check_world *w, unsigned char *good);
 /* " pod (why)" for each blamed pod, then " a -> b (path)" for each blamed path; count named. */
 size_t check_blame_text(const struct check_world *w, char *buf, size_t len);
 void check_summarize(const struct check_world *w, struct check_summary *s);

@@ -247,19 +247,75 @@ static int pair_failed(const struct check_world *w, uint32_t from, const struct 
 		 strncmp(w->rows[from].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) == 0);
 }
 
-/* One failed pair: from a, probe k. */
+/* One failed pair a -> b. */
 struct fpair {
 	uint32_t a, b;
 };
+
+/*
+ * One walk of the rows: in / out (n bytes each) mark the pods with an OK
+ * bootstrap TCP pair in / out; the failed pairs (pair_failed) go to *fp when fp.
+ */
+static int pairs_walk(const struct check_world *w, unsigned char *in, unsigned char *out,
+		      struct fpair **fp, size_t *nf)
+{
+	const struct check_probe *p;
+	struct fpair *nfp;
+	size_t k, cap = 0;
+	uint32_t a;
+
+	for (a = 0; a < w->n; a++)
+		for (k = 0; k < w->rows[a].nprobes; k++) {
+			p = &w->rows[a].probes[k];
+			if (p->to >= w->n)
+				continue;
+			if (p->ok && !p->rail && p->proto == CHECK_TCP) {
+				out[a] = 1;
+				in[p->to] = 1;
+			} else if (fp && pair_failed(w, a, p)) {
+				if (*nf == cap) {
+					cap = cap ? 2 * cap : 64;
+					nfp = realloc(*fp, cap * sizeof(**fp));
+					if (!nfp)
+						return -ENOMEM;
+					*fp = nfp;
+				}
+				(*fp)[*nf].a = a;
+				(*fp)[(*nf)++].b = p->to;
+			}
+		}
+	return 0;
+}
+
+/* Known good, for a pod not blamed for itself (see check_known_good). */
+static int good_pod(const struct check_world *w, uint32_t i, const unsigned char *in,
+		    const unsigned char *out)
+{
+	return (in[i] && out[i]) || w->rows[i].second == CHECK_SECOND_OK || w->rows[i].good;
+}
+
+int check_known_good(const struct check_world *w, unsigned char *good)
+{
+	unsigned char *in = calloc(w->n, 2);
+	uint32_t i;
+
+	if (!in)
+		return -ENOMEM;
+	pairs_walk(w, in, in + w->n, NULL, NULL);
+	for (i = 0; i < w->n; i++)
+		good[i] =
+		    !w->rows[i].why[0] && w->rows[i].reported && good_pod(w, i, in, in + w->n);
+	free(in);
+	return 0;
+}
 
 void check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths)
 {
 	unsigned char *in = calloc(w->n, 3), *out = in ? in + w->n : NULL,
 		      *good = in ? in + 2 * (size_t)w->n : NULL;
 	uint32_t *ends = calloc(w->n, sizeof(*ends));
-	struct fpair *fp = NULL, *nfp;
-	size_t nf = 0, cap = 0, k, f;
-	const struct check_probe *p;
+	struct fpair *fp = NULL;
+	size_t nf = 0, f;
 	uint32_t i, a, b;
 	int ga, gb;
 
@@ -269,31 +325,11 @@ void check_blame(const struct check_world *w, unsigned char *blame, size_t *npat
 		blame[i] = w->rows[i].why[0]	  ? CHECK_BLAME_OWN
 			   : !w->rows[i].reported ? CHECK_BLAME_MISSING
 						  : CHECK_BLAME_NONE;
-	if (!in || !ends)
-		goto out;
 	/* one walk: the OK pairs make pods known good, the failed ones are kept for below */
-	for (a = 0; a < w->n; a++)
-		for (k = 0; k < w->rows[a].nprobes; k++) {
-			p = &w->rows[a].probes[k];
-			if (p->to >= w->n)
-				continue;
-			if (p->ok && !p->rail && p->proto == CHECK_TCP) {
-				out[a] = 1;
-				in[p->to] = 1;
-			} else if (pair_failed(w, a, p)) {
-				if (nf == cap) {
-					cap = cap ? 2 * cap : 64;
-					nfp = realloc(fp, cap * sizeof(*fp));
-					if (!nfp)
-						goto out;
-					fp = nfp;
-				}
-				fp[nf].a = a;
-				fp[nf++].b = p->to;
-			}
-		}
+	if (!in || !ends || pairs_walk(w, in, out, &fp, &nf) < 0)
+		goto out;
 	for (i = 0; i < w->n; i++)
-		good[i] = !blame[i] && ((in[i] && out[i]) || w->rows[i].second == CHECK_SECOND_OK);
+		good[i] = !blame[i] && good_pod(w, i, in, out);
 	/* a pod that froze or lost its link midway still has good pairs from before: when
 	 * it is the common end of failed pairs with two or more good pods, it is the one
 	 * to blame, not each path (case_check_dead: 0 -> 3 and 1 -> 3 failed, 2 -> 3 came
@@ -758,6 +794,7 @@ static int result_rows(struct check_world *w, json_t *doc)
 		/* optional: the second pass reached it */
 		r->second = json_is_true(json_object_get(x, "reached")) ? CHECK_SECOND_OK
 									: CHECK_SECOND_NONE;
+		r->good = json_is_true(json_object_get(x, "good"));
 	}
 	json_array_foreach(probes, k, x)
 	{

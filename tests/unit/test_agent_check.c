@@ -547,6 +547,50 @@ static void test_blame_reached(void **state)
 	check_world_free(&w);
 }
 
+/*
+ * Above CHECK_MATRIX_MAX the result carries only the failed probes: a member
+ * blamed with no OK pair in sight and named every pod (seen at 120 pods with
+ * one cut net1: 1 of 120 pods named the cut pod alone). The result's peers
+ * carry the coordinator's known-good set, and a member names what it names.
+ */
+static void test_blame_failures_only_result(void **state)
+{
+	struct check_world w, m;
+	struct check_summary s, ms;
+	json_t *doc, *back = NULL;
+	char *names[70], text[1024], mtext[1024], why[160], *res;
+	uint32_t j;
+
+	(void)state;
+	cf_full_world(&w, 70, names, 0, 5);
+	for (j = 1; j < 70; j++) /* every pod's probe to 5 fails (its row's probe k: to k or k+1) */
+		if (j != 5) {
+			struct check_probe *p = &w.rows[j].probes[j < 5 ? 4 : 5];
+
+			assert_int_equal(p->to, 5);
+			p->ok = 0;
+			snprintf(p->why, sizeof(p->why), "timeout");
+		}
+	assert_int_equal(check_blame_text(&w, text, sizeof(text)), 1);
+	assert_string_equal(text, " job-worker-5 (no pod reaches it or is reached by it)");
+	check_summarize(&w, &s);
+	doc = check_result_json(&w, &s, NULL, 0, 1);
+	res = json_dumps(doc, JSON_COMPACT);
+	assert_non_null(res);
+	assert_int_equal(check_world_init(&m, 70, 0, names), 0);
+	assert_int_equal(check_result_decode(&m, res, strlen(res), &back, &ms, why, sizeof(why)),
+			 0);
+	assert_int_equal(m.rows[1].nprobes, 1); /* failures only */
+	assert_int_equal(check_blame_text(&m, mtext, sizeof(mtext)), 1);
+	assert_string_equal(mtext, text);
+	json_decref(back);
+	json_decref(doc);
+	free(res);
+	check_world_free(&m);
+	check_world_free(&w);
+	cf_free_names(names, 70);
+}
+
 /* The PROBE request and the PROBED answer: round trips, and what is refused. */
 static void test_probe_request(void **state)
 {
@@ -709,16 +753,26 @@ static void test_sampled(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_ok),	     cmocka_unit_test(test_net1_down),
-	    cmocka_unit_test(test_mtu_low),	     cmocka_unit_test(test_star_missing),
-	    cmocka_unit_test(test_rdma_mixed),	     cmocka_unit_test(test_rdma_unavailable),
-	    cmocka_unit_test(test_hostile_reports),  cmocka_unit_test(test_frames),
-	    cmocka_unit_test(test_result_hostile),   cmocka_unit_test(test_expected_pairs),
-	    cmocka_unit_test(test_matrix_sizes),     cmocka_unit_test(test_row_order),
-	    cmocka_unit_test(test_overload),	     cmocka_unit_test(test_star_default_line),
-	    cmocka_unit_test(test_blame_common_end), cmocka_unit_test(test_html),
-	    cmocka_unit_test(test_sampled),	     cmocka_unit_test(test_blame_reached),
+	    cmocka_unit_test(test_all_ok),
+	    cmocka_unit_test(test_net1_down),
+	    cmocka_unit_test(test_mtu_low),
+	    cmocka_unit_test(test_star_missing),
+	    cmocka_unit_test(test_rdma_mixed),
+	    cmocka_unit_test(test_rdma_unavailable),
+	    cmocka_unit_test(test_hostile_reports),
+	    cmocka_unit_test(test_frames),
+	    cmocka_unit_test(test_result_hostile),
+	    cmocka_unit_test(test_expected_pairs),
+	    cmocka_unit_test(test_matrix_sizes),
+	    cmocka_unit_test(test_row_order),
+	    cmocka_unit_test(test_overload),
+	    cmocka_unit_test(test_star_default_line),
+	    cmocka_unit_test(test_blame_common_end),
+	    cmocka_unit_test(test_html),
+	    cmocka_unit_test(test_sampled),
+	    cmocka_unit_test(test_blame_reached),
 	    cmocka_unit_test(test_probe_request),
+	    cmocka_unit_test(test_blame_failures_only_result),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
