@@ -114,6 +114,13 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(SUPPORT_OBJ) $(B)/libg
 	@echo "  LD      $@"
 	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS)
 
+# the test_agent_check* binaries share their fixtures (tests/unit/check_fixture.c)
+CHECK_UNIT_BINS := $(filter $(B)/tests/test_agent_check%,$(UNIT_BINS))
+$(CHECK_UNIT_BINS): $(B)/tests/%: $(B)/tests/unit/%.o $(SUPPORT_OBJ) \
+		$(B)/tests/unit/check_fixture.o $(B)/libgx.a
+	@echo "  LD      $@"
+	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
+
 $(B)/bench/bench_%: $(B)/tests/bench/bench_%.o $(SUPPORT_OBJ) $(B)/libgx.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

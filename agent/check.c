@@ -321,66 +321,130 @@ static void coord_warnings(struct check_cmd *c)
 		add_warning(c, line);
 }
 
+/* A known-good member to probe through: not blamed, not probed again, holding its report
+ * connection; the first after the coordinator in ring order. n: none. */
+static uint32_t pick_via(struct check_cmd *c, const unsigned char *blame, const unsigned char *only)
+{
+	uint32_t m, i;
+
+	for (m = 1; m < c->w.n; m++) {
+		i = (c->net.self + m) % c->w.n;
+		if (blame[i] == CHECK_BLAME_NONE && !only[i] && c->w.rows[i].reported &&
+		    check_serve_has(&c->net, i))
+			return i;
+	}
+	return c->w.n;
+}
+
+/* "A's second probe: timeout" for each vantage that probed pod i (""). */
+static void second_whys(struct check_cmd *c, uint32_t i, const struct check_world *again,
+			const struct check_world *via, uint32_t g, char *buf, size_t len)
+{
+	const struct check_probe *p;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	if ((p = check_find(again, c->net.self, i, CHECK_TCP)))
+		off += (size_t)snprintf(buf, len, "%s's second probe: %s", c->w.names[c->net.self],
+					p->why);
+	if (g < c->w.n && (p = check_find(via, g, i, CHECK_TCP)) && off < len)
+		snprintf(buf + off, len - off, "%s%s's second probe: %s", off ? ", " : "",
+			 c->w.names[g], p->why);
+}
+
+/* The OK second probe of pod i (the coordinator's, else the member's), or NULL. */
+static const struct check_probe *second_ok(struct check_cmd *c, uint32_t i,
+					   const struct check_world *again,
+					   const struct check_world *via, uint32_t g, uint32_t *by)
+{
+	const struct check_probe *p = check_find(again, c->net.self, i, CHECK_TCP);
+
+	*by = c->net.self;
+	if (p && p->ok)
+		return p;
+	p = g < c->w.n ? check_find(via, g, i, CHECK_TCP) : NULL;
+	*by = g;
+	return p && p->ok ? p : NULL;
+}
+
 /*
- * The second pass (issue 30): the coordinator, when known good, probes every
- * pod that check_blame blamed (no good pair, or no report) once more, with
- * the retries, before `by`. A confirmed failure goes into the pod's row why
- * (named, and shown on every pod: the result carries it); a pod that answers
- * now gets a warning (intermittent, or a stuck check).
+ * The second pass (issue 30): every pod that check_blame blamed (no good
+ * pair, or no report) is probed once more, with the retries, before `by`:
+ * by the coordinator when it is known good, and through a known-good member
+ * (a sealed PROBE on its report connection, answered by PROBED). A failure
+ * confirmed from every vantage goes into the pod's row why (named, and shown
+ * on every pod: the result carries it); a pod that a known-good pod reaches
+ * now gets a warning and counts as reached (row second): check_blame then
+ * names the failed pairs' paths instead of it when it has no other failure.
+ * A report that arrives meanwhile goes into the world and counts.
  */
 static void second_pass(struct check_cmd *c, int64_t by)
 {
 	struct check_net *n = &c->net;
-	struct check_world again, *first = n->w;
+	struct check_world again, via;
 	unsigned char *blame = calloc(c->w.n, 2), *only = blame ? blame + c->w.n : NULL;
 	const struct check_probe *p;
-	char line[512];
+	char line[512], whys[256];
 	size_t npaths, want = 0;
-	uint32_t i;
+	int self_good, asked = 0, probing = 0;
+	uint32_t i, g, who;
 
+	memset(&again, 0, sizeof(again));
+	memset(&via, 0, sizeof(via));
 	if (!blame)
 		return;
 	check_blame(&c->w, blame, &npaths);
-	for (i = 0; i < c->w.n && blame[n->self] == CHECK_BLAME_NONE; i++) {
-		only[i] =
-		    i != n->self && (blame[i] == CHECK_BLAME_POD || blame[i] == CHECK_BLAME_BOTH ||
-				     blame[i] == CHECK_BLAME_MISSING);
+	self_good = blame[n->self] == CHECK_BLAME_NONE;
+	/* the coordinator itself among them when blamed: only the member probes it */
+	for (i = 0; i < c->w.n; i++) {
+		only[i] = blame[i] == CHECK_BLAME_POD || blame[i] == CHECK_BLAME_BOTH ||
+			  blame[i] == CHECK_BLAME_MISSING;
 		want += only[i];
 	}
-	if (!want || check_world_init(&again, c->w.n, 0, c->w.names) < 0)
+	g = want ? pick_via(c, blame, only) : c->w.n;
+	if (!want || (!self_good && g == c->w.n) ||
+	    check_world_init(&again, c->w.n, 0, c->w.names) < 0 ||
+	    check_world_init(&via, c->w.n, 0, c->w.names) < 0)
 		goto out;
-	gx_info("check: second pass: probing %zu blamed pod(s) again from %s", want,
-		c->w.names[n->self]);
+	gx_info("check: second pass: probing %zu blamed pod(s) again from %s%s%s", want,
+		self_good ? c->w.names[n->self] : "", self_good && g < c->w.n ? " and " : "",
+		g < c->w.n ? c->w.names[g] : "");
+	if (g < c->w.n)
+		asked = check_serve_ask(n, g, only, &via) == 0;
+	if (self_good)
+		probing = check_probes_again(n, &again, only) == 0;
+	while (gx_now_ms() < by && ((probing && !n->probes_done) || (asked && !n->probed_done)))
+		if (gx_ev_run_until(c->r.ev, by) == -ETIMEDOUT)
+			break;
+	if (asked && !n->probed_done)
+		gx_warn("check: second pass: no answer from %s", c->w.names[g]);
 	check_probes_reset(n);
-	n->w = &again;
-	n->only = only;
-	n->tries = 2; /* the first pass had its 3 */
-	if (check_probes_start(n) == 0)
-		run_until(c, &n->probes_done, by);
-	check_probes_reset(n);
-	n->w = first;
-	n->only = NULL;
-	n->tries = 0;
+	n->probed = NULL;
 	for (i = 0; i < c->w.n; i++) {
-		if (!only[i] || !(p = check_find(&again, n->self, i, CHECK_TCP)))
+		if (!only[i])
 			continue;
-		if (p->ok) {
+		if (blame[i] == CHECK_BLAME_MISSING && c->w.rows[i].reported)
+			continue; /* its report came late: it counts (coord_finish) */
+		if ((p = second_ok(c, i, &again, &via, g, &who))) {
 			snprintf(line, sizeof(line),
 				 "%s %s, but answers %s's second probe (%lld µs)", c->w.names[i],
 				 blame[i] == CHECK_BLAME_MISSING ? "sent no report"
 								 : "failed its pairs",
-				 c->w.names[n->self], (long long)p->median_us);
+				 c->w.names[who], (long long)p->median_us);
 			add_warning(c, line);
-		} else if (!c->w.rows[i].why[0]) {
-			snprintf(c->w.rows[i].why, sizeof(c->w.rows[i].why),
-				 "%s; %s's second probe: %s",
+			c->w.rows[i].second = CHECK_SECOND_OK;
+			continue;
+		}
+		second_whys(c, i, &again, &via, g, whys, sizeof(whys));
+		if (whys[0] && !c->w.rows[i].why[0])
+			snprintf(c->w.rows[i].why, sizeof(c->w.rows[i].why), "%s; %.200s",
 				 blame[i] == CHECK_BLAME_MISSING ? "missing: no report"
 								 : "no pod reaches it",
-				 c->w.names[n->self], p->why);
-		}
+				 whys);
 	}
-	check_world_free(&again);
 out:
+	check_world_free(&again);
+	check_world_free(&via);
 	free(blame);
 }
 
@@ -511,12 +575,19 @@ static int coord_finish(struct check_cmd *c, int64_t by, char *err, size_t errle
 	size_t i;
 	int rc;
 
-	coord_warnings(c);
 	rc = check_world_finish(&c->w);
 	if (rc < 0)
 		return rc;
 	check_world_overload(&c->w);
+	c->net.late_after = 1;
 	second_pass(c, by);
+	if (c->net.late) { /* reports that came during the second pass count */
+		rc = check_world_finish(&c->w);
+		if (rc < 0)
+			return rc;
+		check_world_overload(&c->w);
+	}
+	coord_warnings(c);
 	check_summarize(&c->w, &s);
 	rc = coord_send(c, &s);
 	if (rc < 0)
@@ -715,9 +786,10 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	deadline = n->t0 + budget + 10000;
 	if (n->is_coord) {
 		run_until(c, &n->reports_done, deadline);
-		/* the second pass ends before the members stop waiting (deadline + 5 s) */
+		/* the second pass (2 tries: up to 2 s + 8 s, the member's behind a PROBE) ends
+		 * before the members stop waiting (deadline + 5 s) */
 		return coord_finish(c,
-				    gx_now_ms() + 10000 < deadline + 3000 ? gx_now_ms() + 10000
+				    gx_now_ms() + 20000 < deadline + 3000 ? gx_now_ms() + 20000
 									  : deadline + 3000,
 				    err, errlen);
 	}

@@ -32,6 +32,7 @@
 #define CHECK_PREMAC_MAX (16u << 20) /* REPORT bytes buffered before their MACs, in all */
 #define CHECK_PREAUTH_PER_SRC 8	     /* connections per address outside the table */
 #define CHECK_MAX_RESULT (16u << 20) /* RESULT body cap */
+#define CHECK_MAX_PROBE (1u << 20)   /* PROBE body cap (a target list) */
 #define CHECK_MATRIX_FULL 16	     /* full cells up to this N, one-char cells up to ... */
 #define CHECK_MATRIX_MAX 64	     /* ... this N; beyond: failures only */
 #define CHECK_MAX_RAILS 16	     /* rails probed (check --rails, issue 15) */
@@ -50,6 +51,14 @@ enum check_type {
 	CHECK_ECHO = 1,	  /* probe: body echoed back as is (unauthenticated, 16..64 bytes) */
 	CHECK_REPORT = 2, /* member -> coordinator: MAC | rank | report JSON */
 	CHECK_RESULT = 3, /* coordinator -> member: MAC | rank | result JSON */
+	CHECK_PROBE = 4, /* coordinator -> member, on its report connection: MAC | rank | targets */
+	CHECK_PROBED = 5, /* member -> coordinator, the same connection: MAC | rank | report JSON */
+};
+
+/* The second pass's verdict on a pod (issue 30), carried in the result's peers. */
+enum check_second {
+	CHECK_SECOND_NONE = 0, /* not probed again */
+	CHECK_SECOND_OK = 1,   /* a known-good pod reached it in the second pass */
 };
 
 enum check_proto {
@@ -84,6 +93,8 @@ struct check_row {
 	int rdma;	/* enum check_rdma_state */
 	char why[256];	/* its own netdetect / verification failure, "" */
 	int64_t lag_ms; /* the longest its event loop stalled while probing (CPU starvation) */
+	int second;	/* enum check_second (coordinator's second pass) */
+	int good;	/* known good in the coordinator's whole world (result "good") */
 	struct check_probe *probes;
 	size_t nprobes, cap;
 };
@@ -161,13 +172,21 @@ enum check_blame {
 };
 /*
  * Blame the failed (bootstrap, TCP) pairs: a pod is known good when it has an
- * OK probe out and an OK probe in with some third pod and no own failure.
+ * OK probe out and an OK probe in with some third pod, or a known-good pod
+ * reached it in the second pass (row second), and no own failure.
  * For a failed pair a -> b: when one end is known good the other is blamed
  * (its pairs with good pods fail too, so the path is not the suspect); when
  * both are known good only the pair's path is (*npaths counts those; they
  * are named by check_blame_text); when neither, both ends. blame: n entries.
  */
 void check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths);
+/*
+ * The known-good pods (n bytes): no own failure, and an OK pair out and in, or
+ * reached in the second pass, or marked good by the coordinator's result (a
+ * member's world above CHECK_MATRIX_MAX holds only the failed probes, so
+ * blaming there needs the coordinator's view).
+ */
+int check_known_good(const struct check_world *w, unsigned char *good);
 /* " pod (why)" for each blamed pod, then " a -> b (path)" for each blamed path; count named. */
 size_t check_blame_text(const struct check_world *w, char *buf, size_t len);
 void check_summarize(const struct check_world *w, struct check_summary *s);
@@ -179,6 +198,21 @@ int check_report_encode(const struct check_world *w, uint32_t rank, char **out, 
 /* Parse a member's report payload into row `rank` (replaces it). GX_EPROTO + why. */
 int check_report_decode(struct check_world *w, uint32_t rank, const char *text, size_t len,
 			char *why, size_t whylen);
+/*
+ * The second pass through a member (issue 30): PROBE payload {"id", "targets": [rank...]}
+ * (at most n targets, none the member itself), and its PROBED answer: the member's row of
+ * a scratch world (the report document) with the same "id".
+ */
+int check_probe_req_encode(uint64_t id, const unsigned char *only, uint32_t n, char **out,
+			   size_t *len);
+/* only: n bytes, 1 for each target; GX_EPROTO + why for a bad request. */
+int check_probe_req_decode(const char *text, size_t len, uint32_t n, uint32_t self, uint64_t *id,
+			   unsigned char *only, char *why, size_t whylen);
+int check_probed_encode(const struct check_world *w, uint32_t rank, uint64_t id, char **out,
+			size_t *len);
+/* Into row rank of w (a scratch world); the id must be want_id. */
+int check_probed_decode(struct check_world *w, uint32_t rank, uint64_t want_id, const char *text,
+			size_t len, char *why, size_t whylen);
 /* Parse the coordinator's result document: rows / probes into w, summary into s. */
 int check_result_decode(struct check_world *w, const char *text, size_t len, json_t **doc,
 			struct check_summary *s, char *why, size_t whylen);
@@ -187,10 +221,10 @@ int check_result_decode(struct check_world *w, const char *text, size_t len, jso
 void check_hdr_put(unsigned char h[CHECK_HDR_LEN], int type, uint32_t len);
 /* 0, or GX_EPROTO / GX_EVERSION for a bad header; *type / *len out. */
 int check_hdr_get(const unsigned char h[CHECK_HDR_LEN], int *type, uint32_t *len);
-/* Sealed REPORT / RESULT frame: header | MAC | rank | payload. */
+/* Sealed REPORT / RESULT / PROBE / PROBED frame: header | MAC | rank | payload. */
 int check_seal(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round, uint32_t rank,
 	       const char *payload, size_t plen, unsigned char **out, size_t *outlen);
-/* Open a REPORT / RESULT body: MAC check (GX_EMAC), rank < n (GX_EPROTO). */
+/* Open a sealed body: MAC check (GX_EMAC), rank < n (GX_EPROTO). */
 int check_open(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round, uint32_t n,
 	       const unsigned char *body, size_t len, uint32_t *rank, const char **payload,
 	       size_t *plen);
@@ -282,9 +316,18 @@ struct check_net {
 	int probes_done;
 	int64_t rtt_max_us;	   /* the slowest echo measured in this run (retry timeouts) */
 	const unsigned char *only; /* second pass: probe only targets j with only[j], no rails */
-	int tries;		   /* attempts per timed-out probe; 0: 3 */
-	size_t retries;		   /* probe attempts that timed out and were tried again */
-	uint64_t lag_timer;	   /* the loop-lag monitor */
+	struct check_world *pw;	   /* the world this pod's probes go into; NULL: w */
+	void (*probes_cb)(struct check_net *n); /* called when this pod's probes are done */
+	/* coordinator, second pass through a member: its PROBED answer */
+	struct check_world *probed; /* where it goes (row of the member asked), NULL: none asked */
+	uint32_t probed_from;
+	uint64_t probed_id;
+	int probed_done;
+	uint32_t late; /* reports decoded after check_world_finish (set late_after) */
+	int late_after;
+	int tries;	    /* attempts per timed-out probe; 0: 3 */
+	size_t retries;	    /* probe attempts that timed out and were tried again */
+	uint64_t lag_timer; /* the loop-lag monitor */
 	int64_t lag_due, lag_max_ms;
 	/* member: the report and the coordinator's answer */
 	union gx_sockaddr coord;
@@ -302,12 +345,27 @@ int check_serve_start(struct check_net *n, char *err, size_t errlen);
 /* Coordinator: send every reporting member its sealed RESULT; 0 when all flushed. */
 int check_serve_reply(struct check_net *n, const char *payload, size_t plen);
 size_t check_serve_pending(const struct check_net *n);
+/*
+ * Coordinator: ask member `rank` (over its open report connection) to probe the
+ * targets in only[]; its PROBED lands in row `rank` of into, n->probed_done then.
+ * -ENOENT when that member holds no report connection.
+ */
+int check_serve_ask(struct check_net *n, uint32_t rank, const unsigned char *only,
+		    struct check_world *into);
+/* 1 when member rank holds a report connection (can be asked). */
+int check_serve_has(const struct check_net *n, uint32_t rank);
 void check_serve_stop(struct check_net *n);
 
 /* Start the TCP probes of this pod's row (at most 16 in flight). */
 int check_probes_start(struct check_net *n);
 /* Close and forget this pod's probes (the second pass starts afresh). */
 void check_probes_reset(struct check_net *n);
+/*
+ * The second pass: probe the targets j with only[j] (ring order, no rails, 2
+ * attempts) into `into`, not into n->w: a REPORT arriving meanwhile still goes
+ * to n->w. n->probes_done (and probes_cb) when over; check_probes_reset after.
+ */
+int check_probes_again(struct check_net *n, struct check_world *into, const unsigned char *only);
 /* Member: send the sealed report (owned by the call) until a RESULT comes or the deadline. */
 int check_report_start(struct check_net *n, unsigned char *frame, size_t len);
 void check_probes_stop(struct check_net *n);

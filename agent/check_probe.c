@@ -171,7 +171,7 @@ static void pc_finish(struct check_pc *pc, int err, const char *why)
 	} else {
 		gx_strlcpy(p.why, why ? why : check_errno_why(err), sizeof(p.why));
 	}
-	if (check_row_add(n->w, n->self, &p) < 0)
+	if (check_row_add(n->pw ? n->pw : n->w, n->self, &p) < 0)
 		gx_warn("check: out of memory recording a probe");
 	gx_debug("check: tcp%s%s -> %s: %s", pc->rail ? " rail " : "",
 		 check_rail_name(n->w, pc->rail), n->w->names[pc->to], p.ok ? "ok" : p.why);
@@ -182,6 +182,8 @@ static void pc_finish(struct check_pc *pc, int err, const char *why)
 	if (n->ndone == n->npcs) {
 		n->probes_done = 1;
 		gx_ev_stop(n->ev, 0);
+		if (n->probes_cb)
+			n->probes_cb(n); /* must not free n->pcs: the caller's loop reads them */
 		return;
 	}
 	if (!n->launching)
@@ -413,7 +415,8 @@ int check_probes_start(struct check_net *n)
 	 */
 	for (m = 1; m <= n->w->n; m++) {
 		j = (n->self + m) % n->w->n;
-		if (!check_pair_probed(n->w, n->self, j) || (n->only && !n->only[j]))
+		/* the second pass probes what it is told, whatever the mode */
+		if (n->only ? !n->only[j] || j == n->self : !check_pair_probed(n->w, n->self, j))
 			continue;
 		for (k = 0; k <= (n->only ? 0 : n->w->nrails); k++) {
 			n->pcs[n->npcs].n = n;
@@ -429,6 +432,15 @@ int check_probes_start(struct check_net *n)
 	}
 	pc_launch(n);
 	return 0;
+}
+
+int check_probes_again(struct check_net *n, struct check_world *into, const unsigned char *only)
+{
+	check_probes_reset(n);
+	n->pw = into;
+	n->only = only;
+	n->tries = 2; /* the first pass had its 3 */
+	return check_probes_start(n);
 }
 
 /* ---- the loop-lag monitor ---- */
@@ -469,9 +481,17 @@ struct check_rep {
 	unsigned char hdr[CHECK_HDR_LEN];
 	size_t hoff;
 	unsigned char *body;
+	int type; /* of the frame being read: RESULT, or PROBE (the second pass) */
 	uint32_t blen;
 	size_t boff;
 	uint64_t timer;
+	/* the second pass asked of this member (PROBE): its probes, then PROBED */
+	struct check_world ask_w; /* scratch world, ask_w.rows != NULL while asked */
+	unsigned char *ask_only;
+	uint64_t ask_id;
+	uint64_t ask_timer;
+	unsigned char *out; /* the PROBED frame being written */
+	size_t olen, ooff;
 };
 
 static void rep_timer(struct gx_ev *ev, uint64_t id, void *arg);
@@ -487,6 +507,100 @@ static void rep_close(struct check_rep *rp)
 	rp->body = NULL;
 	rp->hoff = rp->boff = rp->foff = 0;
 	rp->connected = 0;
+	free(rp->out);
+	rp->out = NULL;
+	rp->olen = rp->ooff = 0;
+}
+
+/* The asked probes are over (or abandoned): free what they held. */
+static void ask_end(struct check_rep *rp)
+{
+	if (rp->ask_timer)
+		gx_ev_timer_cancel(rp->n->ev, rp->ask_timer);
+	rp->ask_timer = 0;
+	if (rp->ask_w.rows) {
+		check_probes_reset(rp->n);
+		rp->n->probes_cb = NULL;
+	}
+	check_world_free(&rp->ask_w);
+	free(rp->ask_only);
+	rp->ask_only = NULL;
+}
+
+/* After the asked probes (a timer: pc_finish's callers still read the probes). */
+static void ask_send(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct check_rep *rp = arg;
+	struct check_net *n = rp->n;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	(void)id;
+	rp->ask_timer = 0;
+	rc = check_probed_encode(&rp->ask_w, n->self, rp->ask_id, &text, &len);
+	if (rc == 0 && rp->fd >= 0 && rp->connected && !rp->out)
+		rc = check_seal(n->key, CHECK_PROBED, n->round, n->self, text, len, &rp->out,
+				&rp->olen);
+	else if (rc == 0)
+		rc = -ENOTCONN;
+	free(text);
+	ask_end(rp);
+	if (rc < 0) {
+		gx_debug("check: the coordinator's second pass: no answer sent (%s)",
+			 gx_strerror(rc));
+		return;
+	}
+	rp->ooff = 0;
+	gx_ev_mod(ev, rp->fd, EPOLLIN | EPOLLOUT);
+}
+
+static void ask_done(struct check_net *n)
+{
+	struct check_rep *rp = n->rep;
+
+	if (rp && !rp->ask_timer)
+		rp->ask_timer = gx_ev_timer(n->ev, 0, ask_send, rp);
+}
+
+/* PROBE: the coordinator asks this member to probe some pods again (issue 30). */
+static void rep_probe(struct check_rep *rp)
+{
+	struct check_net *n = rp->n;
+	const char *payload;
+	char why[160];
+	size_t plen;
+	uint32_t rank;
+	int rc;
+
+	rc = check_open(n->key, CHECK_PROBE, n->round, n->w->n, rp->body, rp->blen, &rank, &payload,
+			&plen);
+	if (rc == 0 && rank != n->self)
+		rc = GX_EPROTO;
+	if (rc < 0 || rp->ask_w.rows || !n->probes_done) {
+		gx_warn("check: a request to probe again ignored: %s",
+			rc == GX_EMAC ? "bad MAC"
+			: rc < 0      ? "for another pod"
+				      : "this pod is still probing");
+		return;
+	}
+	rp->ask_only = calloc(n->w->n, 1);
+	if (!rp->ask_only ||
+	    check_probe_req_decode(payload, plen, n->w->n, n->self, &rp->ask_id, rp->ask_only, why,
+				   sizeof(why)) < 0 ||
+	    check_world_init(&rp->ask_w, n->w->n, 0, n->w->names) < 0) {
+		gx_warn("check: a request to probe again ignored: %s",
+			rp->ask_only ? why : "out of memory");
+		ask_end(rp);
+		return;
+	}
+	gx_info("check: the coordinator asks this pod to probe again (second pass)");
+	n->probes_cb = ask_done;
+	rc = check_probes_again(n, &rp->ask_w, rp->ask_only);
+	if (rc < 0)
+		ask_end(rp);
+	else if (n->probes_done) /* nothing to probe: answered at once */
+		ask_done(n);
 }
 
 static void rep_retry(struct check_rep *rp, const char *why)
@@ -526,8 +640,8 @@ static void rep_result(struct check_rep *rp)
 /* Read the RESULT: header, then a body of at most CHECK_MAX_RESULT. */
 static int rep_read(struct check_rep *rp)
 {
-	int type;
 	ssize_t got;
+	int type;
 
 	if (rp->hoff < CHECK_HDR_LEN) {
 		got = read(rp->fd, rp->hdr + rp->hoff, CHECK_HDR_LEN - rp->hoff);
@@ -536,8 +650,10 @@ static int rep_read(struct check_rep *rp)
 		rp->hoff += (size_t)got;
 		if (rp->hoff < CHECK_HDR_LEN)
 			return 0;
-		if (check_hdr_get(rp->hdr, &type, &rp->blen) < 0 || type != CHECK_RESULT)
+		if (check_hdr_get(rp->hdr, &type, &rp->blen) < 0 ||
+		    (type != CHECK_RESULT && type != CHECK_PROBE))
 			return GX_EPROTO;
+		rp->type = type;
 		rp->body = malloc(rp->blen);
 		if (!rp->body)
 			return -ENOMEM;
@@ -556,6 +672,22 @@ static void rep_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	int rc;
 
 	(void)fd;
+	if (rp->out && (events & EPOLLOUT)) { /* PROBED */
+		put = write(rp->fd, rp->out + rp->ooff, rp->olen - rp->ooff);
+		if (put < 0 && errno != EAGAIN) {
+			rep_retry(rp, check_errno_why(-errno));
+			return;
+		}
+		rp->ooff += put > 0 ? (size_t)put : 0;
+		if (rp->ooff == rp->olen) {
+			free(rp->out);
+			rp->out = NULL;
+			rp->olen = rp->ooff = 0;
+			gx_ev_mod(ev, rp->fd, EPOLLIN);
+		}
+		if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+			return;
+	}
 	if (!rp->connected) {
 		rc = gx_sock_error(rp->fd);
 		if (rc < 0 || !(events & EPOLLOUT)) {
@@ -576,10 +708,16 @@ static void rep_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		return;
 	}
 	rc = rep_read(rp);
-	if (rc < 0)
+	if (rc < 0) {
 		rep_retry(rp, rc == GX_EPROTO ? "not a check service" : "connection closed");
-	else if (rc == 1)
+	} else if (rc == 1 && rp->type == CHECK_PROBE) {
+		rep_probe(rp);
+		free(rp->body);
+		rp->body = NULL;
+		rp->hoff = rp->boff = 0;
+	} else if (rc == 1) {
 		rep_result(rp);
+	}
 }
 
 static void rep_timer(struct gx_ev *ev, uint64_t id, void *arg)
@@ -623,6 +761,9 @@ void check_probes_reset(struct check_net *n)
 	n->pcs = NULL;
 	n->npcs = n->next = n->inflight = n->ndone = 0;
 	n->probes_done = n->launching = 0;
+	n->pw = NULL;
+	n->only = NULL;
+	n->tries = 0;
 }
 
 void check_probes_stop(struct check_net *n)
@@ -635,6 +776,7 @@ void check_probes_stop(struct check_net *n)
 	free(n->pcs);
 	n->pcs = NULL;
 	if (n->rep) {
+		ask_end(n->rep);
 		rep_close(n->rep);
 		if (n->rep->timer)
 			gx_ev_timer_cancel(n->ev, n->rep->timer);

@@ -305,22 +305,36 @@ static json_t *probe_doc(const struct check_world *w, uint32_t from, const struc
 	return j;
 }
 
+/* The peers; "good" (the known-good set: members above CHECK_MATRIX_MAX get only the
+ * failed probes and blame with it) and "reached" only when true. */
 static json_t *peers_doc(const struct check_world *w)
 {
-	json_t *a = json_array();
+	unsigned char *good = calloc(w->n, 1);
+	json_t *a = good ? json_array() : NULL, *x;
 	uint32_t i;
 
+	if (a && check_known_good(w, good) < 0) {
+		json_decref(a);
+		a = NULL;
+	}
 	for (i = 0; a && i < w->n; i++) {
 		const struct check_row *r = &w->rows[i];
 
-		if (json_array_append_new(a, json_pack("{s:I, s:s, s:i, s:i, s:s, s:b}", "rank",
-						       (json_int_t)i, "name", w->names[i], "mtu",
-						       r->mtu, "rdma", r->rdma, "why", r->why,
-						       "reported", r->reported)) < 0) {
+		x = json_pack("{s:I, s:s, s:i, s:i, s:s, s:b}", "rank", (json_int_t)i, "name",
+			      w->names[i], "mtu", r->mtu, "rdma", r->rdma, "why", r->why,
+			      "reported", r->reported);
+		if (x && ((r->second == CHECK_SECOND_OK &&
+			   json_object_set_new(x, "reached", json_true()) < 0) ||
+			  (good[i] && json_object_set_new(x, "good", json_true()) < 0))) {
+			json_decref(x);
+			x = NULL;
+		}
+		if (json_array_append_new(a, x) < 0) {
 			json_decref(a);
-			return NULL;
+			a = NULL;
 		}
 	}
+	free(good);
 	return a;
 }
 

@@ -15,6 +15,8 @@
 
 static const char report_label[] = "gxboot-check-report";
 static const char result_label[] = "gxboot-check-result";
+static const char probe_label[] = "gxboot-check-probe";
+static const char probed_label[] = "gxboot-check-probed";
 
 #define US_MAX 3600000000LL /* an hour in µs: anything larger is hostile */
 
@@ -245,34 +247,76 @@ static int pair_failed(const struct check_world *w, uint32_t from, const struct 
 		 strncmp(w->rows[from].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) == 0);
 }
 
-/* Failed pairs between two known-good pods, counted per end (see check_blame). */
-static void good_fail_ends(const struct check_world *w, const unsigned char *in,
-			   const unsigned char *out, const unsigned char *blame, uint32_t *ends)
+/* One failed pair a -> b. */
+struct fpair {
+	uint32_t a, b;
+};
+
+/*
+ * One walk of the rows: in / out (n bytes each) mark the pods with an OK
+ * bootstrap TCP pair in / out; the failed pairs (pair_failed) go to *fp when fp.
+ */
+static int pairs_walk(const struct check_world *w, unsigned char *in, unsigned char *out,
+		      struct fpair **fp, size_t *nf)
 {
 	const struct check_probe *p;
-	uint32_t a, b;
-	size_t k;
+	struct fpair *nfp;
+	size_t k, cap = 0;
+	uint32_t a;
 
 	for (a = 0; a < w->n; a++)
 		for (k = 0; k < w->rows[a].nprobes; k++) {
 			p = &w->rows[a].probes[k];
-			if (!pair_failed(w, a, p) || p->to >= w->n)
+			if (p->to >= w->n)
 				continue;
-			b = p->to;
-			if (in[a] && out[a] && !blame[a] && in[b] && out[b] && !blame[b]) {
-				ends[a]++;
-				ends[b]++;
+			if (p->ok && !p->rail && p->proto == CHECK_TCP) {
+				out[a] = 1;
+				in[p->to] = 1;
+			} else if (fp && pair_failed(w, a, p)) {
+				if (*nf == cap) {
+					cap = cap ? 2 * cap : 64;
+					nfp = realloc(*fp, cap * sizeof(**fp));
+					if (!nfp)
+						return -ENOMEM;
+					*fp = nfp;
+				}
+				(*fp)[*nf].a = a;
+				(*fp)[(*nf)++].b = p->to;
 			}
 		}
+	return 0;
+}
+
+/* Known good, for a pod not blamed for itself (see check_known_good). */
+static int good_pod(const struct check_world *w, uint32_t i, const unsigned char *in,
+		    const unsigned char *out)
+{
+	return (in[i] && out[i]) || w->rows[i].second == CHECK_SECOND_OK || w->rows[i].good;
+}
+
+int check_known_good(const struct check_world *w, unsigned char *good)
+{
+	unsigned char *in = calloc(w->n, 2);
+	uint32_t i;
+
+	if (!in)
+		return -ENOMEM;
+	pairs_walk(w, in, in + w->n, NULL, NULL);
+	for (i = 0; i < w->n; i++)
+		good[i] =
+		    !w->rows[i].why[0] && w->rows[i].reported && good_pod(w, i, in, in + w->n);
+	free(in);
+	return 0;
 }
 
 void check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths)
 {
-	unsigned char *in = calloc(w->n, 2), *out = in ? in + w->n : NULL;
+	unsigned char *in = calloc(w->n, 3), *out = in ? in + w->n : NULL,
+		      *good = in ? in + 2 * (size_t)w->n : NULL;
 	uint32_t *ends = calloc(w->n, sizeof(*ends));
-	const struct check_probe *p;
+	struct fpair *fp = NULL;
+	size_t nf = 0, f;
 	uint32_t i, a, b;
-	size_t k;
 	int ga, gb;
 
 	*npaths = 0;
@@ -281,47 +325,44 @@ void check_blame(const struct check_world *w, unsigned char *blame, size_t *npat
 		blame[i] = w->rows[i].why[0]	  ? CHECK_BLAME_OWN
 			   : !w->rows[i].reported ? CHECK_BLAME_MISSING
 						  : CHECK_BLAME_NONE;
-	if (!in || !ends)
+	/* one walk: the OK pairs make pods known good, the failed ones are kept for below */
+	if (!in || !ends || pairs_walk(w, in, out, &fp, &nf) < 0)
 		goto out;
-	for (a = 0; a < w->n; a++)
-		for (k = 0; k < w->rows[a].nprobes; k++) {
-			p = &w->rows[a].probes[k];
-			if (p->ok && !p->rail && p->proto == CHECK_TCP && p->to < w->n) {
-				out[a] = 1;
-				in[p->to] = 1;
-			}
-		}
+	for (i = 0; i < w->n; i++)
+		good[i] = !blame[i] && good_pod(w, i, in, out);
 	/* a pod that froze or lost its link midway still has good pairs from before: when
 	 * it is the common end of failed pairs with two or more good pods, it is the one
 	 * to blame, not each path (case_check_dead: 0 -> 3 and 1 -> 3 failed, 2 -> 3 came
 	 * through before 3 stopped) */
-	good_fail_ends(w, in, out, blame, ends);
-	for (a = 0; a < w->n; a++)
-		for (k = 0; k < w->rows[a].nprobes; k++) {
-			p = &w->rows[a].probes[k];
-			if (!pair_failed(w, a, p) || p->to >= w->n)
-				continue;
-			b = p->to;
-			ga = in[a] && out[a] && !blame[a];
-			gb = in[b] && out[b] && !blame[b];
-			if (ga && gb && ends[b] >= 2 && ends[b] > ends[a]) {
-				blame[b] = CHECK_BLAME_POD;
-				continue;
-			}
-			if (ga && gb && ends[a] >= 2 && ends[a] > ends[b]) {
-				blame[a] = CHECK_BLAME_POD;
-				continue;
-			}
-			if (ga && gb) {
-				(*npaths)++;
-				continue;
-			}
-			if (!blame[a] && !ga)
-				blame[a] = gb ? CHECK_BLAME_POD : CHECK_BLAME_BOTH;
-			if (!blame[b] && !gb)
-				blame[b] = ga ? CHECK_BLAME_POD : CHECK_BLAME_BOTH;
+	for (f = 0; f < nf; f++)
+		if (good[fp[f].a] && good[fp[f].b]) {
+			ends[fp[f].a]++;
+			ends[fp[f].b]++;
 		}
+	for (f = 0; f < nf; f++) {
+		a = fp[f].a;
+		b = fp[f].b;
+		ga = good[a] && !blame[a];
+		gb = good[b] && !blame[b];
+		if (ga && gb && ends[b] >= 2 && ends[b] > ends[a]) {
+			blame[b] = CHECK_BLAME_POD;
+			continue;
+		}
+		if (ga && gb && ends[a] >= 2 && ends[a] > ends[b]) {
+			blame[a] = CHECK_BLAME_POD;
+			continue;
+		}
+		if (ga && gb) {
+			(*npaths)++;
+			continue;
+		}
+		if (!blame[a] && !ga)
+			blame[a] = gb ? CHECK_BLAME_POD : CHECK_BLAME_BOTH;
+		if (!blame[b] && !gb)
+			blame[b] = ga ? CHECK_BLAME_POD : CHECK_BLAME_BOTH;
+	}
 out:
+	free(fp);
 	free(ends);
 	free(in);
 }
@@ -422,7 +463,9 @@ static json_t *probe_json(const struct check_world *w, const struct check_probe 
 	return j;
 }
 
-int check_report_encode(const struct check_world *w, uint32_t rank, char **out, size_t *len)
+/* A row's document; with an id (PROBED) when id != 0. */
+static int row_encode(const struct check_world *w, uint32_t rank, uint64_t id, char **out,
+		      size_t *len)
 {
 	const struct check_row *r;
 	json_t *j = NULL, *arr = NULL;
@@ -439,7 +482,7 @@ int check_report_encode(const struct check_world *w, uint32_t rank, char **out, 
 	j = json_pack("{s:I, s:i, s:i, s:s, s:I, s:O}", "rank", (json_int_t)rank, "mtu", r->mtu,
 		      "rdma", r->rdma, "why", r->why, "lag_ms", (json_int_t)r->lag_ms, "probes",
 		      arr);
-	if (!j)
+	if (!j || (id && json_object_set_new(j, "id", json_integer((json_int_t)id)) < 0))
 		goto out;
 	*out = json_dumps(j, JSON_COMPACT);
 	if (!*out)
@@ -450,6 +493,17 @@ out:
 	json_decref(arr);
 	json_decref(j);
 	return rc;
+}
+
+int check_report_encode(const struct check_world *w, uint32_t rank, char **out, size_t *len)
+{
+	return row_encode(w, rank, 0, out, len);
+}
+
+int check_probed_encode(const struct check_world *w, uint32_t rank, uint64_t id, char **out,
+			size_t *len)
+{
+	return id && id <= INT64_MAX ? row_encode(w, rank, id, out, len) : -EINVAL;
 }
 
 static int get_int(json_t *o, const char *k, json_int_t lo, json_int_t hi, json_int_t *v)
@@ -604,6 +658,83 @@ int check_report_decode(struct check_world *w, uint32_t rank, const char *text, 
 	return rc;
 }
 
+int check_probed_decode(struct check_world *w, uint32_t rank, uint64_t want_id, const char *text,
+			size_t len, char *why, size_t whylen)
+{
+	json_error_t je;
+	json_int_t id;
+	json_t *j;
+	int rc;
+
+	if (len > CHECK_MAX_REPORT)
+		return fail(why, whylen, "answer too large");
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	rc = get_int(j, "id", 1, INT64_MAX, &id) < 0 || (uint64_t)id != want_id
+		 ? fail(why, whylen, "answer to another request")
+		 : 0;
+	json_decref(j);
+	return rc < 0 ? rc : check_report_decode(w, rank, text, len, why, whylen);
+}
+
+int check_probe_req_encode(uint64_t id, const unsigned char *only, uint32_t n, char **out,
+			   size_t *len)
+{
+	json_t *arr = json_array(), *j = NULL;
+	uint32_t i;
+	int rc = -ENOMEM;
+
+	for (i = 0; arr && i < n; i++)
+		if (only[i] && json_array_append_new(arr, json_integer(i)) < 0)
+			goto out;
+	if (!id || id > INT64_MAX)
+		goto out;
+	j = json_pack("{s:I, s:O}", "id", (json_int_t)id, "targets", arr);
+	*out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (!*out)
+		goto out;
+	*len = strlen(*out);
+	rc = 0;
+out:
+	json_decref(arr);
+	json_decref(j);
+	return rc;
+}
+
+int check_probe_req_decode(const char *text, size_t len, uint32_t n, uint32_t self, uint64_t *id,
+			   unsigned char *only, char *why, size_t whylen)
+{
+	json_t *j, *arr, *x;
+	json_error_t je;
+	json_int_t v;
+	size_t k;
+	int rc = 0;
+
+	memset(only, 0, n);
+	if (len > CHECK_MAX_PROBE)
+		return fail(why, whylen, "request too large");
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	arr = json_object_get(j, "targets");
+	if (!json_is_object(j) || get_int(j, "id", 1, INT64_MAX, &v) < 0 || !json_is_array(arr) ||
+	    json_array_size(arr) == 0 || json_array_size(arr) >= n) {
+		rc = fail(why, whylen, "request of the wrong shape");
+		goto out;
+	}
+	*id = (uint64_t)v;
+	json_array_foreach(arr, k, x)
+	{
+		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+		    json_integer_value(x) >= (json_int_t)n ||
+		    (uint32_t)json_integer_value(x) == self || only[json_integer_value(x)]) {
+			rc = fail(why, whylen, "request names a bad target");
+			goto out;
+		}
+		only[json_integer_value(x)] = 1;
+	}
+out:
+	json_decref(j);
+	return rc;
+}
+
 static int summary_parse(json_t *o, struct check_summary *s)
 {
 	json_int_t v[7];
@@ -660,6 +791,10 @@ static int result_rows(struct check_world *w, json_t *doc)
 		r->mtu = (int)mtu;
 		r->rdma = (int)rdma;
 		r->reported = json_is_true(json_object_get(x, "reported"));
+		/* optional: the second pass reached it */
+		r->second = json_is_true(json_object_get(x, "reached")) ? CHECK_SECOND_OK
+									: CHECK_SECOND_NONE;
+		r->good = json_is_true(json_object_get(x, "good"));
 	}
 	json_array_foreach(probes, k, x)
 	{
@@ -729,6 +864,10 @@ int check_hdr_get(const unsigned char h[CHECK_HDR_LEN], int *type, uint32_t *len
 		return *len >= CHECK_MAC_LEN + 4 && *len <= CHECK_MAX_REPORT ? 0 : GX_EPROTO;
 	case CHECK_RESULT:
 		return *len >= CHECK_MAC_LEN + 4 && *len <= CHECK_MAX_RESULT ? 0 : GX_EPROTO;
+	case CHECK_PROBE:
+		return *len >= CHECK_MAC_LEN + 4 && *len <= CHECK_MAX_PROBE ? 0 : GX_EPROTO;
+	case CHECK_PROBED:
+		return *len >= CHECK_MAC_LEN + 4 && *len <= CHECK_MAX_REPORT ? 0 : GX_EPROTO;
 	default:
 		return GX_EPROTO;
 	}
@@ -737,7 +876,10 @@ int check_hdr_get(const unsigned char h[CHECK_HDR_LEN], int *type, uint32_t *len
 static void mac(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round, uint32_t rank,
 		const unsigned char *payload, size_t plen, unsigned char out[CHECK_MAC_LEN])
 {
-	const char *label = type == CHECK_REPORT ? report_label : result_label;
+	const char *label = type == CHECK_REPORT   ? report_label
+			    : type == CHECK_PROBE  ? probe_label
+			    : type == CHECK_PROBED ? probed_label
+						   : result_label;
 	crypto_auth_hmacsha256_state st;
 	unsigned char b[12];
 	uint32_t hi = htonl((uint32_t)(round >> 32)), lo = htonl((uint32_t)round), r = htonl(rank);
@@ -760,8 +902,12 @@ int check_seal(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round,
 	unsigned char *f;
 	uint32_t r = htonl(rank);
 
-	if ((type != CHECK_REPORT && type != CHECK_RESULT) ||
-	    plen > (type == CHECK_REPORT ? CHECK_MAX_REPORT : CHECK_MAX_RESULT) - CHECK_MAC_LEN - 4)
+	size_t cap = type == CHECK_REPORT || type == CHECK_PROBED ? CHECK_MAX_REPORT
+		     : type == CHECK_PROBE			  ? CHECK_MAX_PROBE
+								  : CHECK_MAX_RESULT;
+
+	if (type < CHECK_REPORT || type > CHECK_PROBED || type == CHECK_ECHO ||
+	    plen > cap - CHECK_MAC_LEN - 4)
 		return -EMSGSIZE;
 	f = malloc(CHECK_HDR_LEN + body);
 	if (!f)

@@ -147,6 +147,11 @@ static int on_report(struct check_sconn *c)
 	drop_rank(n, c, rank);
 	if (c->rank < 0)
 		n->nreports++;
+	if (n->late_after) { /* after check_world_finish: the coordinator finishes it again */
+		n->late++;
+		gx_info("check: report of %s arrived late (second pass); it counts",
+			n->w->names[rank]);
+	}
 	c->rank = rank;
 	c->deadline = INT64_MAX; /* held open for the RESULT */
 	gx_debug("check: report of %s (%u/%u)", n->w->names[rank], n->nreports, n->w->n - 1);
@@ -154,6 +159,39 @@ static int on_report(struct check_sconn *c)
 		n->reports_done = 1;
 		gx_ev_stop(n->ev, 0);
 	}
+	return 0;
+}
+
+/* PROBED: a member's answer to check_serve_ask, on its report connection. */
+static int on_probed(struct check_sconn *c)
+{
+	struct check_net *n = c->n;
+	const char *payload;
+	char why[160];
+	uint32_t rank;
+	size_t plen;
+	int rc;
+
+	rc = check_open(n->key, CHECK_PROBED, n->round, n->w->n, c->body, c->blen, &rank, &payload,
+			&plen);
+	if (rc == 0 && (long)rank != c->rank)
+		rc = GX_EPROTO;
+	if (rc < 0) {
+		gx_warn("check: second-pass answer from %s rejected: %s", c->peer,
+			rc == GX_EMAC ? "bad MAC" : "another rank than its report's");
+		return rc;
+	}
+	if (!n->probed || rank != n->probed_from || n->probed_done) {
+		gx_debug("check: second-pass answer of %s not asked for", n->w->names[rank]);
+		return 0;
+	}
+	rc = check_probed_decode(n->probed, rank, n->probed_id, payload, plen, why, sizeof(why));
+	if (rc < 0) {
+		gx_warn("check: second-pass answer of %s rejected: %s", n->w->names[rank], why);
+		return 0;
+	}
+	n->probed_done = 1;
+	gx_ev_stop(n->ev, 0);
 	return 0;
 }
 
@@ -265,12 +303,14 @@ static int sconn_read(struct check_sconn *c)
 		if (c->hoff < CHECK_HDR_LEN)
 			return 0;
 		rc = check_hdr_get(c->hdr, &c->type, &c->blen);
-		/* refused at the header: a RESULT, or a REPORT to a member (issue 25) */
-		if (rc < 0 || c->type == CHECK_RESULT ||
-		    (c->type == CHECK_REPORT && !c->n->is_coord))
+		/* refused at the header: a RESULT or PROBE, a REPORT to a member (issue 25), a
+		 * PROBED on a connection that holds no verified REPORT */
+		if (rc < 0 || c->type == CHECK_RESULT || c->type == CHECK_PROBE ||
+		    (c->type == CHECK_REPORT && !c->n->is_coord) ||
+		    (c->type == CHECK_PROBED && c->rank < 0))
 			return rc < 0 ? rc : GX_EPROTO;
 		c->boff = 0;
-		c->rank_known = 0;
+		c->rank_known = c->type == CHECK_PROBED;
 	}
 	/* the buffer may be larger than this frame: never read into the next one */
 	if (c->boff == c->bcap && body_grow(c) < 0)
@@ -321,7 +361,9 @@ static void sconn_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	else if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 		rc = sconn_read(c);
 	if (rc == 1) {
-		rc = c->type == CHECK_ECHO ? on_echo(c) : on_report(c);
+		rc = c->type == CHECK_ECHO     ? on_echo(c)
+		     : c->type == CHECK_PROBED ? on_probed(c)
+					       : on_report(c);
 		c->hoff = 0;
 		c->boff = 0;
 		if (c->type != CHECK_ECHO) {
@@ -466,6 +508,46 @@ int check_serve_reply(struct check_net *n, const char *payload, size_t plen)
 		sconn_queue(c, f, flen);
 	}
 	return 0;
+}
+
+static struct check_sconn *held(const struct check_net *n, uint32_t rank)
+{
+	struct check_sconn *c;
+
+	for (c = n->conns; c; c = c->next)
+		if (c->rank == (long)rank && !c->closing && c->fd >= 0)
+			return c;
+	return NULL;
+}
+
+int check_serve_has(const struct check_net *n, uint32_t rank)
+{
+	return held(n, rank) != NULL;
+}
+
+int check_serve_ask(struct check_net *n, uint32_t rank, const unsigned char *only,
+		    struct check_world *into)
+{
+	struct check_sconn *c = held(n, rank);
+	unsigned char *f;
+	char *text;
+	size_t len, flen;
+	int rc;
+
+	if (!c || c->out)
+		return -ENOENT;
+	rc = check_probe_req_encode(n->probed_id + 1, only, n->w->n, &text, &len);
+	if (rc < 0)
+		return rc;
+	rc = check_seal(n->key, CHECK_PROBE, n->round, rank, text, len, &f, &flen);
+	free(text);
+	if (rc < 0)
+		return rc;
+	n->probed_id++;
+	n->probed = into;
+	n->probed_from = rank;
+	n->probed_done = 0;
+	return sconn_queue(c, f, flen);
 }
 
 size_t check_serve_pending(const struct check_net *n)

@@ -6,7 +6,11 @@
 # pod is niced, and so are the busy loops).
 #   CHECK_MODE=all|star|sampled (default all), CHECK_ARGS (extra options), REPS (default 1),
 #   BUSY=1: one busy loop per core during the run (started here, killed by PID),
+#   CUT=i: pod i's net1 drops what arrives for the check port (nftables, as case_check_blame):
+#   every pod should exit 1 naming job-worker-i alone; the line adds how many pods did,
 #   GXBOOT=path (default build/gxboot).
+# Above 244 pods tests/e2e/cluster.sh switches to its /16 address plan; the largest N measured
+# here is 512 (tests/bench/check_scale.sh 512: run it alone, it loads the machine for minutes).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LC_ALL=C
@@ -35,13 +39,35 @@ for k in 1 2 3; do
   sysctl -qw "net.ipv4.neigh.default.gc_thresh$k=$((max * max * 2 * k))"
 done
 trap 'stop_busy; cluster_destroy; arp_restore' EXIT
+cut_pod() { # cut_pod i: pod i unreachable on net1 at the check port (--port + 1)
+  ip netns exec "$(pod_ns "$1")" nft -f - <<'NFT'
+table inet gxcutcheck {
+  chain in {
+    type filter hook input priority 0; policy accept;
+    iifname "net1" tcp dport 29411 counter drop
+  }
+}
+NFT
+}
+# CUT=i: the pods whose exit line blames job-worker-i and no other pod
+blamed_alone() {
+  local n=$1 i line others k=0
+  for i in $(seq 0 $((n - 1))); do
+    line=$(grep 'gxboot: check failed' "$GX_DIR/pod$i.log" | tail -1)
+    case "$line" in *"failing: job-worker-$CUT ("*) ;; *) continue ;; esac
+    others=$(echo "${line#*failing:}" | sed 's/([^)]*)//g' | grep -oE 'job-worker-[0-9]+' |
+      grep -vx "job-worker-$CUT")
+    [ -z "$others" ] && k=$((k + 1))
+  done
+  echo "$k"
+}
 run_one() { # run_one N REP -> one table line
   local n=$1 rep=$2 i ok0 t0 t1 rss=0 rss0=0 r pairs line
   T=$(cluster_token)
   for i in $(seq $((n - 1)) -1 0); do
     pod_bg "$i" "$GX_DIR/pod$i.log" nice -n 10 /usr/bin/time -f 'RSS %M' "$GXBOOT" check \
-      --peers "job-worker-{0..$((n - 1))}" --token-file "$T" --timeout 60 --mode "$MODE" \
-      ${CHECK_ARGS:-}
+      --peers "job-worker-{0..$((n - 1))}" --token-file "$T" \
+      --timeout "$((n > 244 ? 180 : 60))" --mode "$MODE" ${CHECK_ARGS:-}
     GX_PIDS[i]=$GX_PID
   done
   t0=$(date +%s%N)
@@ -61,19 +87,24 @@ run_one() { # run_one N REP -> one table line
     -v rss="$rss" -v rss0="$rss0" -v l="$line" 'BEGIN {
       printf "%5d %3d %7d/%-5d %8.1f %9.2f %9.0f %9d %9d  %s\n",
       n, rep, ok0, n, t / 1000, p ? t / p : 0, p ? p / (t / 1000) : 0, rss0, rss, l }'
-  if [ "$ok0" != "$n" ]; then
+  if [ -n "${CUT:-}" ]; then
+    echo "  CUT=$CUT: $(blamed_alone "$n")/$n pods exit 1 naming job-worker-$CUT alone:" \
+      "$(grep 'gxboot: check failed' "$GX_DIR/pod0.log" | tail -1 | sed 's/.*failing://' |
+        cut -c1-200)"
+  elif [ "$ok0" != "$n" ]; then
     echo "  pods that did not exit 0:" >&2
     for i in $(seq 0 $((n - 1))); do
       [ "${GX_RC[i]}" = 0 ] || { echo "  job-worker-$i rc ${GX_RC[i]}: $(grep -E 'check failed|overloaded|no result' "$GX_DIR/pod$i.log" | head -1 | cut -c1-200)" >&2; }
     done
   fi
 }
-echo "gxboot check, mode $MODE, busy loops: ${BUSY:-0}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "gxboot check, mode $MODE, busy loops: ${BUSY:-0}${CUT:+, cut: job-worker-$CUT}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%5s %3s %13s %8s %9s %9s %9s %9s  %s\n' N rep 'pods exit 0' 'wall s' 'ms/pair' 'pairs/s' \
   'RSS coord' 'RSS memb' 'summary (coordinator; RSS: peak KiB, members: the largest)'
 for n in "${@:-24}"; do
   cluster_create "$n" || { echo "cluster_create $n failed"; exit 1; }
   trap 'stop_busy; cluster_destroy; arp_restore' EXIT # cluster_create sets its own
+  [ -z "${CUT:-}" ] || cut_pod "$CUT" || { echo "CUT=$CUT: nft failed"; exit 1; }
   for rep in $(seq 1 "$REPS"); do
     if [ "${BUSY:-0}" = 1 ]; then
       for _ in $(seq 1 "$(nproc)"); do nice -n 10 sh -c "while :; do :; done" & busy+=($!); done

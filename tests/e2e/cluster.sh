@@ -5,6 +5,9 @@
 #     eth0  = veth on the primary bridge   10.<x>.1.<10+i>/24, default route via 10.<x>.1.254,
 #             which is the host's bridge address: ip_forward stays 0, so it routes nowhere
 #     net1  = veth on the secondary bridge 192.168.<y>.<10+i>/24 (unknown to DNS)
+#   above 244 pods a /16 plan (GX_PLEN=16 for eth0, net1 and the bridge address): pod i is
+#   host 10 + i % 244 of block i / 244, eth0 10.<x>.<1+block>.<host>, net1
+#   192.168.<y+block>.<host>; up to 244 pods every address and prefix is as above
 #   dnsmasq on 10.<x>.1.254:53 only: job-worker-<i>.job.default.svc.cluster.local -> eth0
 #   /etc/netns/<ns>/{resolv.conf,hosts} exactly as a kubelet writes them (ndots:5, search list
 #   <ns>.svc.cluster.local svc.cluster.local cluster.local: bare job-worker-<i> is NXDOMAIN,
@@ -27,7 +30,8 @@
 #   cluster_need_root                exit 77 "SKIPPED: needs root/netns" unless possible
 # Variables after cluster_create: GX_P (prefix), GX_DIR (state + logs), GX_N, GX_NET_A (10.x.1),
 #   GX_NET_B (192.168.y), GX_NET_C (192.168.y+1), GX_DNS (dnsmasq address), GX_HOSTMAP
-#   (lines "net1-IP eth0-IP ns hostname", for the netns rsh agent).
+#   (lines "net1-IP eth0-IP ns hostname", for the netns rsh agent), GX_PLEN (24, or 16
+#   above 244 pods).
 # Set before cluster_create: GX_UNPUBLISHED="2 3" (pods without DNS record at start),
 #   GX_NOSUBDOMAIN="1" (pods without a subdomain: /etc/hosts has no FQDN for them),
 #   GX_IPV6=1 keeps IPv6 on in the pods (link-local only; default off),
@@ -64,10 +68,13 @@ cluster_need_root() {
 pod_ns() { echo "${GX_P}-p$1"; }
 pod_name() { echo "job-worker-$1"; }
 pod_fqdn() { echo "job-worker-$1.$GX_SVC"; }
-pod_eth0() { echo "$GX_NET_A.$((10 + $1))"; }
+# the address plan: block i / 244 (0 up to 244 pods), host 10 + i % 244
+pod_eth0() { echo "${GX_NET_A%.*}.$((${GX_NET_A##*.} + $1 / 244)).$((10 + $1 % 244))"; }
 pod_net1() {
   if [ "${GX_NET1_V6:-0}" = 1 ]; then echo "$GX_NET_V6$((10 + $1))"; return; fi
-  if [ -e "$GX_DIR/other.$1" ]; then echo "$GX_NET_C.$((10 + $1))"; else echo "$GX_NET_B.$((10 + $1))"; fi
+  local net=$GX_NET_B
+  [ -e "$GX_DIR/other.$1" ] && net=$GX_NET_C
+  echo "${net%.*}.$((${net##*.} + $1 / 244)).$((10 + $1 % 244))"
 }
 
 # A per-run prefix and subnets that no other run (or the host) is using.
@@ -133,7 +140,7 @@ gx_pod_create() { # gx_pod_create i
   ip link add "${GX_P}-e$i" type veth peer name eth0 netns "$ns"
   ip link set "${GX_P}-e$i" master "${GX_P}-b0" up
   eth=$(pod_eth0 "$i")
-  ip -n "$ns" addr add "$eth/24" dev eth0
+  ip -n "$ns" addr add "$eth/${GX_PLEN:-24}" dev eth0
   ip -n "$ns" link set eth0 up
   ip -n "$ns" route add default via "$GX_DNS" dev eth0
   # net1 on the secondary bridge
@@ -150,7 +157,7 @@ gx_pod_create() { # gx_pod_create i
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.lo.disable_ipv6=0
     ip -n "$ns" addr add "$net/64" dev net1 nodad
   else
-    ip -n "$ns" addr add "$net/24" dev net1
+    ip -n "$ns" addr add "$net/${GX_PLEN:-24}" dev net1
   fi
   ip -n "$ns" link set net1 up
   # exactly what a kubelet writes into a pod with hostname + subdomain (FIELD.md): the
@@ -215,6 +222,8 @@ cluster_create() {
   [ -n "$GX_P" ] && cluster_destroy
   gx_pick_names
   GX_N=$n
+  GX_PLEN=24
+  [ "$n" -le 244 ] || GX_PLEN=16
   GX_DIR=$(mktemp -d "/tmp/${GX_P}.XXXXXX")
   chmod 0755 "$GX_DIR" # dnsmasq drops to nobody and re-reads dns.hosts on SIGHUP
   GX_HOSTMAP=$GX_DIR/hostmap
@@ -226,7 +235,7 @@ cluster_create() {
   trap 'cluster_destroy' EXIT
   trap 'exit 143' TERM
   trap 'exit 130' INT
-  gx_bridge "${GX_P}-b0" "$GX_DNS/24" || return 1
+  gx_bridge "${GX_P}-b0" "$GX_DNS/$GX_PLEN" || return 1
   gx_bridge "${GX_P}-b1" || return 1
   for i in $(seq 0 $((n - 1))); do
     gx_pod_create "$i" || return 1

@@ -20,88 +20,12 @@
 
 #include "agent/check_int.h"
 #include "rdzv/gx.h"
+#include "tests/unit/check_fixture.h"
 
 #define FIX "tests/fixtures/check/"
-#define ROUND 0x1122334455667788ull
+#define ROUND CF_ROUND
 
-static const unsigned char key[CHECK_KEY_LEN] = "0123456789abcdef0123456789abcdef";
-
-struct fx {
-	json_t *doc;
-	char *names[8];
-	struct check_world w;
-};
-
-static void fx_load(struct fx *f, const char *file)
-{
-	json_error_t je;
-	json_t *names, *x;
-	size_t k;
-
-	memset(f, 0, sizeof(*f));
-	f->doc = json_load_file(file, 0, &je);
-	assert_non_null(f->doc);
-	names = json_object_get(f->doc, "names");
-	assert_true(json_array_size(names) <= 8);
-	json_array_foreach(names, k, x) f->names[k] = (char *)json_string_value(x);
-	assert_int_equal(
-	    check_world_init(
-		&f->w, (uint32_t)json_array_size(names),
-		json_object_get(f->doc, "mode") &&
-		    strcmp(json_string_value(json_object_get(f->doc, "mode")), "star") == 0,
-		f->names),
-	    0);
-}
-
-static void fx_free(struct fx *f)
-{
-	check_world_free(&f->w);
-	json_decref(f->doc);
-}
-
-/* A report payload through seal -> header -> open -> decode, as the service does. */
-static int deliver(struct check_world *w, uint32_t rank, uint64_t round, const char *text,
-		   size_t len)
-{
-	unsigned char *frame = NULL;
-	const char *payload;
-	size_t flen, plen;
-	uint32_t blen, got;
-	char why[160];
-	int type, rc;
-
-	rc = check_seal(key, CHECK_REPORT, ROUND, rank, text, len, &frame, &flen);
-	if (rc < 0)
-		return rc;
-	rc = check_hdr_get(frame, &type, &blen);
-	if (rc == 0 && (type != CHECK_REPORT || blen != flen - CHECK_HDR_LEN))
-		rc = -EPROTO;
-	if (rc == 0)
-		rc = check_open(key, CHECK_REPORT, round, w->n, frame + CHECK_HDR_LEN, blen, &got,
-				&payload, &plen);
-	if (rc == 0)
-		rc = check_report_decode(w, got, payload, plen, why, sizeof(why));
-	free(frame);
-	return rc;
-}
-
-static void fx_deliver_all(struct fx *f)
-{
-	json_t *reports = json_object_get(f->doc, "reports"), *x;
-	char *text;
-	size_t k;
-
-	json_array_foreach(reports, k, x)
-	{
-		uint32_t rank = (uint32_t)json_integer_value(json_object_get(x, "rank"));
-
-		text = json_dumps(x, JSON_COMPACT);
-		assert_non_null(text);
-		assert_int_equal(deliver(&f->w, rank, ROUND, text, strlen(text)), 0);
-		free(text);
-	}
-	assert_int_equal(check_world_finish(&f->w), 0);
-}
+static const unsigned char key[CHECK_KEY_LEN] = CF_KEY;
 
 static char *matrix_text(const struct check_world *w, int proto)
 {
@@ -188,13 +112,13 @@ static void expect_result_round_trip(const struct check_world *w, const struct c
 static void run_fixture(const char *file)
 {
 	struct check_summary s;
-	struct fx f;
+	struct cf_fx f;
 	json_t *expect;
 	char warn[512] = "", *mx, *body;
 	const char *want_warn;
 
-	fx_load(&f, file);
-	fx_deliver_all(&f);
+	cf_fx_load(&f, file);
+	cf_fx_deliver_all(&f);
 	expect = json_object_get(f.doc, "expect");
 	check_summarize(&f.w, &s);
 	assert_string_equal(s.line, json_string_value(json_object_get(expect, "line")));
@@ -211,7 +135,7 @@ static void run_fixture(const char *file)
 	assert_int_equal(strstr(body, "✗") != NULL, !s.all_ok);
 	free(mx);
 	expect_result_round_trip(&f.w, &s);
-	fx_free(&f);
+	cf_fx_free(&f);
 }
 
 static void test_all_ok(void **state)
@@ -222,19 +146,19 @@ static void test_all_ok(void **state)
 
 static void test_net1_down(void **state)
 {
-	struct fx f;
+	struct cf_fx f;
 	char *mx;
 
 	(void)state;
 	run_fixture(FIX "net1_down_4.json");
 	/* the matrix names the broken pod's own reason */
-	fx_load(&f, FIX "net1_down_4.json");
-	fx_deliver_all(&f);
+	cf_fx_load(&f, FIX "net1_down_4.json");
+	cf_fx_deliver_all(&f);
 	mx = matrix_text(&f.w, CHECK_TCP);
 	assert_non_null(strstr(mx, "job-worker-2: net1 is down (administratively)"));
 	assert_non_null(strstr(mx, "✗ job-worker-0 -> job-worker-2 tcp: no address"));
 	free(mx);
-	fx_free(&f);
+	cf_fx_free(&f);
 }
 
 static void test_mtu_low(void **state)
@@ -251,19 +175,19 @@ static void test_star_missing(void **state)
 
 static void test_rdma_mixed(void **state)
 {
-	struct fx f;
+	struct cf_fx f;
 	char *mx;
 
 	(void)state;
 	run_fixture(FIX "rdma_mixed_4.json");
-	fx_load(&f, FIX "rdma_mixed_4.json");
-	fx_deliver_all(&f);
+	cf_fx_load(&f, FIX "rdma_mixed_4.json");
+	cf_fx_deliver_all(&f);
 	mx = matrix_text(&f.w, CHECK_RDMA);
 	assert_non_null(strstr(mx, "RDMA (rows: from"));
 	assert_non_null(strstr(mx, "✗ connect: r"));
 	assert_non_null(strstr(mx, "✗ job-worker-1 -> job-worker-2 rdma: connect: rejected"));
 	free(mx);
-	fx_free(&f);
+	cf_fx_free(&f);
 }
 
 /* A pod whose RDMA-CM is not available: probes to it are not counted, the summary names it. */
@@ -276,19 +200,19 @@ static void test_rdma_unavailable(void **state)
 static void test_hostile_reports(void **state)
 {
 	json_t *reports, *x;
-	struct fx f;
+	struct cf_fx f;
 	char *text;
 	size_t k;
 
 	(void)state;
-	fx_load(&f, FIX "hostile_reports.json");
+	cf_fx_load(&f, FIX "hostile_reports.json");
 	reports = json_object_get(f.doc, "reports");
 	assert_true(json_array_size(reports) > 10);
 	json_array_foreach(reports, k, x)
 	{
 		text = json_dumps(json_object_get(x, "payload"), JSON_COMPACT);
 		assert_non_null(text);
-		if (deliver(&f.w, 1, ROUND, text, strlen(text)) != GX_EPROTO)
+		if (cf_deliver(&f.w, 1, ROUND, text, strlen(text)) != GX_EPROTO)
 			fail_msg("accepted: %s", json_string_value(json_object_get(x, "what")));
 		assert_false(f.w.rows[1].reported);
 		assert_int_equal(f.w.rows[1].nprobes, 0);
@@ -296,9 +220,9 @@ static void test_hostile_reports(void **state)
 	}
 	/* the good shape of the same report is accepted (the fixtures are near misses) */
 	text = "{\"rank\":1,\"mtu\":1500,\"rdma\":0,\"why\":\"\",\"probes\":[]}";
-	assert_int_equal(deliver(&f.w, 1, ROUND, text, strlen(text)), 0);
+	assert_int_equal(cf_deliver(&f.w, 1, ROUND, text, strlen(text)), 0);
 	assert_true(f.w.rows[1].reported);
-	fx_free(&f);
+	cf_fx_free(&f);
 }
 
 static void test_frames(void **state)
@@ -315,7 +239,7 @@ static void test_frames(void **state)
 	(void)state;
 	assert_int_equal(check_world_init(&w, 4, 0, names), 0);
 	/* wrong round: another rendezvous' report */
-	assert_int_equal(deliver(&w, 1, ROUND + 1, text, strlen(text)), GX_EMAC);
+	assert_int_equal(cf_deliver(&w, 1, ROUND + 1, text, strlen(text)), GX_EMAC);
 	/* bad MAC: one payload byte flipped */
 	assert_int_equal(check_seal(key, CHECK_REPORT, ROUND, 1, text, strlen(text), &frame, &flen),
 			 0);
@@ -413,42 +337,6 @@ static void test_expected_pairs(void **state)
 }
 
 /* A world of n pods where every pair is OK except from -> to (timeout). */
-static void big_world(struct check_world *w, uint32_t n, char **names, uint32_t from, uint32_t to)
-{
-	struct check_probe p;
-	uint32_t i, j;
-
-	for (i = 0; i < n; i++) {
-		names[i] = malloc(32);
-		assert_non_null(names[i]);
-		snprintf(names[i], 32, "job-worker-%u", i);
-	}
-	assert_int_equal(check_world_init(w, n, 0, names), 0);
-	for (i = 0; i < n; i++) {
-		w->rows[i].reported = 1;
-		w->rows[i].mtu = 9000;
-		for (j = 0; j < n; j++) {
-			if (i == j)
-				continue;
-			memset(&p, 0, sizeof(p));
-			p.to = j;
-			p.ok = !(i == from && j == to);
-			p.min_us = p.median_us = p.max_us = 100 + i;
-			if (!p.ok)
-				snprintf(p.why, sizeof(p.why), "timeout");
-			assert_int_equal(check_row_add(w, i, &p), 0);
-		}
-	}
-}
-
-static void free_names(char **names, uint32_t n)
-{
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		free(names[i]);
-}
-
 static size_t count_lines(const char *s)
 {
 	size_t n = 0;
@@ -467,7 +355,7 @@ static void test_matrix_sizes(void **state)
 	json_t *doc;
 
 	(void)state;
-	big_world(&w, 20, names, 3, 17);
+	cf_full_world(&w, 20, names, 3, 17);
 	mx = matrix_text(&w, CHECK_TCP);
 	if (getenv("GX_TEST_SHOW"))
 		fputs(mx, stderr);
@@ -482,9 +370,9 @@ static void test_matrix_sizes(void **state)
 	check_summarize(&w, &s);
 	assert_string_equal(s.line, "379/380 pairs OK over TCP, RDMA: no device on 20 pods");
 	check_world_free(&w);
-	free_names(names, 20);
+	cf_free_names(names, 20);
 
-	big_world(&w, 70, names, 69, 0);
+	cf_full_world(&w, 70, names, 69, 0);
 	mx = matrix_text(&w, CHECK_TCP);
 	assert_null(strstr(mx, "from\\to"));
 	assert_non_null(strstr(mx, "matrix omitted"));
@@ -505,7 +393,7 @@ static void test_matrix_sizes(void **state)
 	json_decref(doc);
 	check_world_free(&m);
 	check_world_free(&w);
-	free_names(names, 70);
+	cf_free_names(names, 70);
 }
 
 /* A row prints in rank order of its targets, whatever order the probes finished in. */
@@ -556,7 +444,7 @@ static void test_overload(void **state)
 	size_t len = 0;
 
 	(void)state;
-	big_world(&w, 6, names, 1, 2); /* 1 -> 2 timed out */
+	cf_full_world(&w, 6, names, 1, 2); /* 1 -> 2 timed out */
 	memset(&p, 0, sizeof(p));
 	p.to = 4;
 	snprintf(p.why, sizeof(p.why), "no echo");
@@ -582,7 +470,7 @@ static void test_overload(void **state)
 	assert_string_equal(w.rows[4].why, "");
 	assert_string_equal(w.rows[5].why, "");
 	check_world_free(&w);
-	free_names(names, 6);
+	cf_free_names(names, 6);
 }
 
 /*
@@ -596,7 +484,7 @@ static void test_blame_common_end(void **state)
 	char *names[4], text[1024];
 
 	(void)state;
-	big_world(&w, 4, names, 0, 3);
+	cf_full_world(&w, 4, names, 0, 3);
 	w.rows[1].probes[2].ok = 0; /* 1 -> 3 */
 	snprintf(w.rows[1].probes[2].why, sizeof(w.rows[1].probes[2].why), "no echo");
 	assert_int_equal(w.rows[1].probes[2].to, 3);
@@ -604,12 +492,144 @@ static void test_blame_common_end(void **state)
 	assert_non_null(strstr(text, "job-worker-3 ("));
 	assert_null(strstr(text, "path"));
 	check_world_free(&w);
-	free_names(names, 4);
-	big_world(&w, 4, names, 0, 3); /* only 0 -> 3 */
+	cf_free_names(names, 4);
+	cf_full_world(&w, 4, names, 0, 3); /* only 0 -> 3 */
 	assert_true(check_blame_text(&w, text, sizeof(text)) == 1);
 	assert_non_null(strstr(text, "job-worker-0 -> job-worker-3 (path: timeout)"));
 	check_world_free(&w);
-	free_names(names, 4);
+	cf_free_names(names, 4);
+}
+
+/*
+ * Issue 30 item 2: star mode, 0 <-> 2 fails both ways, 0 <-> 1 passes. Pod 2 has no good
+ * pair: it is blamed. When a known-good third pod reached it in the second pass (row
+ * second, "reached" in the result), the failed pairs are the path's, not pod 2's; the
+ * result carries "reached" to the members, whose blame then agrees.
+ */
+static void test_blame_reached(void **state)
+{
+	struct check_probe p01 = cf_probe(1, 0, 1, NULL), p10 = cf_probe(0, 0, 1, NULL);
+	struct check_probe p02 = cf_probe(2, 0, 0, "timeout"), p20 = cf_probe(0, 0, 0, "timeout");
+	struct check_world w, m;
+	struct check_summary s, ms;
+	json_t *doc, *back = NULL;
+	char text[1024], why[160], *res;
+	uint32_t i;
+
+	(void)state;
+	assert_int_equal(check_world_init(&w, 3, 1, cf_names()), 0);
+	for (i = 0; i < 3; i++)
+		w.rows[i].reported = 1;
+	assert_int_equal(check_row_add(&w, 0, &p01), 0);
+	assert_int_equal(check_row_add(&w, 1, &p10), 0);
+	assert_int_equal(check_row_add(&w, 0, &p02), 0);
+	assert_int_equal(check_row_add(&w, 2, &p20), 0);
+	assert_int_equal(check_blame_text(&w, text, sizeof(text)), 1);
+	assert_string_equal(text, " job-worker-2 (no pod reaches it or is reached by it)");
+	w.rows[2].second = CHECK_SECOND_OK;
+	assert_int_equal(check_blame_text(&w, text, sizeof(text)), 2);
+	assert_string_equal(text, " job-worker-0 -> job-worker-2 (path: timeout)"
+				  " job-worker-2 -> job-worker-0 (path: timeout)");
+	check_summarize(&w, &s);
+	doc = check_result_json(&w, &s, NULL, 0, 0);
+	res = json_dumps(doc, JSON_COMPACT);
+	assert_non_null(res);
+	assert_int_equal(check_world_init(&m, 3, 1, cf_names()), 0);
+	assert_int_equal(check_result_decode(&m, res, strlen(res), &back, &ms, why, sizeof(why)),
+			 0);
+	assert_int_equal(m.rows[2].second, CHECK_SECOND_OK);
+	assert_int_equal(m.rows[1].second, CHECK_SECOND_NONE);
+	assert_int_equal(check_blame_text(&m, text, sizeof(text)), 2);
+	json_decref(back);
+	json_decref(doc);
+	free(res);
+	check_world_free(&m);
+	check_world_free(&w);
+}
+
+/*
+ * Above CHECK_MATRIX_MAX the result carries only the failed probes: a member
+ * blamed with no OK pair in sight and named every pod (seen at 120 pods with
+ * one cut net1: 1 of 120 pods named the cut pod alone). The result's peers
+ * carry the coordinator's known-good set, and a member names what it names.
+ */
+static void test_blame_failures_only_result(void **state)
+{
+	struct check_world w, m;
+	struct check_summary s, ms;
+	json_t *doc, *back = NULL;
+	char *names[70], text[1024], mtext[1024], why[160], *res;
+	uint32_t j;
+
+	(void)state;
+	cf_full_world(&w, 70, names, 0, 5);
+	for (j = 1; j < 70; j++) /* every pod's probe to 5 fails (its row's probe k: to k or k+1) */
+		if (j != 5) {
+			struct check_probe *p = &w.rows[j].probes[j < 5 ? 4 : 5];
+
+			assert_int_equal(p->to, 5);
+			p->ok = 0;
+			snprintf(p->why, sizeof(p->why), "timeout");
+		}
+	assert_int_equal(check_blame_text(&w, text, sizeof(text)), 1);
+	assert_string_equal(text, " job-worker-5 (no pod reaches it or is reached by it)");
+	check_summarize(&w, &s);
+	doc = check_result_json(&w, &s, NULL, 0, 1);
+	res = json_dumps(doc, JSON_COMPACT);
+	assert_non_null(res);
+	assert_int_equal(check_world_init(&m, 70, 0, names), 0);
+	assert_int_equal(check_result_decode(&m, res, strlen(res), &back, &ms, why, sizeof(why)),
+			 0);
+	assert_int_equal(m.rows[1].nprobes, 1); /* failures only */
+	assert_int_equal(check_blame_text(&m, mtext, sizeof(mtext)), 1);
+	assert_string_equal(mtext, text);
+	json_decref(back);
+	json_decref(doc);
+	free(res);
+	check_world_free(&m);
+	check_world_free(&w);
+	cf_free_names(names, 70);
+}
+
+/* The PROBE request and the PROBED answer: round trips, and what is refused. */
+static void test_probe_request(void **state)
+{
+	unsigned char only[4] = {0, 1, 0, 1}, got[4];
+	struct check_world w, back;
+	struct check_probe p = cf_probe(3, 0, 0, "timeout");
+	char why[160], *text;
+	uint64_t id = 0;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(check_probe_req_encode(7, only, 4, &text, &len), 0);
+	assert_int_equal(check_probe_req_decode(text, len, 4, 0, &id, got, why, sizeof(why)), 0);
+	assert_int_equal(id, 7);
+	assert_memory_equal(got, only, 4);
+	/* a member never probes itself: a request naming it is refused */
+	assert_int_equal(check_probe_req_decode(text, len, 4, 3, &id, got, why, sizeof(why)),
+			 GX_EPROTO);
+	free(text);
+	assert_int_equal(check_probe_req_decode("{\"id\":1,\"targets\":[1,1]}", 25, 4, 0, &id, got,
+						why, sizeof(why)),
+			 GX_EPROTO);
+	assert_int_equal(check_probe_req_decode("{\"id\":1,\"targets\":[4]}", 23, 4, 0, &id, got,
+						why, sizeof(why)),
+			 GX_EPROTO);
+	assert_int_equal(check_probe_req_decode("{\"id\":1,\"targets\":[]}", 22, 4, 0, &id, got,
+						why, sizeof(why)),
+			 GX_EPROTO);
+	assert_int_equal(check_world_init(&w, 4, 0, cf_names()), 0);
+	assert_int_equal(check_row_add(&w, 1, &p), 0);
+	assert_int_equal(check_probed_encode(&w, 1, 7, &text, &len), 0);
+	assert_int_equal(check_world_init(&back, 4, 0, cf_names()), 0);
+	assert_int_equal(check_probed_decode(&back, 1, 8, text, len, why, sizeof(why)), GX_EPROTO);
+	assert_false(back.rows[1].reported);
+	assert_int_equal(check_probed_decode(&back, 1, 7, text, len, why, sizeof(why)), 0);
+	assert_string_equal(check_find(&back, 1, 3, CHECK_TCP)->why, "timeout");
+	free(text);
+	check_world_free(&back);
+	check_world_free(&w);
 }
 
 /* Issue 31 item 7: a star chosen by default (N > 64) says so in the summary line. */
@@ -645,7 +665,7 @@ static void test_html(void **state)
 	FILE *f;
 
 	(void)state;
-	big_world(&w, 5, names, 1, 3); /* 1 -> 3 timed out */
+	cf_full_world(&w, 5, names, 1, 3); /* 1 -> 3 timed out */
 	check_summarize(&w, &s);
 	f = open_memstream(&buf, &len);
 	assert_non_null(f);
@@ -682,7 +702,7 @@ static void test_html(void **state)
 	    strstr(buf, "title=\"job-worker-0 → job-worker-2: no rail at peer\">✗</td>"));
 	free(buf);
 	check_world_free(&w);
-	free_names(names, 5);
+	cf_free_names(names, 5);
 }
 
 /*
@@ -733,15 +753,26 @@ static void test_sampled(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_all_ok),	     cmocka_unit_test(test_net1_down),
-	    cmocka_unit_test(test_mtu_low),	     cmocka_unit_test(test_star_missing),
-	    cmocka_unit_test(test_rdma_mixed),	     cmocka_unit_test(test_rdma_unavailable),
-	    cmocka_unit_test(test_hostile_reports),  cmocka_unit_test(test_frames),
-	    cmocka_unit_test(test_result_hostile),   cmocka_unit_test(test_expected_pairs),
-	    cmocka_unit_test(test_matrix_sizes),     cmocka_unit_test(test_row_order),
-	    cmocka_unit_test(test_overload),	     cmocka_unit_test(test_star_default_line),
-	    cmocka_unit_test(test_blame_common_end), cmocka_unit_test(test_html),
+	    cmocka_unit_test(test_all_ok),
+	    cmocka_unit_test(test_net1_down),
+	    cmocka_unit_test(test_mtu_low),
+	    cmocka_unit_test(test_star_missing),
+	    cmocka_unit_test(test_rdma_mixed),
+	    cmocka_unit_test(test_rdma_unavailable),
+	    cmocka_unit_test(test_hostile_reports),
+	    cmocka_unit_test(test_frames),
+	    cmocka_unit_test(test_result_hostile),
+	    cmocka_unit_test(test_expected_pairs),
+	    cmocka_unit_test(test_matrix_sizes),
+	    cmocka_unit_test(test_row_order),
+	    cmocka_unit_test(test_overload),
+	    cmocka_unit_test(test_star_default_line),
+	    cmocka_unit_test(test_blame_common_end),
+	    cmocka_unit_test(test_html),
 	    cmocka_unit_test(test_sampled),
+	    cmocka_unit_test(test_blame_reached),
+	    cmocka_unit_test(test_probe_request),
+	    cmocka_unit_test(test_blame_failures_only_result),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

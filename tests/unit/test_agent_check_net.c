@@ -22,145 +22,69 @@
 #include "agent/check_int.h"
 #include "rdzv/gx.h"
 #include "rdzv/rdzv_rdma.h"
+#include "tests/unit/check_fixture.h"
 
-#define ROUND 0xabcdef0123456789ull
-
-static char *names[2] = {"job-worker-0", "job-worker-1"};
-
-struct pod {
-	struct check_world w;
-	struct check_net n;
-};
-
-static void table_init(struct rdzv_peer t[2])
-{
-	uint32_t i;
-
-	memset(t, 0, 2 * sizeof(*t));
-	for (i = 0; i < 2; i++) {
-		snprintf(t[i].name, sizeof(t[i].name), "%s", names[i]);
-		snprintf(t[i].iface, sizeof(t[i].iface), "lo");
-		snprintf(t[i].addr4, sizeof(t[i].addr4), "127.0.0.1");
-		t[i].gid_index = -1;
-	}
-}
-
-static void pod_init(struct pod *p, struct gx_ev *ev, uint32_t self, uint16_t port,
-		     const struct rdzv_peer *table)
-{
-	memset(p, 0, sizeof(*p));
-	assert_int_equal(check_world_init(&p->w, 2, 0, names), 0);
-	p->n.ev = ev;
-	p->n.w = &p->w;
-	p->n.self = self;
-	p->n.round = ROUND;
-	memset(p->n.key, 7, sizeof(p->n.key));
-	p->n.port = port;
-	p->n.is_coord = self == 0;
-	p->n.table = table;
-	p->n.t0 = gx_now_ms();
-	p->n.lfd[0] = p->n.lfd[1] = -1;
-	snprintf(p->n.ifname, sizeof(p->n.ifname), "lo");
-}
-
-static void pod_free(struct pod *p)
-{
-	check_probes_stop(&p->n);
-	check_serve_stop(&p->n);
-	check_world_free(&p->w);
-}
-
-/* The coordinator's service on a free port. */
-static uint16_t serve(struct pod *coord, struct gx_ev *ev, const struct rdzv_peer *table)
-{
-	char err[256];
-	uint16_t port;
-	int k;
-
-	for (k = 0; k < 50; k++) {
-		port = (uint16_t)(30000 + (getpid() * 7 + k * 131) % 20000);
-		pod_init(coord, ev, 0, port, table);
-		if (check_serve_start(&coord->n, err, sizeof(err)) == 0)
-			return port;
-		pod_free(coord);
-	}
-	fail_msg("no free port");
-	return 0;
-}
-
-static void run_until(struct gx_ev *ev, const int *flag, int64_t ms)
-{
-	int64_t deadline = gx_now_ms() + ms;
-
-	while (!*flag && gx_now_ms() < deadline)
-		gx_ev_run_until(ev, deadline);
-}
+#define ROUND CF_ROUND
 
 static void test_probe_echo(void **state)
 {
-	struct rdzv_peer table[2];
 	const struct check_probe *p;
 	struct gx_ev *ev = NULL;
-	struct pod c;
+	struct cf_pod c;
 
 	(void)state;
-	table_init(table);
 	assert_int_equal(gx_ev_new(&ev), 0);
-	serve(&c, ev, table);
+	cf_serve(&c, ev, 2, 0);
 	/* the coordinator probes "job-worker-1", which is its own service here */
 	assert_int_equal(check_probes_start(&c.n), 0);
-	run_until(ev, &c.n.probes_done, 10000);
+	cf_run_until(ev, &c.n.probes_done, 10000);
 	assert_true(c.n.probes_done);
 	p = check_find(&c.w, 0, 1, CHECK_TCP);
 	assert_non_null(p);
 	assert_true(p->ok);
 	assert_true(p->min_us > 0 && p->min_us <= p->median_us && p->median_us <= p->max_us);
-	pod_free(&c);
+	cf_pod_free(&c);
 	gx_ev_free(ev);
 }
 
 static void test_probe_refused(void **state)
 {
-	struct rdzv_peer table[2];
 	const struct check_probe *p;
 	struct gx_ev *ev = NULL;
-	struct pod c;
+	struct cf_pod c;
 	int64_t t;
 
 	(void)state;
-	table_init(table);
 	assert_int_equal(gx_ev_new(&ev), 0);
-	serve(&c, ev, table);
+	cf_serve(&c, ev, 2, 0);
 	check_serve_stop(&c.n); /* nothing listens: refused, retried until the grace ends */
 	c.n.t0 = gx_now_ms() - 4500;
 	t = gx_now_ms();
 	assert_int_equal(check_probes_start(&c.n), 0);
-	run_until(ev, &c.n.probes_done, 10000);
+	cf_run_until(ev, &c.n.probes_done, 10000);
 	p = check_find(&c.w, 0, 1, CHECK_TCP);
 	assert_non_null(p);
 	assert_false(p->ok);
 	assert_string_equal(p->why, "refused");
 	assert_true(gx_now_ms() - t >= 1500); /* retried for the probe's own 2 s window */
-	pod_free(&c);
+	cf_pod_free(&c);
 	gx_ev_free(ev);
 }
 
 static void test_report_result(void **state)
 {
 	const char *result = "{\"world\":2}";
-	struct rdzv_peer table[2];
 	struct check_probe pr;
 	struct gx_ev *ev = NULL;
-	struct pod c, m;
+	struct cf_pod c, m;
 	unsigned char *frame;
 	char *text;
 	size_t len, flen;
 
 	(void)state;
-	table_init(table);
 	assert_int_equal(gx_ev_new(&ev), 0);
-	serve(&c, ev, table);
-	pod_init(&m, ev, 1, c.n.port, table);
+	cf_serve(&c, ev, 2, 0);
+	cf_pod_init(&m, ev, 2, 1, c.n.port);
 	m.w.rows[1].mtu = 1450;
 	memset(&pr, 0, sizeof(pr));
 	pr.ok = 1;
@@ -171,17 +95,17 @@ static void test_report_result(void **state)
 	assert_int_equal(check_seal(m.n.key, CHECK_REPORT, ROUND, 1, text, len, &frame, &flen), 0);
 	free(text);
 	assert_int_equal(check_report_start(&m.n, frame, flen), 0);
-	run_until(ev, &c.n.reports_done, 5000);
+	cf_run_until(ev, &c.n.reports_done, 5000);
 	assert_true(c.n.reports_done);
 	assert_true(c.w.rows[1].reported);
 	assert_int_equal(c.w.rows[1].mtu, 1450);
 	assert_int_equal(check_find(&c.w, 1, 0, CHECK_TCP)->median_us, 42);
 	assert_int_equal(check_serve_reply(&c.n, result, strlen(result)), 0);
-	run_until(ev, &m.n.result_done, 5000);
+	cf_run_until(ev, &m.n.result_done, 5000);
 	assert_true(m.n.result_done);
 	assert_string_equal(m.n.result, result);
-	pod_free(&m);
-	pod_free(&c);
+	cf_pod_free(&m);
+	cf_pod_free(&c);
 	gx_ev_free(ev);
 }
 
@@ -213,15 +137,13 @@ static void test_hostile_service(void **state)
 {
 	const char *text = "{\"rank\":1,\"mtu\":1500,\"rdma\":0,\"why\":\"\",\"probes\":[]}";
 	unsigned char wrong[CHECK_KEY_LEN], *frame, h[CHECK_HDR_LEN];
-	struct rdzv_peer table[2];
 	struct gx_ev *ev = NULL;
-	struct pod c;
+	struct cf_pod c;
 	size_t flen;
 
 	(void)state;
-	table_init(table);
 	assert_int_equal(gx_ev_new(&ev), 0);
-	serve(&c, ev, table);
+	cf_serve(&c, ev, 2, 0);
 	assert_true(service_closes(ev, c.n.port, "GET / HTTP/1.0\r\n\r\n", 18));
 	check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT + 1);
 	assert_true(service_closes(ev, c.n.port, h, sizeof(h)));
@@ -234,7 +156,129 @@ static void test_hostile_service(void **state)
 	free(frame);
 	assert_int_equal(c.n.nreports, 0);
 	assert_false(c.w.rows[1].reported);
-	pod_free(&c);
+	cf_pod_free(&c);
+	gx_ev_free(ev);
+}
+
+/* A member's sealed report of one OK probe to the coordinator, sent from m. */
+static void send_report(struct cf_pod *m)
+{
+	struct check_probe pr = cf_probe(0, 0, 1, NULL);
+	unsigned char *frame;
+	char *text;
+	size_t len, flen;
+
+	m->w.rows[m->n.self].mtu = 1450;
+	assert_int_equal(check_row_add(&m->w, m->n.self, &pr), 0);
+	assert_int_equal(check_report_encode(&m->w, m->n.self, &text, &len), 0);
+	assert_int_equal(
+	    check_seal(m->n.key, CHECK_REPORT, ROUND, m->n.self, text, len, &frame, &flen), 0);
+	free(text);
+	assert_int_equal(check_report_start(&m->n, frame, flen), 0);
+}
+
+/*
+ * Issue 30: a REPORT that arrives while the coordinator runs its second pass
+ * counts: it goes into the coordinator's world (n->late counts it), not into
+ * the second pass's scratch world, which gets only the second probes (before:
+ * the second pass swapped n->w, and the report was decoded into the scratch
+ * world and thrown away: the pod stayed "missing").
+ */
+static void test_late_report_in_second_pass(void **state)
+{
+	unsigned char only[2] = {0, 1};
+	struct check_world again;
+	const struct check_probe *p;
+	struct gx_ev *ev = NULL;
+	struct cf_pod c, m;
+	int64_t end;
+
+	(void)state;
+	assert_int_equal(gx_ev_new(&ev), 0);
+	cf_serve(&c, ev, 2, 0);
+	cf_pod_init(&m, ev, 2, 1, c.n.port);
+	assert_int_equal(gx_addr_parse("127.0.0.1", c.n.port, &m.n.coord, &m.n.coordlen), 0);
+	c.w.rows[0].reported = 1;		       /* the own row */
+	assert_int_equal(check_world_finish(&c.w), 0); /* the first pass is over: 1 missing */
+	assert_false(c.w.rows[1].reported);
+	assert_int_equal(check_world_init(&again, 2, 0, cf_names()), 0);
+	c.n.late_after = 1;
+	assert_int_equal(check_probes_again(&c.n, &again, only), 0);
+	send_report(&m);
+	end = gx_now_ms() + 10000;
+	while ((!c.n.probes_done || !c.n.reports_done) && gx_now_ms() < end)
+		gx_ev_run_until(ev, end);
+	assert_true(c.n.probes_done && c.n.reports_done);
+	assert_true(c.w.rows[1].reported); /* counts */
+	assert_int_equal(c.w.rows[1].mtu, 1450);
+	assert_int_equal(c.n.late, 1);
+	assert_false(again.rows[1].reported); /* not thrown away with the scratch world */
+	p = check_find(&again, 0, 1, CHECK_TCP);
+	assert_true(p && p->ok);	       /* the second probe */
+	p = check_find(&c.w, 0, 1, CHECK_TCP); /* the first pass's, as it was */
+	assert_true(p && !p->ok);
+	assert_string_equal(p->why, "not probed");
+	check_probes_reset(&c.n);
+	check_world_free(&again);
+	cf_pod_free(&m);
+	cf_pod_free(&c);
+	gx_ev_free(ev);
+}
+
+/*
+ * Issue 30 item 2: the coordinator asks a known-good member, over its report
+ * connection, to probe pods again (sealed PROBE); the member probes them and
+ * answers PROBED on the same connection, into the coordinator's scratch world.
+ * Pod 2 has no address in the member's table: that probe fails there. A
+ * PROBED on a connection that holds no report is refused at its header; a
+ * PROBE sealed with another key is ignored by the member.
+ */
+static void test_probe_through_member(void **state)
+{
+	unsigned char only[3] = {1, 0, 1}, h[CHECK_HDR_LEN], wrong[CHECK_KEY_LEN];
+	struct check_world via;
+	const struct check_probe *p;
+	struct gx_ev *ev = NULL;
+	struct cf_pod c, m;
+	int64_t end;
+
+	(void)state;
+	assert_int_equal(gx_ev_new(&ev), 0);
+	cf_serve(&c, ev, 3, 0);
+	cf_pod_init(&m, ev, 3, 1, c.n.port);
+	m.table[2].addr4[0] = '\0';
+	m.n.probes_done = 1; /* its own probes are over */
+	assert_int_equal(gx_addr_parse("127.0.0.1", c.n.port, &m.n.coord, &m.n.coordlen), 0);
+	check_hdr_put(h, CHECK_PROBED, 64);
+	assert_true(service_closes(ev, c.n.port, h, sizeof(h)));
+	assert_int_equal(check_world_init(&via, 3, 0, cf_names()), 0);
+	assert_int_equal(check_serve_ask(&c.n, 1, only, &via), -ENOENT); /* no report yet */
+	send_report(&m);
+	end = gx_now_ms() + 5000;
+	while (!check_serve_has(&c.n, 1) && gx_now_ms() < end)
+		cf_pump(ev, 50);
+	assert_true(check_serve_has(&c.n, 1));
+	/* a PROBE under another key: the member ignores it and answers nothing */
+	memcpy(wrong, c.n.key, sizeof(wrong));
+	memset(c.n.key, 8, sizeof(c.n.key));
+	assert_int_equal(check_serve_ask(&c.n, 1, only, &via), 0);
+	cf_run_until(ev, &c.n.probed_done, 1500);
+	assert_false(c.n.probed_done);
+	memcpy(c.n.key, wrong, sizeof(wrong));
+	assert_int_equal(check_serve_ask(&c.n, 1, only, &via), 0);
+	cf_run_until(ev, &c.n.probed_done, 10000);
+	assert_true(c.n.probed_done);
+	assert_true(via.rows[1].reported);
+	p = check_find(&via, 1, 0, CHECK_TCP);
+	assert_true(p && p->ok && p->median_us > 0);
+	p = check_find(&via, 1, 2, CHECK_TCP);
+	assert_true(p && !p->ok);
+	assert_string_equal(p->why, "no address");
+	assert_null(check_find(&m.w, 1, 2, CHECK_TCP)); /* the member's own row is untouched */
+	assert_false(m.n.result_done);			/* still waits for its RESULT */
+	check_world_free(&via);
+	cf_pod_free(&m);
+	cf_pod_free(&c);
 	gx_ev_free(ev);
 }
 
@@ -246,55 +290,50 @@ static void test_hostile_service(void **state)
  */
 static void test_rdma_probes(void **state)
 {
-	struct rdzv_peer table[2];
-	struct check_rdma ch;
 	struct rdzv_rdma_ctx *ctx = NULL;
-	struct check_world w;
-	struct check_net n;
 	const struct check_probe *p;
 	int64_t deadline = gx_now_ms() + 15000;
+	struct gx_ev *ev = NULL;
+	struct check_rdma ch;
+	struct cf_pod c;
 	uint32_t i;
 
 	(void)state;
-	memset(table, 0, sizeof(table));
+	assert_int_equal(gx_ev_new(&ev), 0);
+	cf_pod_init(&c, ev, 2, 0, 9); /* discard: nothing answers RDMA-CM there */
 	for (i = 0; i < 2; i++) {
-		snprintf(table[i].name, sizeof(table[i].name), "%s", names[i]);
-		snprintf(table[i].iface, sizeof(table[i].iface), "lo");
-		snprintf(table[i].addr4, sizeof(table[i].addr4), "127.0.0.1");
-		snprintf(table[i].rdma_dev, sizeof(table[i].rdma_dev), "rxe0");
-		table[i].rdma_port = 1;
-		table[i].gid_index = 1;
+		snprintf(c.table[i].rdma_dev, sizeof(c.table[i].rdma_dev), "rxe0");
+		c.table[i].rdma_port = 1;
+		c.table[i].gid_index = 1;
 	}
-	assert_int_equal(check_world_init(&w, 2, 0, names), 0);
-	memset(&n, 0, sizeof(n));
-	assert_int_equal(gx_ev_new(&n.ev), 0);
-	n.w = &w;
-	n.table = table;
-	n.port = 9; /* discard: nothing answers RDMA-CM there */
 	assert_int_equal(rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), 4096, &ctx), 0);
-	check_rdma_init(&n, ctx, 4096, &ch);
+	check_rdma_init(&c.n, ctx, 4096, &ch);
 	check_rdma_go(&ch);
 	while (!ch.done && gx_now_ms() < deadline)
-		gx_ev_run_until(n.ev, deadline);
+		gx_ev_run_until(ev, deadline);
 	assert_true(ch.done);
 	check_rdma_stop(&ch);
-	p = check_find(&w, 0, 1, CHECK_RDMA);
+	p = check_find(&c.w, 0, 1, CHECK_RDMA);
 	assert_non_null(p);
 	assert_false(p->ok);
 	assert_true(p->why[0] != '\0');
 	print_message("rdma probe without a device: %s\n", p->why);
-	assert_null(check_find(&w, 0, 1, CHECK_TCP));
+	assert_null(check_find(&c.w, 0, 1, CHECK_TCP));
 	rdzv_rdma_ctx_free(ctx);
-	gx_ev_free(n.ev);
-	check_world_free(&w);
+	check_world_free(&c.w);
+	gx_ev_free(ev);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_probe_echo),	  cmocka_unit_test(test_probe_refused),
-	    cmocka_unit_test(test_report_result), cmocka_unit_test(test_hostile_service),
+	    cmocka_unit_test(test_probe_echo),
+	    cmocka_unit_test(test_probe_refused),
+	    cmocka_unit_test(test_report_result),
+	    cmocka_unit_test(test_hostile_service),
 	    cmocka_unit_test(test_rdma_probes),
+	    cmocka_unit_test(test_late_report_in_second_pass),
+	    cmocka_unit_test(test_probe_through_member),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include "agent/check_int.h"
 #include "rdzv/gx.h"
 #include "rdzv/rdzv_rdma.h"
+#include "tests/unit/check_fixture.h"
 
 static char *names4[] = {"job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3"};
 
@@ -116,21 +117,6 @@ static void test_plan(void **state)
 	check_world_free(&w);
 }
 
-static struct check_probe probe(uint32_t to, int rail, int ok, const char *why)
-{
-	struct check_probe p;
-
-	memset(&p, 0, sizeof(p));
-	p.to = to;
-	p.rail = rail;
-	p.ok = ok;
-	p.gid_index = -1;
-	p.min_us = p.median_us = p.max_us = ok ? 100 + rail : 0;
-	if (why)
-		gx_strlcpy(p.why, why, sizeof(p.why));
-	return p;
-}
-
 /* 4 pods, rails net1..net3; every probe of rail `bad_rail` touching pod `bad` fails. */
 static void fill(struct check_world *w, uint32_t bad, int bad_rail)
 {
@@ -151,7 +137,7 @@ static void fill(struct check_world *w, uint32_t bad, int bad_rail)
 				continue;
 			for (k = 0; k <= 3; k++) {
 				ok = !(k == bad_rail && (i == bad || j == bad));
-				p = probe(j, k, ok, ok ? NULL : "timeout");
+				p = cf_probe(j, k, ok, ok ? NULL : "timeout");
 				assert_int_equal(check_row_add(w, i, &p), 0);
 			}
 		}
@@ -183,7 +169,7 @@ static void test_summary_and_broken(void **state)
 	assert_null(check_find_rail(&w, 0, 2, CHECK_RDMA, 3));
 	/* a rail index beyond the world's rails is refused */
 	{
-		struct check_probe p = probe(1, 4, 1, NULL);
+		struct check_probe p = cf_probe(1, 4, 1, NULL);
 
 		assert_int_equal(check_row_add(&w, 0, &p), -EINVAL);
 	}

@@ -21,58 +21,19 @@
 
 #include "agent/check_int.h"
 #include "rdzv/gx.h"
+#include "tests/unit/check_fixture.h"
 
-#define ROUND 0x1122334455667788ull
 #define NCONN 64
 #define SEND (1u << 20)
 
-static char *names[2] = {"job-worker-0", "job-worker-1"};
-
-struct pod {
-	struct check_world w;
-	struct check_net n;
-	struct rdzv_peer table[2];
-};
-
-static void pod_start(struct pod *p, struct gx_ev *ev, uint32_t self)
+static void pod_start(struct cf_pod *p, struct gx_ev *ev, uint32_t self)
 {
-	char err[256];
-	uint32_t i;
-	int k;
-
-	for (k = 0; k < 50; k++) {
-		memset(p, 0, sizeof(*p));
-		for (i = 0; i < 2; i++) {
-			snprintf(p->table[i].name, sizeof(p->table[i].name), "%s", names[i]);
-			snprintf(p->table[i].addr4, sizeof(p->table[i].addr4), "127.0.0.1");
-			p->table[i].gid_index = -1;
-		}
-		assert_int_equal(check_world_init(&p->w, 2, 0, names), 0);
-		p->n.ev = ev;
-		p->n.w = &p->w;
-		p->n.self = self;
-		p->n.round = ROUND;
-		memset(p->n.key, 7, sizeof(p->n.key));
-		p->n.port = (uint16_t)(30000 + (getpid() * 11 + k * 137) % 20000);
-		p->n.is_coord = self == 0;
-		p->n.table = p->table;
-		p->n.t0 = gx_now_ms();
-		if (check_serve_start(&p->n, err, sizeof(err)) == 0)
-			return;
-		check_serve_stop(&p->n);
-		check_world_free(&p->w);
-	}
-	fail_msg("no free port");
-}
-
-static void pod_free(struct pod *p)
-{
-	check_serve_stop(&p->n);
-	check_world_free(&p->w);
+	cf_serve(p, ev, 2, self);
+	p->table[0].iface[0] = p->table[1].iface[0] = '\0';
 }
 
 /* A connection from src (127.0.0.2: not the table's address) to the service. */
-static int conn(struct pod *p, const char *src)
+static int conn(struct cf_pod *p, const char *src)
 {
 	union gx_sockaddr sa, ss;
 	socklen_t sl, ssl;
@@ -93,11 +54,6 @@ static int closed(int fd)
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
 }
 
-static void pump(struct gx_ev *ev, int64_t ms)
-{
-	gx_ev_run_until(ev, gx_now_ms() + ms);
-}
-
 static void report_head(unsigned char *f, uint32_t blen, uint32_t rank)
 {
 	uint32_t r = htonl(rank);
@@ -111,23 +67,23 @@ static void test_member_refuses_report_header(void **state)
 {
 	unsigned char h[CHECK_HDR_LEN];
 	struct gx_ev *ev = NULL;
-	struct pod m;
+	struct cf_pod m;
 	int fd, k, shut = 0;
 
 	(void)state;
 	assert_int_equal(gx_ev_new(&ev), 0);
 	pod_start(&m, ev, 1);
 	fd = conn(&m, "127.0.0.2");
-	pump(ev, 50);
+	cf_pump(ev, 50);
 	check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT); /* the header only: no body follows */
 	assert_int_equal(write(fd, h, sizeof(h)), (ssize_t)sizeof(h));
 	for (k = 0; k < 40 && !shut; k++) {
-		pump(ev, 25);
+		cf_pump(ev, 25);
 		shut = closed(fd);
 	}
 	assert_true(shut); /* before: it waited for the 4 MiB body, then refused it */
 	close(fd);
-	pod_free(&m);
+	cf_pod_free(&m);
 	gx_ev_free(ev);
 }
 
@@ -138,7 +94,7 @@ static void test_premac_budget(void **state)
 	size_t sent[NCONN] = {0}, peak = 0;
 	int fd[NCONN], shut[NCONN] = {0}, i, k, nshut = 0, busy = 1;
 	struct gx_ev *ev = NULL;
-	struct pod c;
+	struct cf_pod c;
 	ssize_t w;
 
 	(void)state;
@@ -147,9 +103,9 @@ static void test_premac_budget(void **state)
 	report_head(f, CHECK_MAX_REPORT, 1);
 	for (i = 0; i < NCONN; i++) {
 		fd[i] = conn(&c, "127.0.0.2");
-		pump(ev, 2);
+		cf_pump(ev, 2);
 	}
-	pump(ev, 50);
+	cf_pump(ev, 50);
 	for (i = 0; i < NCONN; i++)
 		assert_int_equal(write(fd[i], f, sizeof(f)), (ssize_t)sizeof(f));
 	for (k = 0; k < 4000 && busy; k++) {
@@ -164,11 +120,11 @@ static void test_premac_budget(void **state)
 				shut[i] = 1;
 			busy = 1;
 		}
-		pump(ev, 2);
+		cf_pump(ev, 2);
 		if (c.n.premac > peak)
 			peak = c.n.premac;
 	}
-	pump(ev, 200);
+	cf_pump(ev, 200);
 	for (i = 0; i < NCONN; i++) {
 		shut[i] = shut[i] || closed(fd[i]);
 		nshut += shut[i];
@@ -180,7 +136,7 @@ static void test_premac_budget(void **state)
 	assert_true(peak <= CHECK_PREMAC_MAX);
 	assert_true(nshut >= NCONN - (int)(CHECK_PREMAC_MAX / SEND)); /* the rest were refused */
 	assert_int_equal(c.n.nreports, 0);
-	pod_free(&c);
+	cf_pod_free(&c);
 	gx_ev_free(ev);
 }
 
@@ -195,7 +151,7 @@ static void test_premac_full_report_still_starts(void **state)
 	unsigned char f[CHECK_HDR_LEN + CHECK_MAC_LEN + 4];
 	int fd[NCONN], mine, i, k;
 	struct gx_ev *ev = NULL;
-	struct pod c;
+	struct cf_pod c;
 	size_t sent = 0;
 	ssize_t w;
 
@@ -205,31 +161,31 @@ static void test_premac_full_report_still_starts(void **state)
 	report_head(f, CHECK_MAX_REPORT, 1);
 	for (i = 0; i < NCONN; i++) {
 		fd[i] = conn(&c, "127.0.0.2");
-		pump(ev, 2);
+		cf_pump(ev, 2);
 		assert_int_equal(write(fd[i], f, sizeof(f)), (ssize_t)sizeof(f));
 	}
 	for (k = 0; k < 4000 && c.n.premac + 65536 <= CHECK_PREMAC_MAX; k++) {
 		for (i = 0; i < NCONN; i++)
 			(void)send(fd[i], chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL);
-		pump(ev, 2);
+		cf_pump(ev, 2);
 	}
 	assert_true(c.n.premac + 65536 > CHECK_PREMAC_MAX); /* full of strangers' bytes */
 	mine = conn(&c, "127.0.0.1");			    /* rank 1's own address */
-	pump(ev, 20);
+	cf_pump(ev, 20);
 	assert_int_equal(write(mine, f, sizeof(f)), (ssize_t)sizeof(f));
 	for (k = 0; k < 200 && sent < 4 * sizeof(chunk); k++) {
 		w = send(mine, chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w > 0)
 			sent += (size_t)w;
-		pump(ev, 5);
+		cf_pump(ev, 5);
 	}
-	pump(ev, 50);
+	cf_pump(ev, 50);
 	assert_false(closed(mine)); /* before: refused at its first 4 KiB */
 	assert_true(sent >= 4 * sizeof(chunk));
 	close(mine);
 	for (i = 0; i < NCONN; i++)
 		close(fd[i]);
-	pod_free(&c);
+	cf_pod_free(&c);
 	gx_ev_free(ev);
 }
 
@@ -237,24 +193,24 @@ static void test_report_own_rank_refused_early(void **state)
 {
 	unsigned char f[CHECK_HDR_LEN + CHECK_MAC_LEN + 4];
 	struct gx_ev *ev = NULL;
-	struct pod c;
+	struct cf_pod c;
 	int fd, k, shut = 0;
 
 	(void)state;
 	assert_int_equal(gx_ev_new(&ev), 0);
 	pod_start(&c, ev, 0);
 	fd = conn(&c, "127.0.0.1");
-	pump(ev, 50);
+	cf_pump(ev, 50);
 	report_head(f, CHECK_MAX_REPORT, 0); /* claims the coordinator's own rank */
 	assert_int_equal(write(fd, f, sizeof(f)), (ssize_t)sizeof(f));
 	for (k = 0; k < 40 && !shut; k++) {
-		pump(ev, 25);
+		cf_pump(ev, 25);
 		shut = closed(fd);
 	}
 	assert_true(shut);
 	assert_true(c.n.premac <= 4096);
 	close(fd);
-	pod_free(&c);
+	cf_pod_free(&c);
 	gx_ev_free(ev);
 }
 
