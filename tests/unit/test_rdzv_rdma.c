@@ -1028,13 +1028,13 @@ static void test_client_proof(void **state)
 	peers(&self, &peer, 0);
 	self.index = 5;
 	assert_int_equal(rdzv_rdma_ctx_new(&fake_ops, 0, &c), 0);
-	assert_int_equal(rdzv_rdma_probe_run(c, &self, &peer, 1, size, gx_now_ms() + 2000, &p), 0);
+	assert_int_equal(probe_run(c, &self, &peer, 1, size, gx_now_ms() + 2000, &p), 0);
 	assert_int_equal(p.ok, 1);
 	assert_int_equal(f->ping.rank, 5); /* the fake server verified the MAC to decode it */
 	assert_int_equal(f->ping.write_size, size);
 	/* a server that does not hold the job's key (a stranger's, another job's) */
 	f->reply_stranger = 1;
-	assert_int_equal(rdzv_rdma_probe_run(c, &self, &peer, 1, size, gx_now_ms() + 2000, &p), 0);
+	assert_int_equal(probe_run(c, &self, &peer, 1, size, gx_now_ms() + 2000, &p), 0);
 	expect_fail(&p, "recv",
 		    "recv: 10.0.0.1 answered without the job's key (another job's server, or a "
 		    "different token)");
