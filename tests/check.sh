@@ -30,7 +30,7 @@ build_release() {
 }
 
 lint() {
-  tests/lint.sh || { echo "FAIL lint"; return 1; }
+  tests/lint.sh --selftest && tests/lint.sh || { echo "FAIL lint"; return 1; }
   $MAKE fmt-check || { echo "FAIL clang-format (run 'make fmt')"; return 1; }
   echo "PASS lint/format"
 }
