@@ -521,6 +521,7 @@ static void ask_end(struct check_rep *rp)
 	if (rp->ask_w.rows) {
 		check_probes_reset(rp->n);
 		rp->n->probes_cb = NULL;
+		rp->n->probes_done = 1; /* its own probes are long over: it may be asked again */
 	}
 	check_world_free(&rp->ask_w);
 	free(rp->ask_only);

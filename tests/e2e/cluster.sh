@@ -217,6 +217,26 @@ cluster_unpublish() {
   gx_dns_reload
 }
 
+# Above 244 pods: every netns's neighbour entries share the host's ARP table (gc_thresh3
+# 1024 by default), and N x (N - 1) entries overflow it; raised for N (never lowered), the
+# old values kept in $GX_DIR/arp and put back by cluster_destroy (as check_scale.sh does).
+gx_arp_raise() { # gx_arp_raise N
+  local k v want
+  for k in 1 2 3; do
+    v=$(sysctl -n "net.ipv4.neigh.default.gc_thresh$k") || return 0
+    want=$(($1 * $1 * 2 * k))
+    [ "$v" -ge "$want" ] && continue
+    echo "$k=$v" >>"$GX_DIR/arp"
+    sysctl -qw "net.ipv4.neigh.default.gc_thresh$k=$want"
+  done
+}
+gx_arp_restore() {
+  local kv
+  [ -f "$GX_DIR/arp" ] || return 0
+  while read -r kv; do sysctl -qw "net.ipv4.neigh.default.gc_thresh${kv%%=*}=${kv#*=}"; done <"$GX_DIR/arp"
+  rm -f "$GX_DIR/arp"
+}
+
 cluster_create() {
   local n=$1 i
   [ -n "$GX_P" ] && cluster_destroy
@@ -232,6 +252,7 @@ cluster_create() {
   : >"$GX_DIR/dns.hosts"
   chmod 0644 "$GX_DIR/dns.hosts"
   gx_state
+  [ "$n" -le 244 ] || gx_arp_raise "$n"
   trap 'cluster_destroy' EXIT
   trap 'exit 143' TERM
   trap 'exit 130' INT
@@ -394,6 +415,7 @@ cluster_destroy() {
   for i in 0 1 2; do ip link del "${GX_P}-b$i" 2>/dev/null; done
   for i in 2 3 4 5 6 7 8; do ip link del "${GX_P}-r$i" 2>/dev/null; done # extra rails (case_check_rails)
   [ -n "${GX_STATE_ROOT:-}" ] && rm -f "$GX_STATE_ROOT/$GX_P"
+  gx_arp_restore
   if [ "${GX_KEEP:-0}" = 1 ]; then
     gx_log "kept $GX_DIR"
   else

@@ -275,7 +275,14 @@ static void test_probe_through_member(void **state)
 	assert_true(p && !p->ok);
 	assert_string_equal(p->why, "no address");
 	assert_null(check_find(&m.w, 1, 2, CHECK_TCP)); /* the member's own row is untouched */
-	assert_false(m.n.result_done);			/* still waits for its RESULT */
+	/* and it can be asked again */
+	check_world_free(&via);
+	assert_int_equal(check_world_init(&via, 3, 0, cf_names()), 0);
+	assert_int_equal(check_serve_ask(&c.n, 1, only, &via), 0);
+	cf_run_until(ev, &c.n.probed_done, 10000);
+	assert_true(c.n.probed_done);
+	assert_true(via.rows[1].reported);
+	assert_false(m.n.result_done); /* still waits for its RESULT */
 	check_world_free(&via);
 	cf_pod_free(&m);
 	cf_pod_free(&c);
