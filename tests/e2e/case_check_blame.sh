@@ -19,7 +19,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
 gx_need_gxboot
-gx_skip_unless check
 N=6
 cluster_create $N || fail "cluster_create"
 T=$(cluster_token)

@@ -18,7 +18,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
 gx_need_gxboot
-gx_skip_unless check
 N=${CHECK_LOAD_N:-65}
 gx_log "creating $N pods"
 cluster_create $N || fail "cluster_create"

@@ -8,7 +8,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
 gx_need_gxboot
-gx_skip_unless check
 CHROMIUM=$(command -v chromium || command -v chromium-browser) ||
   { echo "SKIP: chromium not installed (tests/deps.sh: chromium)"; exit 77; }
 N=4

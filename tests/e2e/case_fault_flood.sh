@@ -16,7 +16,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 . "$(dirname "$0")/stranger.sh"
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 N=3
 S=$N # the stranger's pod

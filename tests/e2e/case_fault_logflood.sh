@@ -10,7 +10,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 . "$(dirname "$0")/stranger.sh"
 cluster_need_root
-gx_skip_unless init
 gx_need_gxboot
 cluster_create 3 || fail "cluster_create"
 T=$(cluster_token)

@@ -13,7 +13,6 @@ set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 . "$(dirname "$0")/stranger.sh"
 cluster_need_root
-gx_skip_unless serve
 gx_need_gxboot
 S=3 # the stranger's pod
 CONNS=${GX_FLOOD_CONNS:-1000}

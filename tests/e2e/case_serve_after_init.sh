@@ -9,7 +9,6 @@
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
-gx_skip_unless serve
 gx_need_gxboot
 cluster_create 2 || fail "cluster_create"
 T=$(cluster_token)
