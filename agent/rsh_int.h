@@ -120,6 +120,13 @@ struct agent_serve_cfg {
 	size_t ntable;
 };
 struct agent_serve;
+/*
+ * A serving member asks for the whole table up to this many peers, so every peer's
+ * address keeps its pre-authentication slots (tree-spawned MPI daemons rsh each other, not
+ * only the launcher); above it, only the coordinator's and the learned launchers' do.
+ */
+#define AGENT_SERVE_TABLE_MAX 1024
+
 int agent_serve_start(struct gx_ev *ev, const struct agent_serve_cfg *cfg, struct agent_serve **ret,
 		      char *err, size_t errlen);
 /* A reaped child: 1 when it was a session's, 0 otherwise. */

@@ -9,6 +9,7 @@
 #include "agent/out_int.h"
 #include "agent/peers_int.h"
 #include "agent/rewrite_int.h"
+#include "agent/rsh_int.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/rdzv.h"
 #include "rdzv/rdzv_rdma.h"
@@ -263,7 +264,8 @@ static int start_rdzv(struct agent_run *r)
 	 * explicit --hostfile-format; other members stay small (DECISIONS 1) */
 	cfg.full_table = r->o->full_table || r->full_table ||
 			 r->o->hostfile_format != AGENT_HF_DEFAULT ||
-			 agent_cmd_is_launcher(r->o->argv, r->o->argc);
+			 agent_cmd_is_launcher(r->o->argv, r->o->argc) ||
+			 (r->serving && r->peers.n <= AGENT_SERVE_TABLE_MAX);
 	cfg.soft_verify = r->soft_verify;
 	cfg.rdma = r->rdma ? r->rdma : rdma_ops(r);
 	cfg.keep_serving = is_coord && (r->o->supervise || getpid() == 1 || r->peers.elastic);

@@ -219,8 +219,12 @@ static int serve_start(struct agent_run *r, struct ctl *c, char **envp, char *er
 	cfg.port = (uint16_t)((r->port ? r->port : r->o->port) + RSH_PORT_OFFSET);
 	cfg.key = r->rsh_key;
 	cfg.envp = envp;
-	cfg.table = r->res.table;
-	cfg.ntable = r->res.ntable;
+	/* the addresses that keep their pre-authentication slots (issue 25): the table when
+	 * this pod has it, else at least the coordinator's (a member without the table
+	 * counted every client as a stranger, and a stranger's churn through the shared
+	 * unknown slots then reset the coordinator's first rsh: case_rsh_flood) */
+	cfg.table = r->res.table ? r->res.table : &r->res.coord;
+	cfg.ntable = r->res.table ? r->res.ntable : 1;
 	return agent_serve_start(r->ev, &cfg, &c->sv, err, errlen);
 }
 

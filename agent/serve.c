@@ -48,6 +48,8 @@ struct sess {
 	int64_t t0, deadline;
 	uint64_t kill_id;
 	int client_sig; /* the last signal the client forwarded (mpirun ending its daemons) */
+	int linger;	/* closing after EXIT: half-close, then read to the client's EOF */
+	int wr_shut;	/* ... and the write side is shut: only draining is left */
 	char peer[64];
 	char first[64];	     /* the command's first word, for the log */
 	struct gx_pa_ent pa; /* in sv->pa until its proof is checked */
@@ -178,12 +180,45 @@ static void orphan(struct sess *s, const char *why)
 	s->kill_id = gx_ev_timer(sv->ev, RSH_KILL_GRACE_MS, kill_fired, s);
 }
 
+/*
+ * Everything is sent. After an EXIT the close is a lingering one: shut our write side and
+ * read (and drop) what the client still sends until its EOF, bounded by s->deadline.
+ * A close() with unread bytes (the client's stdin EOF, a forwarded signal) sends a reset
+ * instead of a FIN (RFC 1122 4.2.2.13), and the client then read "Connection reset by
+ * peer" in place of its EXIT: case_rsh_flood saw it under load. Refusals close at once:
+ * a stranger must not hold a socket for the linger.
+ */
+static void sent_all(struct sess *s)
+{
+	if (!s->linger || s->c.fd < 0 || shutdown(s->c.fd, SHUT_WR) < 0) {
+		sess_free(s);
+		return;
+	}
+	s->wr_shut = 1;
+	gx_ev_mod(s->sv->ev, s->c.fd, EPOLLIN);
+}
+
+/* Draining after the half-close: 1 when the client's EOF (or an error) has come. */
+static int drain(struct sess *s)
+{
+	ssize_t n;
+
+	for (;;) {
+		n = read(s->c.fd, s->sv->buf, RSH_CHUNK);
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+	}
+}
+
 static void closing(struct sess *s)
 {
 	s->st = S_CLOSING;
 	s->deadline = gx_now_ms() + 2000;
 	if (rsh_conn_flush(&s->c) != 1) {
-		sess_free(s);
+		sent_all(s);
 		return;
 	}
 	update_sock(s);
@@ -217,6 +252,7 @@ static void maybe_exit(struct sess *s)
 	log_end(s, how);
 	close_fd(s->sv, &s->in_fd);
 	rsh_conn_send(&s->c, RSH_EXIT, ex, sizeof(ex));
+	s->linger = 1;
 	closing(s);
 }
 
@@ -449,10 +485,15 @@ static void sess_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 
 	(void)ev;
 	(void)fd;
+	if (s->wr_shut) {
+		if (drain(s))
+			sess_free(s);
+		return;
+	}
 	if (events & EPOLLOUT) {
 		rc = rsh_conn_flush(&s->c);
 		if (rc == 0 && s->st == S_CLOSING) {
-			sess_free(s);
+			sent_all(s);
 			return;
 		}
 	}
