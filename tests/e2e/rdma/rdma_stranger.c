@@ -4,7 +4,7 @@
  * (issue 25 finding 10; tests/e2e/rdma/case_stranger.sh builds it inside the soft-RoCE VM
  * with the librdmacm headers there). Test tool, not part of gxboot.
  *
- *   rdma_stranger DST PORT SIZE
+ *   rdma_stranger SRC DST PORT SIZE   (SRC: this pod's address on the RDMA netdev)
  *
  * Phase 1: every 50 ms a new RDMA-CM connect to DST:PORT with a wire-v2 REQ asking for a
  * SIZE-byte write target, each accepted connection held open and silent, until 8 connects
@@ -27,6 +27,7 @@
 #define MAXHELD 256
 
 static struct rdma_event_channel *ch;
+static char last_fail[128] = "none"; /* the last connect that was no try, and why */
 static struct rdma_cm_id *held[MAXHELD];
 static int nheld, live, max_live;
 
@@ -96,7 +97,7 @@ struct conn {
 };
 
 /* 1 accepted, 0 refused busy, 2 no listener / other refusal, -1 error. */
-static int attempt(struct sockaddr_in *dst, uint32_t size, struct conn *c)
+static int attempt(struct sockaddr_in *src, struct sockaddr_in *dst, uint32_t size, struct conn *c)
 {
 	struct ibv_qp_init_attr qa;
 	struct rdma_conn_param p;
@@ -107,12 +108,20 @@ static int attempt(struct sockaddr_in *dst, uint32_t size, struct conn *c)
 	memset(c, 0, sizeof(*c));
 	if (rdma_create_id(ch, &c->id, NULL, RDMA_PS_TCP))
 		return -1;
-	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)dst, 2000) ||
-	    wait_ev(c->id, &type, &st, &rej) || type != RDMA_CM_EVENT_ADDR_RESOLVED)
+	type = -1;
+	st = errno = 0;
+	if (rdma_resolve_addr(c->id, (struct sockaddr *)src, (struct sockaddr *)dst, 2000) ||
+	    wait_ev(c->id, &type, &st, &rej) || type != RDMA_CM_EVENT_ADDR_RESOLVED) {
+		snprintf(last_fail, sizeof(last_fail), "resolve_addr:event=%d,status=%d,errno=%d",
+			 type, st, errno);
 		return 2;
+	}
 	if (rdma_resolve_route(c->id, 2000) || wait_ev(c->id, &type, &st, &rej) ||
-	    type != RDMA_CM_EVENT_ROUTE_RESOLVED)
+	    type != RDMA_CM_EVENT_ROUTE_RESOLVED) {
+		snprintf(last_fail, sizeof(last_fail), "resolve_route:event=%d,status=%d,errno=%d",
+			 type, st, errno);
 		return 2;
+	}
 	c->pd = ibv_alloc_pd(c->id->verbs);
 	c->cq = c->pd ? ibv_create_cq(c->id->verbs, 8, NULL, NULL, 0) : NULL;
 	if (!c->cq)
@@ -133,11 +142,18 @@ static int attempt(struct sockaddr_in *dst, uint32_t size, struct conn *c)
 	p.private_data_len = sizeof(req);
 	p.responder_resources = p.initiator_depth = 1;
 	p.retry_count = p.rnr_retry_count = 7;
-	if (rdma_connect(c->id, &p) || wait_ev(c->id, &type, &st, &rej))
+	type = -1;
+	if (rdma_connect(c->id, &p) || wait_ev(c->id, &type, &st, &rej)) {
+		snprintf(last_fail, sizeof(last_fail), "connect:errno=%d", errno);
 		return 2;
+	}
 	if (type == RDMA_CM_EVENT_ESTABLISHED)
 		return 1;
-	return type == RDMA_CM_EVENT_REJECTED && rej == 1 ? 0 : 2;
+	if (type == RDMA_CM_EVENT_REJECTED && rej == 1)
+		return 0;
+	snprintf(last_fail, sizeof(last_fail), "connect:event=%d,status=%d,reason=%u", type, st,
+		 rej);
+	return 2;
 }
 
 static void conn_free(struct conn *c)
@@ -202,34 +218,41 @@ static int forged_ping(struct conn *c)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in dst;
+	struct sockaddr_in dst, src;
 	struct conn *c = calloc(MAXHELD, sizeof(*c)), one;
 	int tries = 0, accepted = 0, refused = 0, pongs = 0, forged = 0, rc, k;
-	int64_t end = now_ms() + 60000;
+	int64_t t0 = now_ms(), end = t0 + 60000;
 
-	if (argc != 4 || !c) {
-		fprintf(stderr, "usage: rdma_stranger DST PORT SIZE\n");
+	if (argc != 5 || !c) {
+		fprintf(stderr, "usage: rdma_stranger SRC DST PORT SIZE\n");
 		return 2;
 	}
 	memset(&dst, 0, sizeof(dst));
-	dst.sin_family = AF_INET;
-	dst.sin_port = htons((uint16_t)atoi(argv[2]));
-	if (inet_pton(AF_INET, argv[1], &dst.sin_addr) != 1)
+	memset(&src, 0, sizeof(src));
+	dst.sin_family = src.sin_family = AF_INET;
+	dst.sin_port = htons((uint16_t)atoi(argv[3]));
+	if (inet_pton(AF_INET, argv[1], &src.sin_addr) != 1 ||
+	    inet_pton(AF_INET, argv[2], &dst.sin_addr) != 1)
 		return 2;
+	argv++;
 	ch = rdma_create_event_channel();
 	if (!ch) {
 		perror("rdma_create_event_channel");
 		return 1;
 	}
 	while (refused < 8 && tries < 200 && nheld < MAXHELD && now_ms() < end) {
-		rc = attempt(&dst, (uint32_t)strtoul(argv[3], NULL, 10), &c[nheld]);
+		rc = attempt(&src, &dst, (uint32_t)strtoul(argv[3], NULL, 10), &c[nheld]);
 		if (rc < 0) {
 			perror("stranger: verbs setup");
 			return 1;
 		}
+		fprintf(stderr, "%lld ms: connect %s\n", (long long)(now_ms() - t0),
+			rc == 1	  ? "accepted"
+			: rc == 0 ? "refused (busy)"
+				  : last_fail);
 		if (rc == 2) { /* no listener yet: not a try */
 			conn_free(&c[nheld]);
-			pause_ms(50);
+			pause_ms(10);
 			continue;
 		}
 		tries++;
@@ -251,7 +274,7 @@ int main(int argc, char **argv)
 	live = 0;
 	pause_ms(200);
 	for (k = 0; k < 3 && now_ms() < end + 10000;) {
-		rc = attempt(&dst, (uint32_t)strtoul(argv[3], NULL, 10), &one);
+		rc = attempt(&src, &dst, (uint32_t)strtoul(argv[3], NULL, 10), &one);
 		if (rc == 1) {
 			forged++;
 			pongs += forged_ping(&one);
@@ -261,8 +284,9 @@ int main(int argc, char **argv)
 		if (rc != 1)
 			pause_ms(50);
 	}
-	printf("stranger: tries=%d accepted=%d refused=%d max_held=%d pongs=%d forged=%d\n", tries,
-	       accepted, refused, max_live, pongs, forged);
+	printf("stranger: tries=%d accepted=%d refused=%d max_held=%d pongs=%d forged=%d "
+	       "(last connect that was no try: %s)\n",
+	       tries, accepted, refused, max_live, pongs, forged, last_fail);
 	rdma_destroy_event_channel(ch);
 	free(c);
 	return 0;
