@@ -30,8 +30,9 @@
 #define RDZV_PING_MS 2000	    /* DECISIONS 6 */
 #define RDZV_BACKOFF_MIN_MS 100
 #define RDZV_BACKOFF_MAX_MS 2000
-#define RDZV_REFUSED_MAX_ATTEMPT 2 /* refused connects back off to [200, 400) ms only */
-#define RDZV_LIST_NAMES 40	   /* names quoted in one line, then "and N more" */
+#define RDZV_REFUSED_MIN_MS 5	    /* a refused connect is retried after [d/2, 3d/2), */
+#define RDZV_REFUSED_SYN_PER_S 2000 /* d = max(5 ms, world / 2000 s): ~2,000 SYN/s in all */
+#define RDZV_LIST_NAMES 40	    /* names quoted in one line, then "and N more" */
 #define RDZV_FRAMES_PER_EVENT 16
 
 /* ---- message types ------------------------------------------------------ */
@@ -340,5 +341,8 @@ int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);
 
 /* ---- shared helpers (rdzv_wire.c) --------------------------------------- */
 int64_t rdzv_backoff_ms(int attempt);
+/* The wait before retrying a refused connect (the coordinator is not listening yet):
+ * quick for a small job, spread so that world members send ~2,000 SYN/s in all. */
+int64_t rdzv_refused_ms(uint32_t world);
 
 #endif
