@@ -539,6 +539,12 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	cc->rc.cork = 0;
 	if (rc >= 0) {
 		rc = rdzv_conn_flush(&cc->rc);
+		/* all written and closing (VERIFIED, a REJECT): close now, as the EPOLLOUT
+		 * that co_update_out would wait for does (one epoll_ctl and wakeup less) */
+		if (rc == 0 && cc->rc.state == RC_CLOSING) {
+			co_drop(co, cc, NULL);
+			goto out;
+		}
 		co_update_out(co, cc);
 	}
 done:
