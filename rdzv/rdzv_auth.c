@@ -11,6 +11,57 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* ---- nonces: a ChaCha20 keystream, one stream nonce per draw (issue 26) ---- */
+struct rdzv_rng {
+	unsigned char key[crypto_stream_chacha20_KEYBYTES];
+	uint64_t ctr;
+	int seeded; /* 0 in a forked child: its page is MADV_WIPEONFORK */
+};
+
+struct rdzv_rng *rdzv_rng_new(void)
+{
+	struct rdzv_rng *r =
+	    mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (r == MAP_FAILED)
+		return NULL;
+	if (madvise(r, sizeof(*r), MADV_WIPEONFORK) < 0) { /* Linux < 4.14 */
+		munmap(r, sizeof(*r));
+		return NULL;
+	}
+	return r;
+}
+
+void rdzv_rng_buf(struct rdzv_rng *r, void *out, size_t n)
+{
+	unsigned char nonce[crypto_stream_chacha20_NONCEBYTES] = {0};
+	uint64_t c;
+	int i;
+
+	if (!r) {
+		randombytes_buf(out, n);
+		return;
+	}
+	if (!r->seeded) {
+		randombytes_buf(r->key, sizeof(r->key));
+		r->ctr = 0;
+		r->seeded = 1;
+	}
+	c = r->ctr++;
+	for (i = 0; i < 8; i++)
+		nonce[i] = (unsigned char)(c >> (8 * i));
+	crypto_stream_chacha20(out, n, nonce, r->key);
+}
+
+void rdzv_rng_free(struct rdzv_rng *r)
+{
+	if (!r)
+		return;
+	sodium_memzero(r, sizeof(*r));
+	munmap(r, sizeof(*r));
+}
 
 static const char member_label[] = "gxboot member";
 static const char coord_label[] = "gxboot coord";
@@ -196,7 +247,7 @@ static int co_hello(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_m
 		co_reject(co, cc, GX_EAUTH, "missing token");
 		return 0;
 	}
-	randombytes_buf(cc->rc.nc, RDZV_NONCE_LEN);
+	rdzv_rng_buf(co->rng, cc->rc.nc, RDZV_NONCE_LEN);
 	rdzv_put(&b, T_NONCE, cc->rc.nc, RDZV_NONCE_LEN);
 	rdzv_put_u32(&b, T_HAS_TOKEN, (uint32_t)co->has_token);
 	rc = co_send(co, cc, RDZV_CHALLENGE, &b);

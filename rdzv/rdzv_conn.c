@@ -36,18 +36,6 @@ void rdzv_conn_reset(struct rdzv_conn *c)
 	c->state = RC_CLOSED;
 }
 
-void rdzv_conn_peername(struct rdzv_conn *c)
-{
-	union gx_sockaddr sa;
-	socklen_t len = sizeof(sa);
-
-	memset(&sa, 0, sizeof(sa));
-	if (getpeername(c->fd, &sa.sa, &len) < 0)
-		gx_strlcpy(c->peer_str, "?", sizeof(c->peer_str));
-	else
-		gx_addr_str(&sa, c->peer_str, sizeof(c->peer_str));
-}
-
 void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN])
 {
 	rdzv_session_key(k, c->nm, c->nc, c->skey);
@@ -57,11 +45,24 @@ void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN])
 	c->state = RC_SESSION;
 }
 
-/* recv into buf+*off up to want; 1 complete, 0 EAGAIN, < 0 error. */
-static int fill(int fd, unsigned char *buf, size_t want, size_t *off)
+/* recv into buf+*off up to want; 1 complete, 0 EAGAIN, < 0 error. A buffered
+ * connection (the coordinator's) takes its bytes from c->in (one recv per readiness,
+ * conn_event) instead: 0 there means that input is used up. */
+static int fill(struct rdzv_conn *c, unsigned char *buf, size_t want, size_t *off)
 {
+	if (c->buffered) {
+		size_t n = want - *off < c->inlen ? want - *off : c->inlen;
+
+		if (n) {
+			memcpy(buf + *off, c->in, n);
+			*off += n;
+			c->in += n;
+			c->inlen -= n;
+		}
+		return *off == want;
+	}
 	while (*off < want) {
-		ssize_t n = recv(fd, buf + *off, want - *off, 0);
+		ssize_t n = recv(c->fd, buf + *off, want - *off, 0);
 
 		if (n > 0) {
 			*off += (size_t)n;
@@ -80,7 +81,7 @@ static int fill(int fd, unsigned char *buf, size_t want, size_t *off)
 
 static int read_header(struct rdzv_conn *c)
 {
-	int rc = fill(c->fd, c->hdr, RDZV_HDR_LEN, &c->hoff);
+	int rc = fill(c, c->hdr, RDZV_HDR_LEN, &c->hoff);
 
 	if (rc <= 0)
 		return rc;
@@ -112,7 +113,7 @@ int rdzv_conn_read(struct rdzv_conn *c, uint16_t *type, unsigned char **body, si
 		if (rc <= 0)
 			return rc;
 	}
-	rc = fill(c->fd, c->body, c->h.len, &c->boff);
+	rc = fill(c, c->body, c->h.len, &c->boff);
 	if (rc <= 0)
 		return rc;
 	blen = c->h.len;
@@ -174,6 +175,8 @@ int rdzv_conn_send(struct rdzv_conn *c, uint16_t type, const unsigned char *body
 		rdzv_mac(c->skey, c->is_coord ? 'C' : 'M', c->seq_tx++, type, body, len,
 			 p + RDZV_HDR_LEN + len);
 	c->olen += RDZV_HDR_LEN + len + mac;
+	if (c->cork)
+		return 0;
 	rc = rdzv_conn_flush(c);
 	return rc < 0 ? rc : 0;
 }
@@ -223,7 +226,9 @@ void co_listen_resume(struct rdzv_coord *co)
 static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 {
 	struct rdzv_coord *co = arg;
-	int i, cfd, one = 1;
+	union gx_sockaddr sa;
+	socklen_t sl;
+	int i, cfd;
 
 	(void)ev;
 	(void)events;
@@ -234,7 +239,9 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 			pause_accept(co); /* the sweep resumes; members wait in the backlog */
 			return;
 		}
-		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		sl = sizeof(sa);
+		memset(&sa, 0, sizeof(sa));
+		cfd = accept4(fd, &sa.sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd < 0) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 			    errno == ENOMEM)
@@ -243,18 +250,20 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 				return;
 			continue;
 		}
-		setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		co_conn_new(co, cfd);
+		/* TCP_NODELAY comes from the listener (Linux copies it at accept) */
+		co_conn_new(co, cfd, &sa);
 	}
 }
 
 static int listen_one(struct rdzv_coord *co, const union gx_sockaddr *sa, socklen_t len)
 {
-	int fd = -1, rc;
+	int fd = -1, rc, one = 1;
 
 	rc = gx_tcp_listen(sa, len, &fd);
 	if (rc < 0)
 		return rc;
+	/* once here, not per accepted connection: they inherit it (issue 26) */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	rc = gx_ev_add(co->ev, fd, EPOLLIN, on_accept, co);
 	if (rc < 0) {
 		close(fd);

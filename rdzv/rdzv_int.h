@@ -30,8 +30,9 @@
 #define RDZV_PING_MS 2000	    /* DECISIONS 6 */
 #define RDZV_BACKOFF_MIN_MS 100
 #define RDZV_BACKOFF_MAX_MS 2000
-#define RDZV_REFUSED_MAX_ATTEMPT 2 /* refused connects back off to [200, 400) ms only */
-#define RDZV_LIST_NAMES 40	   /* names quoted in one line, then "and N more" */
+#define RDZV_REFUSED_MIN_MS 5	    /* a refused connect is retried after [d/2, 3d/2), */
+#define RDZV_REFUSED_SYN_PER_S 2000 /* d = max(5 ms, world / 2000 s): ~2,000 SYN/s in all */
+#define RDZV_LIST_NAMES 40	    /* names quoted in one line, then "and N more" */
 #define RDZV_FRAMES_PER_EVENT 16
 
 /* ---- message types ------------------------------------------------------ */
@@ -196,6 +197,12 @@ struct rdzv_conn {
 	uint64_t seq_tx, seq_rx;
 	uint8_t peer_vmaj, peer_vmin;
 	char peer_str[INET6_ADDRSTRLEN];
+	/* buffered (the coordinator's, issue 26): frames come from in/inlen, what one
+	 * recv per readiness brought (rdzv_conn_read never calls recv then); cork:
+	 * rdzv_conn_send queues without writing, the caller flushes once per event */
+	int buffered, cork;
+	const unsigned char *in;
+	size_t inlen;
 };
 
 void rdzv_conn_init(struct rdzv_conn *c, int fd, int is_coord);
@@ -215,8 +222,16 @@ static inline int rdzv_conn_pending(const struct rdzv_conn *c)
 }
 /* Bring the session up: skey from K and both nonces, sequences from 0. */
 void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN]);
-/* Fill peer_str from getpeername. */
-void rdzv_conn_peername(struct rdzv_conn *c);
+
+/* ---- rdzv_auth.c: nonces without a syscall each (issue 26) --------------- */
+/* A ChaCha20 keystream under a key from randombytes_buf, one stream nonce per call.
+ * Its page is MADV_WIPEONFORK: a forked child finds it zeroed and draws a new key,
+ * never the parent's stream. NULL (no memory, a kernel without WIPEONFORK): every
+ * call is randombytes_buf. */
+struct rdzv_rng;
+struct rdzv_rng *rdzv_rng_new(void);
+void rdzv_rng_buf(struct rdzv_rng *r, void *out, size_t n);
+void rdzv_rng_free(struct rdzv_rng *r);
 
 /* ---- coordinator internals (rdzv_coord.c; handshake in rdzv_auth.c,
  * listeners in rdzv_conn.c) ---------------------------------------------- */
@@ -282,10 +297,12 @@ struct rdzv_coord {
 	uint32_t nassigned;    /* elastic: slots in use, a prefix of at most world */
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
-	struct gx_pa pa;	  /* unauthenticated connections (issue 25) */
-	struct gx_rl rl_pre;	  /* warnings about them */
-	char unauth_note[300];	  /* the last refusal before a proof: never blamed on a peer */
-	uint64_t nunauth_refused; /* JOINs refused before authentication */
+	struct gx_pa pa;	   /* unauthenticated connections (issue 25) */
+	struct gx_rl rl_pre;	   /* warnings about them */
+	char unauth_note[300];	   /* the last refusal before a proof: never blamed on a peer */
+	uint64_t nunauth_refused;  /* JOINs refused before authentication */
+	struct rdzv_rng *rng;	   /* challenge nonces (issue 26) */
+	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
 void co_update_out(struct rdzv_coord *co, struct cconn *cc);
@@ -303,7 +320,8 @@ void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
 void co_compare_peers(struct rdzv_coord *co);
 /* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
 int co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
-void co_conn_new(struct rdzv_coord *co, int fd);
+/* sa: the peer's address from accept4 (no getpeername per connection) */
+void co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa);
 int co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
 int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsigned char *body,
@@ -323,5 +341,8 @@ int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);
 
 /* ---- shared helpers (rdzv_wire.c) --------------------------------------- */
 int64_t rdzv_backoff_ms(int attempt);
+/* The wait before retrying a refused connect (the coordinator is not listening yet):
+ * quick for a small job, spread so that world members send ~2,000 SYN/s in all. */
+int64_t rdzv_refused_ms(uint32_t world);
 
 #endif

@@ -108,10 +108,10 @@ void mb_fail1(struct rdzv_member *m, const char *why)
 	m->st = M_CONNECT;
 	if (!m->retry1_id) {
 		int a = m->attempt1++;
+		/* a RST costs nothing: retry soon, at a pace set by the job's size (issue 26) */
+		int64_t d = m->refused ? rdzv_refused_ms(m->cfg.world) : rdzv_backoff_ms(a);
 
-		if (m->refused && a > RDZV_REFUSED_MAX_ATTEMPT)
-			a = RDZV_REFUSED_MAX_ATTEMPT; /* a RST costs nothing: retry soon */
-		m->retry1_id = gx_ev_timer(m->ev, rdzv_backoff_ms(a), retry1_fired, m);
+		m->retry1_id = gx_ev_timer(m->ev, d, retry1_fired, m);
 	}
 }
 

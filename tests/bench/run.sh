@@ -43,12 +43,18 @@ stats() { # stats V... (us) -> "median p90" (ms, one decimal; STATS_DEC decimals
 # "127.0.9.256" was a name, and --self matched another pod's rank: "conflicting peers")
 gx_addr() { echo "127.0.$((9 + ($1 - 1) / 250)).$((($1 - 1) % 250 + 1))"; }
 
-# (a) one run of N gxboot init processes; echoes the latency in us after the last start
+# (a) one run of N gxboot init processes; echoes the latency in us after the last start.
+# ORDER (default last): the coordinator (127.0.9.1) started last, first, or at random
 gx_run() {
-  local n=$1 port=$2 peers="" i t_last rc=0
+  local n=$1 port=$2 order=${3:-last} peers="" i t_last rc=0 seq
   for i in $(seq 1 "$n"); do peers+="${peers:+,}$(gx_addr "$i")"; done
   pids=()
-  for i in $(seq "$n" -1 1); do # coordinator (127.0.9.1) last
+  case $order in
+  first) seq=$(seq 1 "$n") ;;
+  random) seq=$(seq 1 "$n" | shuf) ;;
+  *) seq=$(seq "$n" -1 1) ;;
+  esac
+  for i in $seq; do
     /usr/bin/time -f %M -o "$tmp/rss.$i" "$GXBOOT" init --peers "$peers" --self "$(gx_addr "$i")" \
       --iface lo --port "$port" --timeout 30 --out "$tmp/out.$i" --token-file "$tmp/token" -q \
       2>"$tmp/err.$i" &
@@ -87,6 +93,18 @@ make --no-print-directory MODE=release BUILD="$BENCH_BUILD" "$BENCH" "$BOOT" >/d
   { echo "FAIL bench: cannot build $BENCH $BOOT"; exit 1; }
 port=$((10000 + $$ % 10000)) # below the ephemeral range
 
+# (a') one gx_run in a fresh netns (root) so that nstat counts this run's SYNs alone:
+# echoes "latency_us syns" (syns: TcpActiveOpens, every member connect attempt)
+order_run() { # N PORT ORDER
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "$(gx_run "$1" "$2" "$3") -"
+    return
+  fi
+  GXBOOT=$GXBOOT tmp=$tmp unshare -n bash -c "$(declare -f gx_addr now_us gx_run); ip link set lo up;
+    ulimit -n \$(ulimit -Hn); nstat -n; v=\$(gx_run $1 $2 $3);
+    echo \"\$v \$(nstat -az TcpActiveOpens | awk '/TcpActiveOpens/{print \$2}')\""
+}
+
 if [ $smoke -eq 1 ]; then
   a=$(gx_run 2 "$port")
   b=$("$BENCH" 64 2 2>&1)
@@ -103,7 +121,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "gxboot bench — $(nproc) cores (${cpu:-?}), $(uname -sr), $(date -u +%F); absolute times are this machine's"
 echo "binary: $(stat -c %s "$GXBOOT") bytes stripped static ($GXBOOT)"
 declare -A GX_MED
-MEMBER_RSS= COORD_RSS_8192= LAT_1024= LAT_8192= RES_16384= FIRST= DNS_LAG=
+ORDER_LAST= PROFILE= MEMBER_RSS= COORD_RSS_8192= LAT_1024= LAT_8192= RES_16384= FIRST= DNS_LAG=
 if want a; then
   echo
   echo "(a) N gxboot init processes on loopback, latency after the last start until all exit (ms), $REPS runs; $(load)"
@@ -121,6 +139,30 @@ if want a; then
     GX_MED[$n]=$med
     [ "$n" = 2 ] && MEMBER_RSS=$(cat "$tmp/rss.2")
     printf '%8s %10s %8s %16s %16s\n' "$n" "$med" "$p90" "$(cat "$tmp/rss.1")" "$(cat "$tmp/rss.2")"
+  done
+  # start orders (issue 26): members retry a refused connect after max(5 ms, N/2000 s)
+  # +-50 %; the latency counts from the last process start (the coordinator's, when last)
+  echo "  start orders: latency after the last start (ms), $REPS runs (N=1024: 3); syns/run ="
+  echo "  member connect attempts in the run's own netns (nstat TcpActiveOpens), median"
+  printf '  %6s %8s %10s %8s %10s %8s\n' N order median p90 syns/run target
+  for n in 8 64 1024; do
+    for order in first last random; do
+      vals=() syns=() reps=$REPS
+      [ "$n" -gt 64 ] && [ "$reps" -gt 3 ] && reps=3
+      for r in $(seq "$reps"); do
+        port=$((port + 1))
+        read -r v s <<<"$(order_run "$n" "$port" "$order")"
+        [ "$v" = fail ] && { echo "  N=$n $order run $r failed"; continue; }
+        vals+=("$v") syns+=("$s")
+      done
+      [ ${#vals[@]} -gt 0 ] || continue
+      read -r med p90 <<<"$(stats "${vals[@]}")"
+      tgt=20
+      [ "$n" -gt 64 ] && tgt=250
+      printf '  %6s %8s %10s %8s %10s %8s\n' "$n" "$order" "$med" "$p90" \
+        "$(printf '%s\n' "${syns[@]}" | sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}')" "<= $tgt"
+      [ "$order" = last ] && ORDER_LAST+="${ORDER_LAST:+, }N=$n $med ms (target $tgt)"
+    done
   done
 fi
 # one (b) run in a fresh network namespace (no TIME_WAIT or port state carried over from
@@ -140,6 +182,12 @@ nofile=\$(ulimit -n)\"; nstat -n; $BENCH $1 2; nstat -az TcpActiveOpens TcpExtLi
 if want b; then
   echo
   echo "(b) coordinator process vs members in 2 processes (real member code), a fresh netns per run; $(load)"
+  # the coordinator's cost per member (issue 26): syscalls by name under strace, CPU plain
+  if [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null; then
+    tests/bench/profile.sh 1024 | sed 's/^/  /' | tee "$tmp/profile"
+    PROFILE=$(grep -o 'syscalls per member: [0-9.]*' "$tmp/profile" | cut -d' ' -f4)
+    PROFILE="${PROFILE:-?} syscalls, $(grep -o 'CPU per member: [0-9]*' "$tmp/profile" | cut -d' ' -f4) us"
+  fi
   for n in 1024 8192 16384; do
     reps=$REPS
     [ "$n" -ge 16384 ] && reps=3
@@ -272,6 +320,8 @@ vs() { # vs WHAT FIGURE TARGET UNIT: distance as figure/target
 vs "N=1024 rendezvous (b), median" "$LAT_1024" 50 ms
 vs "N=8192 rendezvous (b), median" "$LAT_8192" 500 ms
 vs "member peak RSS (a, N=2)" "$MEMBER_RSS" 4096 kB
+[ -n "$ORDER_LAST" ] && echo "  coordinator started last (a): $ORDER_LAST"
+[ -n "$PROFILE" ] && echo "  coordinator per member at N=1024 (b): $PROFILE (target: <= 40 us)"
 vs "coordinator peak RSS at N=8192 (b)" "$COORD_RSS_8192" 16384 kB
 [ -n "$RES_16384" ] && echo "  N=16384 (b): $RES_16384 (target: completes, no reset, no 1-s SYN stalls)"
 [ -n "$FIRST" ] && echo "  exec -> first packet (d): $FIRST"

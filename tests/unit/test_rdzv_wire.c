@@ -316,6 +316,31 @@ static void test_backoff(void **state)
 	assert_true(rdzv_backoff_ms(10) >= RDZV_BACKOFF_MAX_MS / 2);
 }
 
+/* refused connects: 5 ms (+-50 %) for a small job, world/2000 s for a large one, so the
+ * coordinator sees ~2,000 SYN/s in all; over many draws the mean is the middle */
+static void test_refused_pace(void **state)
+{
+	static const uint32_t worlds[] = {2, 8, 64, 1024, 16384};
+	size_t w;
+	int i;
+
+	(void)state;
+	for (w = 0; w < sizeof(worlds) / sizeof(worlds[0]); w++) {
+		int64_t d = (int64_t)worlds[w] / 2, sum = 0;
+
+		if (d < RDZV_REFUSED_MIN_MS)
+			d = RDZV_REFUSED_MIN_MS;
+		for (i = 0; i < 2000; i++) {
+			int64_t v = rdzv_refused_ms(worlds[w]);
+
+			assert_true(v >= d / 2);
+			assert_true(v < d / 2 + d);
+			sum += v;
+		}
+		assert_true(sum / 2000 >= d * 7 / 10 && sum / 2000 <= d * 12 / 10 + 1);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +349,7 @@ int main(void)
 	    cmocka_unit_test(test_every_truncation),  cmocka_unit_test(test_unknown_tlv_skipped),
 	    cmocka_unit_test(test_bad_values),	      cmocka_unit_test(test_peer_check),
 	    cmocka_unit_test(test_list_and_sanitize), cmocka_unit_test(test_backoff),
+	    cmocka_unit_test(test_refused_pace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
