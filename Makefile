@@ -64,9 +64,9 @@ endif
 
 CFLAGS_ALL = $(BASE_CFLAGS) $(MODE_CFLAGS) $(CFLAGS)
 
-LIB_SRCS := $(sort $(filter-out agent/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c))))
+LIB_SRCS := $(sort $(filter-out agent/cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c $(m)/*/*.c))))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
-MAIN_OBJ := $(B)/agent/main.o
+MAIN_OBJ := $(B)/agent/cli/main.o
 UNIT_SRCS := $(filter-out tests/unit/test_support.c,$(sort $(wildcard $(addprefix tests/unit/,$(addsuffix .c,$(or $(TESTS),test_*))))))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 SUPPORT_OBJ := $(B)/tests/unit/test_support.o

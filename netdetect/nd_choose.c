@@ -8,7 +8,7 @@
  * is logged in reason.
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * README.md "Flow".
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <errno.h>
 #include <stdarg.h>

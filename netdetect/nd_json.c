@@ -4,7 +4,7 @@
  * warnings) and as the human table of `gxboot netdetect`. README.md "Output".
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * codes collide with errno values, so they are translated here and nowhere else.
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

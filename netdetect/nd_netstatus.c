@@ -7,7 +7,7 @@
  * GX_EJSON with one line, never a crash (fuzzed by tests/fuzz).
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
  * and everything read from sysfs are bounded and validated before use.
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -5,7 +5,7 @@
  * here at all (uverbs, memlock: DECISIONS 9). README.md "Rails".
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * ports to this pod's netdevs and choose a GID (README.md "RDMA"; DECISIONS 10-12).
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
  * positive errno, -1+errno) become -errno here.
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <endian.h>
 #include <errno.h>

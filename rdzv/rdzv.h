@@ -13,7 +13,7 @@
 #ifndef RDZV_H
 #define RDZV_H
 
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <stddef.h>
 #include <stdint.h>

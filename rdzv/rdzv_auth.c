@@ -198,7 +198,7 @@ int rdzv_mac_verify(const unsigned char s[RDZV_KEY_LEN], uint8_t dir, uint64_t s
 }
 
 /* ---- coordinator side of the handshake (PROTOCOL.md "Handshake") ---- */
-void co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why)
+void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why)
 {
 	struct rdzv_buf b = {0};
 	char note[300];
@@ -222,9 +222,9 @@ void co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *wh
 	}
 	rdzv_put_u32(&b, T_CODE, (uint32_t)code);
 	rdzv_put_str(&b, T_TEXT, why);
-	co_send(co, cc, RDZV_REJECT, &b);
+	rdzv_co_send(co, cc, RDZV_REJECT, &b);
 	rdzv_buf_free(&b);
-	co_close_later(co, cc);
+	rdzv_co_close_later(co, cc);
 }
 
 static int co_hello(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m)
@@ -233,28 +233,28 @@ static int co_hello(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_m
 	int rc;
 
 	if (!m->has_nonce) {
-		co_drop(co, cc, "HELLO without a nonce");
+		rdzv_co_drop(co, cc, "HELLO without a nonce");
 		return 1;
 	}
 	memcpy(cc->rc.nm, m->nonce, RDZV_NONCE_LEN);
 	if (m->index > 0 && m->index < co->world && strcmp(co->names[m->index], m->name) == 0)
 		cc->claimed = (int)m->index;
 	if (strcmp(m->job_id, co->job_id) != 0) {
-		co_reject(co, cc, GX_EJOB, "job id mismatch");
+		rdzv_co_reject(co, cc, GX_EJOB, "job id mismatch");
 		return 0;
 	}
 	if (co->has_token && !m->has_token) {
-		co_reject(co, cc, GX_EAUTH, "missing token");
+		rdzv_co_reject(co, cc, GX_EAUTH, "missing token");
 		return 0;
 	}
 	rdzv_rng_buf(co->rng, cc->rc.nc, RDZV_NONCE_LEN);
 	rdzv_put(&b, T_NONCE, cc->rc.nc, RDZV_NONCE_LEN);
 	rdzv_put_u32(&b, T_HAS_TOKEN, (uint32_t)co->has_token);
-	rc = co_send(co, cc, RDZV_CHALLENGE, &b);
+	rc = rdzv_co_send(co, cc, RDZV_CHALLENGE, &b);
 	rdzv_buf_free(&b);
 	cc->rc.state = RC_AUTH;
 	if (rc < 0) {
-		co_drop(co, cc, gx_strerror(rc));
+		rdzv_co_drop(co, cc, gx_strerror(rc));
 		return 1;
 	}
 	return 0;
@@ -267,31 +267,31 @@ static int co_auth(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	int rc;
 
 	if (!m->has_proof) {
-		co_drop(co, cc, "AUTH without a proof");
+		rdzv_co_drop(co, cc, "AUTH without a proof");
 		return 1;
 	}
 	if (rdzv_proof_verify(co->k, 0, cc->rc.nm, cc->rc.nc, co->job_id, m->proof) < 0) {
-		co_reject(co, cc, GX_EAUTH,
-			  co->has_token ? "bad token"
-					: "bad proof (this coordinator has no token)");
+		rdzv_co_reject(co, cc, GX_EAUTH,
+			       co->has_token ? "bad token"
+					     : "bad proof (this coordinator has no token)");
 		return 0;
 	}
 	rdzv_proof(co->k, 1, cc->rc.nm, cc->rc.nc, co->job_id, proof);
 	rdzv_put(&b, T_PROOF, proof, sizeof(proof));
-	rc = co_send(co, cc, RDZV_PROOF, &b);
+	rc = rdzv_co_send(co, cc, RDZV_PROOF, &b);
 	rdzv_buf_free(&b);
 	rdzv_conn_session(&cc->rc, co->k);
 	gx_pa_del(&co->pa, &cc->pa); /* authenticated: out of the budget */
 	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
 	if (rc < 0) {
-		co_drop(co, cc, gx_strerror(rc));
+		rdzv_co_drop(co, cc, gx_strerror(rc));
 		return 1;
 	}
 	return 0;
 }
 
-int co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsigned char *body,
-		 size_t len)
+int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
+		      const unsigned char *body, size_t len)
 {
 	struct rdzv_msg *m = malloc(sizeof(*m));
 	int rc = 1;
@@ -299,7 +299,7 @@ int co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const u
 	if (!m || rdzv_msg_decode(type, body, len, m) < 0) {
 		gx_rl_log(&co->rl_pre, "rdzv: malformed handshake from %s: dropped",
 			  cc->rc.peer_str);
-		co_drop(co, cc, "malformed handshake");
+		rdzv_co_drop(co, cc, "malformed handshake");
 	} else if (cc->rc.state == RC_HELLO && type == RDZV_HELLO) {
 		cc->deadline = gx_now_ms() + RDZV_PROOF_MS;
 		rc = co_hello(co, cc, m);
@@ -309,7 +309,7 @@ int co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const u
 		gx_rl_log(&co->rl_pre,
 			  "rdzv: unexpected message type %u from %s before authentication: dropped",
 			  type, cc->rc.peer_str);
-		co_drop(co, cc, "unexpected message");
+		rdzv_co_drop(co, cc, "unexpected message");
 	}
 	free(m);
 	return rc;

@@ -214,7 +214,7 @@ static void pause_accept(struct rdzv_coord *co)
 		gx_ev_mod(co->ev, co->lfd[i], 0);
 }
 
-void co_listen_resume(struct rdzv_coord *co)
+void rdzv_co_listen_resume(struct rdzv_coord *co)
 {
 	int i;
 
@@ -233,7 +233,7 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	(void)ev;
 	(void)events;
 	for (i = 0; i < 256; i++) {
-		/* at the bound the oldest unauthenticated connection makes room (co_conn_new);
+		/* at the bound the oldest unauthenticated connection makes room (rdzv_co_conn_new);
 		 * only authenticated ones can fill it */
 		if (co->nconns >= co->maxconns && co->pa.n == 0) {
 			pause_accept(co); /* the sweep resumes; members wait in the backlog */
@@ -251,7 +251,7 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 			continue;
 		}
 		/* TCP_NODELAY comes from the listener (Linux copies it at accept) */
-		co_conn_new(co, cfd, &sa);
+		rdzv_co_conn_new(co, cfd, &sa);
 	}
 }
 
@@ -273,7 +273,7 @@ static int listen_one(struct rdzv_coord *co, const union gx_sockaddr *sa, sockle
 	return 0;
 }
 
-int co_listen_open(struct rdzv_coord *co)
+int rdzv_co_listen_open(struct rdzv_coord *co)
 {
 	union gx_sockaddr sa;
 	socklen_t len;
@@ -298,7 +298,7 @@ int co_listen_open(struct rdzv_coord *co)
 	return rc;
 }
 
-void co_listen_close(struct rdzv_coord *co)
+void rdzv_co_listen_close(struct rdzv_coord *co)
 {
 	int i;
 

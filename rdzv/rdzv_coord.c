@@ -22,7 +22,7 @@
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void co_rdma_listen(struct rdzv_coord *co);
 
-void co_update_out(struct rdzv_coord *co, struct cconn *cc)
+void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc)
 {
 	int want = rdzv_conn_pending(&cc->rc);
 
@@ -39,13 +39,13 @@ void co_update_out(struct rdzv_coord *co, struct cconn *cc)
 	gx_ev_mod(co->ev, cc->rc.fd, EPOLLIN | (want || cc->rc.state == RC_CLOSING ? EPOLLOUT : 0));
 }
 
-int co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b)
+int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b)
 {
 	int rc = b->err;
 
 	if (rc == 0)
 		rc = rdzv_conn_send(&cc->rc, type, b->p, b->len);
-	co_update_out(co, cc);
+	rdzv_co_update_out(co, cc);
 	return rc;
 }
 
@@ -75,11 +75,11 @@ static void slot_unlink(struct rdzv_coord *co, struct cconn *cc)
 		sp->pending = NULL;
 		co->npending--;
 		if (!co->aborted)
-			co_accept_join(co, p);
+			rdzv_co_accept_join(co, p);
 	}
 }
 
-void co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
+void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
 {
 	if (why)
 		gx_debug("rdzv: closing connection from %s: %s", cc->rc.peer_str, why);
@@ -105,11 +105,11 @@ void co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
 }
 
 /* Flush what is queued, then close: never frees cc here (callers iterate). */
-void co_close_later(struct rdzv_coord *co, struct cconn *cc)
+void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc)
 {
 	cc->rc.state = RC_CLOSING;
 	cc->deadline = gx_now_ms() + 1000;
-	co_update_out(co, cc);
+	rdzv_co_update_out(co, cc);
 }
 
 static void maybe_done(struct rdzv_coord *co)
@@ -133,22 +133,22 @@ static void finish(struct rdzv_coord *co, int rc)
 	co->finish_by = gx_now_ms() + 1000;
 }
 
-void co_send_abort(struct rdzv_coord *co, struct cconn *cc)
+void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct rdzv_buf b = {0};
 
 	rdzv_put_u32(&b, T_CODE, (uint32_t)co->abort_code);
 	rdzv_put_str(&b, T_TEXT, co->res.err);
-	co_send(co, cc, RDZV_ABORT, &b);
+	rdzv_co_send(co, cc, RDZV_ABORT, &b);
 	rdzv_buf_free(&b);
 	if (cc->peer >= 0 && !co->st[cc->peer].told) {
 		co->st[cc->peer].told = 1;
 		co->ntold++;
 	}
-	co_close_later(co, cc);
+	rdzv_co_close_later(co, cc);
 }
 
-void co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
+void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
 {
 	struct cconn *cc, *next;
 	va_list ap;
@@ -167,7 +167,7 @@ void co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
 		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_PENDING ||
 		     cc->role == ROLE_OBSERVER) &&
 		    cc->rc.state == RC_SESSION)
-			co_send_abort(co, cc);
+			rdzv_co_send_abort(co, cc);
 	}
 	finish(co, code);
 }
@@ -186,8 +186,8 @@ int rdzv_coord_end(struct rdzv_coord *co, int status)
 		next = cc->next;
 		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_OBSERVER) &&
 		    cc->rc.state == RC_SESSION) {
-			co_send(co, cc, RDZV_END, &b);
-			co_close_later(co, cc);
+			rdzv_co_send(co, cc, RDZV_END, &b);
+			rdzv_co_close_later(co, cc);
 			n++;
 		}
 	}
@@ -210,12 +210,12 @@ static void put_common(struct rdzv_coord *co, struct rdzv_buf *b, uint32_t rank)
 	rdzv_put_peer(b, T_PEER, &co->tab[0]);
 }
 
-void co_assign(struct rdzv_coord *co, struct cconn *cc)
+void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct rdzv_buf b = {0};
 
 	put_common(co, &b, (uint32_t)cc->peer);
-	co_send(co, cc, RDZV_ASSIGN, &b);
+	rdzv_co_send(co, cc, RDZV_ASSIGN, &b);
 	rdzv_buf_free(&b);
 }
 
@@ -232,12 +232,12 @@ static const struct rdzv_buf *table_enc(struct rdzv_coord *co)
 	return &co->table;
 }
 
-void co_commit_one(struct rdzv_coord *co, uint32_t i)
+void rdzv_co_commit_one(struct rdzv_coord *co, uint32_t i)
 {
-	co_commit_conn(co, co->st[i].conn, i, (co->tab[i].flags & RDZV_PF_FULL_TABLE) != 0);
+	rdzv_co_commit_conn(co, co->st[i].conn, i, (co->tab[i].flags & RDZV_PF_FULL_TABLE) != 0);
 }
 
-void co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, int table)
+void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, int table)
 {
 	struct rdzv_buf b = {0};
 
@@ -252,12 +252,12 @@ void co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, int tab
 		else
 			rdzv_put_raw(&b, t->p, t->len);
 	}
-	if (co_send(co, cc, RDZV_COMMIT, &b) < 0)
+	if (rdzv_co_send(co, cc, RDZV_COMMIT, &b) < 0)
 		gx_debug("rdzv: COMMIT to %s failed", cc->rc.peer_str);
 	rdzv_buf_free(&b);
 }
 
-void co_check_commit(struct rdzv_coord *co)
+void rdzv_co_check_commit(struct rdzv_coord *co)
 {
 	struct cconn *cc, *next;
 	uint32_t i;
@@ -269,14 +269,14 @@ void co_check_commit(struct rdzv_coord *co)
 	co->committed = 1;
 	co->res.t_commit_ms = gx_now_ms();
 	co->res.ntable = co->nassigned; /* elastic: the slots in use so far */
-	co_compare_peers(co);
+	rdzv_co_compare_peers(co);
 	gx_debug("rdzv: all %u peers joined and verified; COMMIT", co->world);
 	for (i = 1; i < co->world; i++)
-		co_commit_one(co, i);
+		rdzv_co_commit_one(co, i);
 	for (cc = co->conns; cc; cc = next) {
 		next = cc->next;
 		if (cc->role == ROLE_OBSERVER)
-			co_commit_conn(co, cc, RDZV_OBSERVER, 1);
+			rdzv_co_commit_conn(co, cc, RDZV_OBSERVER, 1);
 	}
 	finish(co, 0);
 }
@@ -319,7 +319,7 @@ static void report(struct rdzv_coord *co)
 		next = cc->next;
 		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_OBSERVER) &&
 		    cc->rc.state == RC_SESSION)
-			co_send(co, cc, RDZV_WAITING, &b);
+			rdzv_co_send(co, cc, RDZV_WAITING, &b);
 	}
 	rdzv_buf_free(&b);
 }
@@ -354,11 +354,11 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	}
 	if (co->njoined + 1 < co->world) {
 		missing_list(co, list, sizeof(list), 0);
-		co_abort(co, GX_EPEERS, 0, "peers missing after %lds: %s", secs, list);
+		rdzv_co_abort(co, GX_EPEERS, 0, "peers missing after %lds: %s", secs, list);
 		unauth_note(co);
 	} else {
 		missing_list(co, list, sizeof(list), 1);
-		co_abort(
+		rdzv_co_abort(
 		    co, GX_ERDZV, 0,
 		    "peers cannot reach the coordinator on the secondary network after %lds: %s",
 		    secs, list);
@@ -384,9 +384,9 @@ static void sweep_conns(struct rdzv_coord *co, int64_t now)
 	for (cc = co->conns; cc; cc = next) {
 		next = cc->next;
 		if (cc->ping_at && now - cc->ping_at >= RDZV_PING_MS)
-			co_drop(co, cc, "no PONG: replaced by the newer connection");
+			rdzv_co_drop(co, cc, "no PONG: replaced by the newer connection");
 		else if (cc->deadline && now >= cc->deadline && (cc->pa.in || !waiting_input(cc)))
-			co_drop(co, cc, "handshake deadline");
+			rdzv_co_drop(co, cc, "handshake deadline");
 	}
 }
 
@@ -400,12 +400,12 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 	sweep_conns(co, now);
 	gx_rl_flush(&co->rl_pre);
 	if (co->paused && co->nconns < co->maxconns)
-		co_listen_resume(co);
+		rdzv_co_listen_resume(co);
 	if (now >= co->next_report && !co->committed && !co->aborted) {
 		co->next_report = now + RDZV_REPORT_MS;
 		report(co);
 	}
-	co_check_commit(co);
+	rdzv_co_check_commit(co);
 	maybe_done(co);
 	co->sweep_id = gx_ev_timer(ev, RDZV_SWEEP_MS, sweep, co);
 }
@@ -430,13 +430,13 @@ static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 			  "rdzv: closed the oldest unauthenticated connection (from %s) for one "
 			  "from %s: %zu open",
 			  oc->rc.peer_str, cc->rc.peer_str, co->nconns);
-		co_drop(co, oc, NULL);
+		rdzv_co_drop(co, oc, NULL);
 	}
 	gx_pa_add(&co->pa, &cc->pa, cc->rc.peer_str, 0);
 	return 0;
 }
 
-void co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa)
+void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa)
 {
 	struct cconn *cc = calloc(1, sizeof(*cc));
 
@@ -473,9 +473,9 @@ static void read_error(struct rdzv_coord *co, struct cconn *cc, int rc)
 			cc->rc.peer_str, cc->rc.peer_vmaj, cc->rc.peer_vmin, RDZV_VMAJOR,
 			RDZV_VMINOR);
 		rdzv_put_u32(&b, T_CODE, (uint32_t)GX_EVERSION);
-		co_send(co, cc, RDZV_REJECT, &b);
+		rdzv_co_send(co, cc, RDZV_REJECT, &b);
 		rdzv_buf_free(&b);
-		co_close_later(co, cc);
+		rdzv_co_close_later(co, cc);
 		return;
 	}
 	if (rc == GX_EPROTO || rc == GX_EMAC) {
@@ -483,7 +483,7 @@ static void read_error(struct rdzv_coord *co, struct cconn *cc, int rc)
 		gx_rl_log(&co->rl_pre, "rdzv: dropped a message from %s: %s", cc->rc.peer_str,
 			  gx_strerror(rc));
 	}
-	co_drop(co, cc, gx_strerror(rc));
+	rdzv_co_drop(co, cc, gx_strerror(rc));
 }
 
 /* One recv per readiness into co->rbuf, every whole frame in it handled (a partial
@@ -502,9 +502,9 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	(void)ev;
 	if (events & EPOLLOUT) {
 		rc = rdzv_conn_flush(&cc->rc);
-		co_update_out(co, cc);
+		rdzv_co_update_out(co, cc);
 		if (rc < 0 || (rc == 0 && cc->rc.state == RC_CLOSING)) {
-			co_drop(co, cc, rc < 0 ? gx_strerror(rc) : NULL);
+			rdzv_co_drop(co, cc, rc < 0 ? gx_strerror(rc) : NULL);
 			goto out;
 		}
 		rc = 0;
@@ -529,7 +529,7 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		 */
 		if (cc->deadline && cc->rc.session)
 			cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
-		rc = co_handle(co, cc, type, body, len);
+		rc = rdzv_co_handle(co, cc, type, body, len);
 		free(body);
 		if (rc == 1) /* cc is gone */
 			goto out;
@@ -540,12 +540,12 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	if (rc >= 0) {
 		rc = rdzv_conn_flush(&cc->rc);
 		/* all written and closing (VERIFIED, a REJECT): close now, as the EPOLLOUT
-		 * that co_update_out would wait for does (one epoll_ctl and wakeup less) */
+		 * that rdzv_co_update_out would wait for does (one epoll_ctl and wakeup less) */
 		if (rc == 0 && cc->rc.state == RC_CLOSING) {
-			co_drop(co, cc, NULL);
+			rdzv_co_drop(co, cc, NULL);
 			goto out;
 		}
-		co_update_out(co, cc);
+		rdzv_co_update_out(co, cc);
 	}
 done:
 	if (rc < 0)
@@ -691,11 +691,11 @@ int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_
 	co->arg = arg;
 	rc = co_init(co, cfg, &self);
 	if (rc == 0)
-		rc = co_listen_open(co);
+		rc = rdzv_co_listen_open(co);
 	if (rc == 0)
 		co_rdma_listen(co);
 	if (rc == 0)
-		rc = co_arm(co);
+		rc = rdzv_co_arm(co);
 	if (rc < 0)
 		goto out;
 	if (self.nd_err && cfg->soft_verify) {
@@ -703,8 +703,8 @@ int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_
 		co->tab[0].flags |= RDZV_PF_VFAILED;
 		co->res.coord.flags |= RDZV_PF_VFAILED;
 	} else if (self.nd_err) {
-		co_abort(co, GX_ERDZV, 1, "%s (the coordinator): %s", self.name,
-			 self.nd_why[0] ? self.nd_why : gx_strerror(self.nd_err));
+		rdzv_co_abort(co, GX_ERDZV, 1, "%s (the coordinator): %s", self.name,
+			      self.nd_why[0] ? self.nd_why : gx_strerror(self.nd_err));
 	}
 	*ret = co;
 	co = NULL;
@@ -737,7 +737,7 @@ static void co_rdma_listen(struct rdzv_coord *co)
 	co->res.coord.rdma_dev[0] = '\0';
 }
 
-int co_arm(struct rdzv_coord *co)
+int rdzv_co_arm(struct rdzv_coord *co)
 {
 	co->sweep_id = gx_ev_timer(co->ev, 0, sweep, co);
 	co->deadline_id =
@@ -754,8 +754,8 @@ void rdzv_coord_free(struct rdzv_coord *co)
 	if (!co)
 		return;
 	while (co->conns)
-		co_drop(co, co->conns, NULL);
-	co_listen_close(co);
+		rdzv_co_drop(co, co->conns, NULL);
+	rdzv_co_listen_close(co);
 	gx_rl_final(&co->rl_pre);
 	gx_pa_free(&co->pa);
 	if (co->rdma_listening && co->cfg.rdma->close)

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-void co_accept_join(struct rdzv_coord *co, struct cconn *cc)
+void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct cpeer *sp = &co->st[cc->peer];
 	struct rdzv_peer *t = &co->tab[cc->peer];
@@ -39,18 +39,18 @@ void co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 	gx_debug("rdzv: %s joined from %s (incarnation %llx)", t->name, cc->rc.peer_str,
 		 (unsigned long long)t->incarnation);
 	if (co->aborted) {
-		co_send_abort(co, cc);
+		rdzv_co_send_abort(co, cc);
 		return;
 	}
 	if (t->nd_err && !co->cfg.soft_verify) {
-		co_abort(co, GX_ERDZV, 1, "%s: %s", t->name,
-			 t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
+		rdzv_co_abort(co, GX_ERDZV, 1, "%s: %s", t->name,
+			      t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
 		return;
 	}
-	co_assign(co, cc);
+	rdzv_co_assign(co, cc);
 	if (t->nd_err)
-		co_soft_fail(co, (uint32_t)cc->peer,
-			     t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
+		rdzv_co_soft_fail(co, (uint32_t)cc->peer,
+				  t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
 	if (co->njoined + 1 == co->world && !co->res.t_joined_ms)
 		co->res.t_joined_ms = now;
 }
@@ -61,7 +61,7 @@ static int co_observer(struct rdzv_coord *co, struct cconn *cc, const struct rdz
 	struct rdzv_buf b = {0};
 
 	if (co->nobservers >= RDZV_MAX_OBSERVERS) {
-		co_reject(co, cc, GX_ERDZV, "too many observers");
+		rdzv_co_reject(co, cc, GX_ERDZV, "too many observers");
 		return 0;
 	}
 	co->nobservers++;
@@ -70,7 +70,7 @@ static int co_observer(struct rdzv_coord *co, struct cconn *cc, const struct rdz
 	cc->deadline = 0;
 	gx_info("rdzv: observer %s joined from %s", p->name, cc->rc.peer_str);
 	if (co->aborted) {
-		co_send_abort(co, cc);
+		rdzv_co_send_abort(co, cc);
 		return 0;
 	}
 	rdzv_put_u32(&b, T_RANK, RDZV_OBSERVER);
@@ -78,10 +78,10 @@ static int co_observer(struct rdzv_coord *co, struct cconn *cc, const struct rdz
 	rdzv_put_u64(&b, T_ROUND, co->round);
 	rdzv_put_str(&b, T_MASTER, co->res.master_addr);
 	rdzv_put_peer(&b, T_PEER, &co->tab[0]);
-	co_send(co, cc, RDZV_ASSIGN, &b);
+	rdzv_co_send(co, cc, RDZV_ASSIGN, &b);
 	rdzv_buf_free(&b);
 	if (co->committed)
-		co_commit_conn(co, cc, RDZV_OBSERVER, 1);
+		rdzv_co_commit_conn(co, cc, RDZV_OBSERVER, 1);
 	return 0;
 }
 
@@ -92,7 +92,7 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	char why[320];
 
 	if (!m->has_peer || rdzv_peer_check(&p, why, sizeof(why)) < 0) {
-		co_reject(co, cc, GX_EINVAL_NAME, m->has_peer ? why : "JOIN without an entry");
+		rdzv_co_reject(co, cc, GX_EINVAL_NAME, m->has_peer ? why : "JOIN without an entry");
 		return 0;
 	}
 	if (p.index == RDZV_OBSERVER && (p.flags & RDZV_PF_OBSERVER))
@@ -100,10 +100,10 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	if (p.index == RDZV_ELASTIC && (p.flags & RDZV_PF_ELASTIC) && co->cfg.elastic) {
 		uint32_t slot;
 
-		if (co_elastic_slot(co, p.name, &slot) < 0) {
+		if (rdzv_co_elastic_slot(co, p.name, &slot) < 0) {
 			snprintf(why, sizeof(why), "elastic job is full (%u peers live)",
 				 co->world);
-			co_reject(co, cc, GX_ERDZV, why);
+			rdzv_co_reject(co, cc, GX_ERDZV, why);
 			return 0;
 		}
 		p.index = slot;
@@ -111,24 +111,24 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	}
 	if (p.index == 0 || p.index >= co->world || strcmp(co->names[p.index], p.name) != 0) {
 		snprintf(why, sizeof(why), "%s is not member #%u of this job", p.name, p.index);
-		co_reject(co, cc, GX_EINVAL_NAME, why);
+		rdzv_co_reject(co, cc, GX_EINVAL_NAME, why);
 		return 0;
 	}
 	cc->pj = malloc(sizeof(*cc->pj));
 	if (!cc->pj) {
-		co_drop(co, cc, "out of memory");
+		rdzv_co_drop(co, cc, "out of memory");
 		return 1;
 	}
 	*cc->pj = p;
 	cc->peer = (int)p.index;
 	sp = &co->st[p.index];
 	if (!sp->conn) {
-		co_accept_join(co, cc);
+		rdzv_co_accept_join(co, cc);
 		return 0;
 	}
 	/* DECISIONS 6: the same name is live on another connection */
 	if (sp->pending)
-		co_drop(co, sp->pending, "superseded by a newer JOIN");
+		rdzv_co_drop(co, sp->pending, "superseded by a newer JOIN");
 	cc->role = ROLE_PENDING;
 	sp->pending = cc;
 	co->npending++;
@@ -136,7 +136,7 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 		struct rdzv_buf b = {0};
 
 		sp->conn->ping_at = gx_now_ms();
-		co_send(co, sp->conn, RDZV_PING, &b);
+		rdzv_co_send(co, sp->conn, RDZV_PING, &b);
 	}
 	return 0;
 }
@@ -147,10 +147,10 @@ static void verify_reply(struct rdzv_coord *co, struct cconn *cc, int code, cons
 
 	rdzv_put_u32(&b, T_CODE, (uint32_t)code);
 	rdzv_put_str(&b, T_TEXT, why);
-	co_send(co, cc, RDZV_VERIFIED, &b);
+	rdzv_co_send(co, cc, RDZV_VERIFIED, &b);
 	rdzv_buf_free(&b);
 	cc->role = ROLE_VERIFY;
-	co_close_later(co, cc);
+	rdzv_co_close_later(co, cc);
 }
 
 /* The connection must have arrived on our secondary address (getsockname). */
@@ -216,7 +216,7 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	sp->note = NULL;
 	verify_reply(co, cc, 0, NULL);
 	if (co->committed) {
-		co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
+		rdzv_co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
 		co->res.ntable = co->cfg.elastic ? co->nassigned : co->world;
 		if (co->cfg.changed)
 			co->cfg.changed(co->cfg.changed_arg, co->tab, co->res.ntable);
@@ -224,7 +224,7 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	}
 	if (co->nverified + 1 == co->world && !co->res.t_verified_ms)
 		co->res.t_verified_ms = t->verify_ms;
-	co_check_commit(co);
+	rdzv_co_check_commit(co);
 	return 0;
 }
 
@@ -242,7 +242,7 @@ static size_t rail_count(const char *s)
  * slows the whole job. Warn once at COMMIT, naming the odd pods against the
  * coordinator's values.
  */
-void co_compare_peers(struct rdzv_coord *co)
+void rdzv_co_compare_peers(struct rdzv_coord *co)
 {
 	const struct rdzv_peer *c = &co->tab[0];
 	size_t nc = rail_count(c->rails), odd_mtu = 0, odd_rails = 0;
@@ -276,7 +276,7 @@ void co_compare_peers(struct rdzv_coord *co)
 			c->name, nc, rail_list, odd_rails > 8 ? ", ..." : "");
 }
 
-int co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot)
+int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot)
 {
 	uint32_t i, idle = 0;
 	int64_t oldest = INT64_MAX;
@@ -306,7 +306,7 @@ int co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot)
 }
 
 /* soft_verify: count a member that failed its checks, flagged, so the COMMIT comes. */
-void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why)
+void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why)
 {
 	struct cpeer *sp = &co->st[i];
 	struct rdzv_peer *t = &co->tab[i];
@@ -318,10 +318,10 @@ void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why)
 	co->nverified++;
 	sp->verified = 1;
 	if (co->committed) {
-		co_commit_one(co, i);
+		rdzv_co_commit_one(co, i);
 		return;
 	}
-	co_check_commit(co);
+	rdzv_co_check_commit(co);
 }
 
 static void co_pong(struct rdzv_coord *co, struct cconn *cc)
@@ -335,30 +335,30 @@ static void co_pong(struct rdzv_coord *co, struct cconn *cc)
 	if (!sp->pending)
 		return;
 	if (co->committed) {
-		co_drop(co, sp->pending, "conflicting peer after COMMIT");
+		rdzv_co_drop(co, sp->pending, "conflicting peer after COMMIT");
 		return;
 	}
-	co_abort(co, GX_ECONFLICT, 0, "conflicting peers: two live pods claim %s (%s and %s)",
-		 co->names[cc->peer], cc->rc.peer_str, sp->pending->rc.peer_str);
+	rdzv_co_abort(co, GX_ECONFLICT, 0, "conflicting peers: two live pods claim %s (%s and %s)",
+		      co->names[cc->peer], cc->rc.peer_str, sp->pending->rc.peer_str);
 }
 
-int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsigned char *body,
-	      size_t len)
+int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
+		   const unsigned char *body, size_t len)
 {
 	struct rdzv_msg *m;
 	int rc = 0;
 
 	if (cc->rc.state != RC_SESSION)
-		return co_handshake(co, cc, type, body, len);
+		return rdzv_co_handshake(co, cc, type, body, len);
 	m = malloc(sizeof(*m));
 	if (!m || rdzv_msg_decode(type, body, len, m) < 0) {
 		gx_warn("rdzv: malformed message type %u from %s: dropped", type, cc->rc.peer_str);
-		co_drop(co, cc, "malformed message");
+		rdzv_co_drop(co, cc, "malformed message");
 		free(m);
 		return 1;
 	}
 	if ((type == RDZV_JOIN || type == RDZV_VERIFY) && cc->role != ROLE_HANDSHAKE) {
-		co_drop(co, cc, "second JOIN/VERIFY on one connection");
+		rdzv_co_drop(co, cc, "second JOIN/VERIFY on one connection");
 		rc = 1;
 	} else if (type == RDZV_JOIN) {
 		rc = co_join(co, cc, m);
@@ -376,7 +376,7 @@ int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsi
 		rdzv_sanitize(text, sizeof(text), m->text);
 		note_set(&co->st[cc->peer], text);
 		if (co->cfg.soft_verify)
-			co_soft_fail(co, (uint32_t)cc->peer, text);
+			rdzv_co_soft_fail(co, (uint32_t)cc->peer, text);
 	} /* anything else: unknown or not for us, skipped */
 	free(m);
 	return rc;

@@ -305,36 +305,36 @@ struct rdzv_coord {
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
-void co_update_out(struct rdzv_coord *co, struct cconn *cc);
-int co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b);
-void co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
-void co_close_later(struct rdzv_coord *co, struct cconn *cc);
-void co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
+void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc);
+int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b);
+void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
+void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc);
+void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void co_assign(struct rdzv_coord *co, struct cconn *cc);
-void co_commit_one(struct rdzv_coord *co, uint32_t i);
-void co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t rank, int table);
-void co_check_commit(struct rdzv_coord *co);
-void co_accept_join(struct rdzv_coord *co, struct cconn *cc);
-void co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
-void co_compare_peers(struct rdzv_coord *co);
+void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc);
+void rdzv_co_commit_one(struct rdzv_coord *co, uint32_t i);
+void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t rank, int table);
+void rdzv_co_check_commit(struct rdzv_coord *co);
+void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc);
+void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
+void rdzv_co_compare_peers(struct rdzv_coord *co);
 /* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
-int co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
+int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
 /* sa: the peer's address from accept4 (no getpeername per connection) */
-void co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa);
-int co_arm(struct rdzv_coord *co);
+void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa);
+int rdzv_co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
-int co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsigned char *body,
-	      size_t len);
+int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
+		   const unsigned char *body, size_t len);
 /* rdzv_auth.c: HELLO -> CHALLENGE, AUTH -> PROOF | REJECT. Same return. */
-int co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const unsigned char *body,
-		 size_t len);
+int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
+		      const unsigned char *body, size_t len);
 /* rdzv_conn.c: listeners (wildcard v4 + v6, or cfg.listen_addr). */
-int co_listen_open(struct rdzv_coord *co);
-void co_listen_resume(struct rdzv_coord *co);
-void co_listen_close(struct rdzv_coord *co);
-void co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
-void co_send_abort(struct rdzv_coord *co, struct cconn *cc);
+int rdzv_co_listen_open(struct rdzv_coord *co);
+void rdzv_co_listen_resume(struct rdzv_coord *co);
+void rdzv_co_listen_close(struct rdzv_coord *co);
+void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
+void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc);
 
 /* Checks a config for either role; fills a validated copy of cfg->self. */
 int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);

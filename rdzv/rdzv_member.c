@@ -18,7 +18,7 @@
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void p1_connect(struct rdzv_member *m);
 
-void mb_close(struct rdzv_member *m, struct mconn *c)
+void rdzv_mb_close(struct rdzv_member *m, struct mconn *c)
 {
 	if (c == &m->c2 && m->rdma_checking) { /* the VERIFY it was for is not coming */
 		m->rdma_checking = 0;
@@ -30,24 +30,24 @@ void mb_close(struct rdzv_member *m, struct mconn *c)
 	rdzv_conn_reset(&c->rc);
 }
 
-void mb_update(struct rdzv_member *m, struct mconn *c)
+void rdzv_mb_update(struct rdzv_member *m, struct mconn *c)
 {
 	if (c->rc.fd >= 0)
 		gx_ev_mod(m->ev, c->rc.fd, EPOLLIN | (rdzv_conn_pending(&c->rc) ? EPOLLOUT : 0));
 }
 
-int mb_send(struct rdzv_member *m, struct mconn *c, uint16_t type, struct rdzv_buf *b)
+int rdzv_mb_send(struct rdzv_member *m, struct mconn *c, uint16_t type, struct rdzv_buf *b)
 {
 	int rc = b->err;
 
 	if (rc == 0)
 		rc = rdzv_conn_send(&c->rc, type, b->p, b->len);
 	rdzv_buf_free(b);
-	mb_update(m, c);
+	rdzv_mb_update(m, c);
 	return rc;
 }
 
-void mb_cancel_timers(struct rdzv_member *m)
+void rdzv_mb_cancel_timers(struct rdzv_member *m)
 {
 	gx_ev_timer_cancel(m->ev, m->retry1_id);
 	gx_ev_timer_cancel(m->ev, m->retry2_id);
@@ -56,7 +56,7 @@ void mb_cancel_timers(struct rdzv_member *m)
 	m->retry1_id = m->retry2_id = m->tick_id = m->deadline_id = 0;
 }
 
-void mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
+void rdzv_mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -68,9 +68,9 @@ void mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
 		vsnprintf(m->res.err, sizeof(m->res.err), fmt, ap);
 		va_end(ap);
 	}
-	mb_cancel_timers(m);
-	mb_close(m, &m->c1);
-	mb_close(m, &m->c2);
+	rdzv_mb_cancel_timers(m);
+	rdzv_mb_close(m, &m->c1);
+	rdzv_mb_close(m, &m->c2);
 	m->done(m->arg, rc, &m->res);
 }
 
@@ -92,17 +92,17 @@ static void retry2_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)id;
 	m->retry2_id = 0;
 	if (m->st == M_ASSIGNED)
-		mb_p2_connect(m);
+		rdzv_mb_p2_connect(m);
 }
 
 /* Phase 1 lost: start again from JOIN after a backoff. */
-void mb_fail1(struct rdzv_member *m, const char *why)
+void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 {
 	gx_debug("rdzv: %s: %s; retrying", m->self.name, why);
 	if (why != m->err1)
 		gx_strlcpy(m->err1, why, sizeof(m->err1));
-	mb_close(m, &m->c1);
-	mb_close(m, &m->c2);
+	rdzv_mb_close(m, &m->c1);
+	rdzv_mb_close(m, &m->c2);
 	gx_ev_timer_cancel(m->ev, m->retry2_id);
 	m->retry2_id = 0;
 	m->st = M_CONNECT;
@@ -116,36 +116,36 @@ void mb_fail1(struct rdzv_member *m, const char *why)
 }
 
 /* Phase 2 failed: tell the coordinator why (VFAIL), retry after a backoff. */
-void mb_fail2(struct rdzv_member *m, const char *why)
+void rdzv_mb_fail2(struct rdzv_member *m, const char *why)
 {
 	struct rdzv_buf b = {0};
 
 	gx_debug("rdzv: %s: secondary check: %s; retrying", m->self.name, why);
 	if (why != m->err2)
 		gx_strlcpy(m->err2, why, sizeof(m->err2));
-	mb_close(m, &m->c2);
+	rdzv_mb_close(m, &m->c2);
 	if (m->c1.rc.state == RC_SESSION) {
 		rdzv_put_str(&b, T_TEXT, m->err2);
-		mb_send(m, &m->c1, RDZV_VFAIL, &b);
+		rdzv_mb_send(m, &m->c1, RDZV_VFAIL, &b);
 	}
 	if (!m->retry2_id)
 		m->retry2_id = gx_ev_timer(m->ev, rdzv_backoff_ms(m->attempt2++), retry2_fired, m);
 }
 
-void mb_fail(struct rdzv_member *m, struct mconn *c, const char *why)
+void rdzv_mb_fail(struct rdzv_member *m, struct mconn *c, const char *why)
 {
 	char buf[1400];
 
 	snprintf(buf, sizeof(buf), "%s: %s", c->dst, why);
 	if (m->st == M_STAYING) {
 		if (c == &m->c1)
-			mb_ended(m, -1, buf);
+			rdzv_mb_ended(m, -1, buf);
 		return;
 	}
 	if (c->phase == 1)
-		mb_fail1(m, buf);
+		rdzv_mb_fail1(m, buf);
 	else
-		mb_fail2(m, buf);
+		rdzv_mb_fail2(m, buf);
 }
 
 /* A connect or I/O failure of c: phase 1 records its code for the caller's hints. */
@@ -153,10 +153,10 @@ static void io_fail(struct rdzv_member *m, struct mconn *c, int rc)
 {
 	if (c == &m->c1)
 		m->res.conn_err = rc;
-	mb_fail(m, c,
-		rc == -ECONNRESET  ? "closed"
-		: rc == -ETIMEDOUT ? "timed out"
-				   : gx_strerror(rc));
+	rdzv_mb_fail(m, c,
+		     rc == -ECONNRESET	? "closed"
+		     : rc == -ETIMEDOUT ? "timed out"
+					: gx_strerror(rc));
 }
 
 static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const union gx_sockaddr *dst,
@@ -193,7 +193,7 @@ static void p1_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr *
 		snprintf(why, sizeof(why), "resolving %s: %s", m->cfg.coord_name,
 			 rc == -ENOENT ? "no such name (NXDOMAIN)" : gx_strerror(rc));
 		m->res.conn_err = rc;
-		mb_fail1(m, why);
+		rdzv_mb_fail1(m, why);
 		return;
 	}
 	rc = mc_open(m, &m->c1, 1, sa, len, NULL, 0);
@@ -227,7 +227,7 @@ void rdzv_member_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr
 }
 
 /* Phase 2 goes from our secondary address to the coordinator's, same family. */
-void mb_p2_connect(struct rdzv_member *m)
+void rdzv_mb_p2_connect(struct rdzv_member *m)
 {
 	const struct rdzv_peer *co = &m->res.coord, *s = &m->self;
 	union gx_sockaddr dst, src;
@@ -241,17 +241,17 @@ void mb_p2_connect(struct rdzv_member *m)
 		rc = gx_addr_parse(co->addr6, m->cfg.port, &dst, &dlen) ||
 		     gx_addr_parse(s->addr6, 0, &src, &slen);
 	if (rc != 0 && !co->addr4[0] && !co->addr6[0]) {
-		mb_fail2(m, "the coordinator has no secondary address");
+		rdzv_mb_fail2(m, "the coordinator has no secondary address");
 		return;
 	}
 	if (rc != 0) {
-		mb_fail2(m,
-			 "no secondary address of ours in the address family of the coordinator");
+		rdzv_mb_fail2(
+		    m, "no secondary address of ours in the address family of the coordinator");
 		return;
 	}
 	rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen);
 	if (rc < 0)
-		mb_fail(m, &m->c2, gx_strerror(rc));
+		rdzv_mb_fail(m, &m->c2, gx_strerror(rc));
 }
 
 static void read_frames(struct rdzv_member *m, struct mconn *c)
@@ -265,15 +265,15 @@ static void read_frames(struct rdzv_member *m, struct mconn *c)
 		rc = rdzv_conn_read(&c->rc, &type, &body, &len);
 		if (rc <= 0)
 			break;
-		rc = mb_on_frame(m, c, type, body, len);
+		rc = rdzv_mb_on_frame(m, c, type, body, len);
 		free(body);
 		if (rc != 0) /* 1: c was closed or we are done */
 			break;
 	}
 	if (rc == GX_EVERSION) {
-		mb_finish(m, GX_EVERSION, "coordinator %s speaks protocol %u.%u, this gxboot %u.%u",
-			  m->cfg.coord_name, c->rc.peer_vmaj, c->rc.peer_vmin, RDZV_VMAJOR,
-			  RDZV_VMINOR);
+		rdzv_mb_finish(
+		    m, GX_EVERSION, "coordinator %s speaks protocol %u.%u, this gxboot %u.%u",
+		    m->cfg.coord_name, c->rc.peer_vmaj, c->rc.peer_vmin, RDZV_VMAJOR, RDZV_VMINOR);
 	} else if (rc < 0) {
 		if (rc == GX_EMAC || rc == GX_EPROTO)
 			gx_warn("rdzv: dropped a message from %s: %s", c->dst, gx_strerror(rc));
@@ -294,7 +294,7 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		if (rc == 0 && !(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
 			return;
 		if (rc == 0)
-			rc = mb_send_hello(m, c);
+			rc = rdzv_mb_send_hello(m, c);
 		/* refused: the coordinator's host is up, its gxboot is about to listen */
 		m->refused = rc == -ECONNREFUSED;
 		if (rc < 0)
@@ -303,7 +303,7 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	}
 	if (events & EPOLLOUT) {
 		rc = rdzv_conn_flush(&c->rc);
-		mb_update(m, c);
+		rdzv_mb_update(m, c);
 		if (rc < 0) {
 			io_fail(m, c, rc);
 			return;
@@ -339,11 +339,11 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)id;
 	m->tick_id = 0;
 	if (m->c2.rc.fd >= 0 && !m->rdma_checking && hs_late(&m->c2, now))
-		mb_fail(m, &m->c2, "timed out");
+		rdzv_mb_fail(m, &m->c2, "timed out");
 	if (m->c1.rc.fd >= 0 && hs_late(&m->c1, now))
 		io_fail(m, &m->c1, -ETIMEDOUT);
 	else if (m->c1.rc.fd >= 0 && now - m->c1.last_rx >= M_SILENCE_MS)
-		mb_fail(m, &m->c1, "silent for 16 s");
+		rdzv_mb_fail(m, &m->c1, "silent for 16 s");
 	m->tick_id = gx_ev_timer(ev, M_TICK_MS, tick, m);
 }
 
@@ -367,28 +367,28 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			return;
 	}
 	if (m->st == M_ASSIGNED && m->err2[0])
-		mb_finish(m, GX_ERDZV,
-			  "%s cannot reach the coordinator %s on the secondary network: %s",
-			  m->self.name, m->cfg.coord_name, m->err2);
+		rdzv_mb_finish(m, GX_ERDZV,
+			       "%s cannot reach the coordinator %s on the secondary network: %s",
+			       m->self.name, m->cfg.coord_name, m->err2);
 	else if (m->rejected[0] && (m->st == M_CONNECT || m->reject_phase == 2))
-		mb_finish(
+		rdzv_mb_finish(
 		    m, m->reject_code == GX_EVERSION ? GX_EVERSION : GX_EREJECTED,
 		    "coordinator %s rejected our %s (unauthenticated, until the deadline): %s",
 		    m->cfg.coord_name, m->reject_phase == 1 ? "JOIN" : "VERIFY", m->rejected);
 	else if (m->auth_failed)
-		mb_finish(m, GX_EAUTH, "coordinator %s failed authentication (%s)",
-			  m->cfg.coord_name, m->err1);
+		rdzv_mb_finish(m, GX_EAUTH, "coordinator %s failed authentication (%s)",
+			       m->cfg.coord_name, m->err1);
 	else if (!m->ever_answered)
-		mb_finish(m, GX_EPEERS, "coordinator %s never answered in %lds (%s)",
-			  m->cfg.coord_name, secs,
-			  m->err1[0]	 ? m->err1
-			  : m->resolving ? "its name is still being resolved: no DNS answer"
-					 : "no connection");
+		rdzv_mb_finish(m, GX_EPEERS, "coordinator %s never answered in %lds (%s)",
+			       m->cfg.coord_name, secs,
+			       m->err1[0]     ? m->err1
+			       : m->resolving ? "its name is still being resolved: no DNS answer"
+					      : "no connection");
 	else if (m->res.waiting[0])
-		mb_finish(m, GX_EPEERS, "peers missing after %lds: %s", secs, m->res.waiting);
+		rdzv_mb_finish(m, GX_EPEERS, "peers missing after %lds: %s", secs, m->res.waiting);
 	else
-		mb_finish(m, GX_EPEERS, "no COMMIT from the coordinator %s after %lds",
-			  m->cfg.coord_name, secs);
+		rdzv_mb_finish(m, GX_EPEERS, "no COMMIT from the coordinator %s after %lds",
+			       m->cfg.coord_name, secs);
 }
 
 /* ---- start / free / run ---- */
@@ -452,9 +452,9 @@ void rdzv_member_free(struct rdzv_member *m)
 {
 	if (!m)
 		return;
-	mb_cancel_timers(m);
-	mb_close(m, &m->c1);
-	mb_close(m, &m->c2);
+	rdzv_mb_cancel_timers(m);
+	rdzv_mb_close(m, &m->c1);
+	rdzv_mb_close(m, &m->c2);
 	free(m->res.table);
 	sodium_memzero(m->k, sizeof(m->k));
 	free(m);

@@ -51,21 +51,21 @@ struct rdzv_member {
 	struct rdzv_result res;
 };
 
-void mb_close(struct rdzv_member *m, struct mconn *c);
-void mb_update(struct rdzv_member *m, struct mconn *c);
-int mb_send(struct rdzv_member *m, struct mconn *c, uint16_t type, struct rdzv_buf *b);
-void mb_cancel_timers(struct rdzv_member *m);
-void mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
+void rdzv_mb_close(struct rdzv_member *m, struct mconn *c);
+void rdzv_mb_update(struct rdzv_member *m, struct mconn *c);
+int rdzv_mb_send(struct rdzv_member *m, struct mconn *c, uint16_t type, struct rdzv_buf *b);
+void rdzv_mb_cancel_timers(struct rdzv_member *m);
+void rdzv_mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void mb_fail1(struct rdzv_member *m, const char *why);
-void mb_fail2(struct rdzv_member *m, const char *why);
-void mb_fail(struct rdzv_member *m, struct mconn *c, const char *why);
+void rdzv_mb_fail1(struct rdzv_member *m, const char *why);
+void rdzv_mb_fail2(struct rdzv_member *m, const char *why);
+void rdzv_mb_fail(struct rdzv_member *m, struct mconn *c, const char *why);
 /* M_STAYING: the session ended (END status, or -1 and why); ended() once. */
-void mb_ended(struct rdzv_member *m, int status, const char *why);
-void mb_p2_connect(struct rdzv_member *m);
-int mb_send_hello(struct rdzv_member *m, struct mconn *c);
+void rdzv_mb_ended(struct rdzv_member *m, int status, const char *why);
+void rdzv_mb_p2_connect(struct rdzv_member *m);
+int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c);
 /* A frame on c: 0 go on, 1 the member is done or c was closed, < 0 protocol error. */
-int mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type, const unsigned char *body,
-		size_t len);
+int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
+		     const unsigned char *body, size_t len);
 
 #endif

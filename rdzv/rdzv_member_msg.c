@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 
 /* ---- handshake, member side ---- */
-int mb_send_hello(struct rdzv_member *m, struct mconn *c)
+int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c)
 {
 	struct rdzv_buf b = {0};
 
@@ -26,14 +26,14 @@ int mb_send_hello(struct rdzv_member *m, struct mconn *c)
 	rdzv_put_u32(&b, T_INDEX, m->self.index);
 	rdzv_put_str(&b, T_JOB_ID, m->job_id);
 	c->rc.state = RC_HELLO;
-	return mb_send(m, c, RDZV_HELLO, &b);
+	return rdzv_mb_send(m, c, RDZV_HELLO, &b);
 }
 
 static void auth_fail(struct rdzv_member *m, struct mconn *c, const char *why)
 {
 	m->auth_failed = 1;
 	gx_warn("rdzv: coordinator at %s failed authentication: %s", c->dst, why);
-	mb_fail(m, c, why);
+	rdzv_mb_fail(m, c, why);
 }
 
 static int on_challenge(struct rdzv_member *m, struct mconn *c, const struct rdzv_msg *msg)
@@ -51,7 +51,7 @@ static int on_challenge(struct rdzv_member *m, struct mconn *c, const struct rdz
 	rdzv_proof(m->k, 0, c->rc.nm, c->rc.nc, m->job_id, proof);
 	rdzv_put(&b, T_PROOF, proof, sizeof(proof));
 	c->rc.state = RC_AUTH;
-	return mb_send(m, c, RDZV_AUTH, &b);
+	return rdzv_mb_send(m, c, RDZV_AUTH, &b);
 }
 
 static int send_join(struct rdzv_member *m, struct mconn *c)
@@ -62,7 +62,7 @@ static int send_join(struct rdzv_member *m, struct mconn *c)
 	if (m->cfg.full_table)
 		p.flags |= RDZV_PF_FULL_TABLE;
 	rdzv_put_peer(&b, T_PEER, &p);
-	return mb_send(m, c, RDZV_JOIN, &b);
+	return rdzv_mb_send(m, c, RDZV_JOIN, &b);
 }
 
 static int put_verify(struct rdzv_member *m, struct mconn *c)
@@ -76,7 +76,7 @@ static int put_verify(struct rdzv_member *m, struct mconn *c)
 	rdzv_put_u64(&b, T_INCARNATION, m->self.incarnation);
 	rdzv_put_u64(&b, T_ROUND, m->round);
 	rdzv_put_u32(&b, T_FLAGS, (uint32_t)m->res.rdma_verified);
-	return mb_send(m, c, RDZV_VERIFY, &b);
+	return rdzv_mb_send(m, c, RDZV_VERIFY, &b);
 }
 
 static void rdma_failed(struct rdzv_member *m, int rc, const char *why)
@@ -85,7 +85,7 @@ static void rdma_failed(struct rdzv_member *m, int rc, const char *why)
 
 	snprintf(line, sizeof(line), "RDMA-CM from %.63s to %.63s: %.150s", m->self.rdma_dev,
 		 m->res.coord.rdma_dev, why && why[0] ? why : gx_strerror(rc));
-	mb_fail2(m, line);
+	rdzv_mb_fail2(m, line);
 }
 
 /* The RDMA-CM check's answer, from the loop: VERIFY now, or phase 2 failed. */
@@ -101,7 +101,7 @@ static void rdma_checked(void *arg, int rc, const char *why)
 	m->res.rdma_verified = 1;
 	rc = put_verify(m, &m->c2);
 	if (rc < 0)
-		mb_fail(m, &m->c2, gx_strerror(rc));
+		rdzv_mb_fail(m, &m->c2, gx_strerror(rc));
 }
 
 /* Phase 2 authenticated: the RDMA-CM check first when both ends have a device. */
@@ -177,7 +177,7 @@ static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
 	if (m->self.flags & RDZV_PF_OBSERVER)
 		m->st = M_VERIFIED; /* no phase 2: wait for the COMMIT and its table */
 	else if (!m->self.nd_err)   /* otherwise only wait for the ABORT naming us */
-		mb_p2_connect(m);
+		rdzv_mb_p2_connect(m);
 	return 0;
 }
 
@@ -219,8 +219,8 @@ static void stay(struct rdzv_member *m)
 {
 	int on = 1, idle = 30, intvl = 10, cnt = 3, fd = m->c1.rc.fd;
 
-	mb_cancel_timers(m);
-	mb_close(m, &m->c2);
+	rdzv_mb_cancel_timers(m);
+	rdzv_mb_close(m, &m->c2);
 	m->st = M_STAYING;
 	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0 ||
 	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) < 0 ||
@@ -230,12 +230,12 @@ static void stay(struct rdzv_member *m)
 	m->done(m->arg, 0, &m->res);
 }
 
-void mb_ended(struct rdzv_member *m, int status, const char *why)
+void rdzv_mb_ended(struct rdzv_member *m, int status, const char *why)
 {
 	if (m->st != M_STAYING)
 		return;
 	m->st = M_DONE;
-	mb_close(m, &m->c1);
+	rdzv_mb_close(m, &m->c1);
 	if (m->cfg.ended)
 		m->cfg.ended(m->cfg.ended_arg, status, why);
 }
@@ -247,7 +247,7 @@ int rdzv_member_end(struct rdzv_member *m, int status)
 	if (!m || m->st != M_STAYING || m->c1.rc.state != RC_SESSION)
 		return -ENOTCONN;
 	rdzv_put_u32(&b, T_CODE, (uint32_t)(status & 0xff));
-	return mb_send(m, &m->c1, RDZV_END, &b);
+	return rdzv_mb_send(m, &m->c1, RDZV_END, &b);
 }
 
 int rdzv_member_flushed(const struct rdzv_member *m)
@@ -276,7 +276,7 @@ static int on_commit(struct rdzv_member *m, struct rdzv_msg *msg)
 		stay(m);
 		return 1;
 	}
-	mb_finish(m, 0, NULL);
+	rdzv_mb_finish(m, 0, NULL);
 	return 1;
 }
 
@@ -305,19 +305,19 @@ static int on_session1(struct rdzv_member *m, struct mconn *c, struct rdzv_msg *
 		return on_commit(m, msg);
 	case RDZV_ABORT:
 		rdzv_sanitize(text, sizeof(text), msg->text);
-		mb_finish(m, abort_code(msg->code), "%s",
-			  text[0] ? text : "aborted by the coordinator");
+		rdzv_mb_finish(m, abort_code(msg->code), "%s",
+			       text[0] ? text : "aborted by the coordinator");
 		return 1;
 	case RDZV_WAITING:
 		rdzv_sanitize(text, sizeof(text), msg->text);
 		snprintf(m->res.waiting, sizeof(m->res.waiting), "waiting for %.1000s", text);
 		return 0;
 	case RDZV_PING:
-		return mb_send(m, c, RDZV_PONG, &b);
+		return rdzv_mb_send(m, c, RDZV_PONG, &b);
 	case RDZV_END:
 		if (m->st != M_STAYING)
 			return 0;
-		mb_ended(m, (int)(msg->code & 0xff), NULL);
+		rdzv_mb_ended(m, (int)(msg->code & 0xff), NULL);
 		return 1;
 	default:
 		return 0; /* unknown: skipped */
@@ -332,10 +332,10 @@ static int on_verified(struct rdzv_member *m, struct mconn *c, const struct rdzv
 		return 0;
 	if (msg->code != 0) {
 		rdzv_sanitize(text, sizeof(text), msg->text);
-		mb_fail(m, c, text[0] ? text : "verification refused");
+		rdzv_mb_fail(m, c, text[0] ? text : "verification refused");
 		return 1;
 	}
-	mb_close(m, c);
+	rdzv_mb_close(m, c);
 	m->err2[0] = '\0';
 	if (m->st == M_ASSIGNED) {
 		m->st = M_VERIFIED;
@@ -344,8 +344,8 @@ static int on_verified(struct rdzv_member *m, struct mconn *c, const struct rdzv
 	return 1;
 }
 
-int mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type, const unsigned char *body,
-		size_t len)
+int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
+		     const unsigned char *body, size_t len)
 {
 	struct rdzv_msg *msg = malloc(sizeof(*msg));
 	char text[sizeof(msg->text)];
@@ -365,17 +365,17 @@ int mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type, const uns
 			   sizeof(m->rejected));
 		m->reject_code = msg->code;
 		m->reject_phase = c->phase;
-		mb_fail(m, c, m->rejected);
+		rdzv_mb_fail(m, c, m->rejected);
 		rc = 1;
 	} else if (type == RDZV_REJECT) {
 		rdzv_sanitize(text, sizeof(text), msg->text);
 		if (msg->code == GX_EVERSION)
-			mb_finish(m, GX_EVERSION, "coordinator %s refused protocol %u.%u",
-				  m->cfg.coord_name, RDZV_VMAJOR, RDZV_VMINOR);
+			rdzv_mb_finish(m, GX_EVERSION, "coordinator %s refused protocol %u.%u",
+				       m->cfg.coord_name, RDZV_VMAJOR, RDZV_VMINOR);
 		else
-			mb_finish(m, GX_EREJECTED, "coordinator %s rejected our %s: %s",
-				  m->cfg.coord_name, c->phase == 1 ? "JOIN" : "VERIFY",
-				  text[0] ? text : "no reason given");
+			rdzv_mb_finish(m, GX_EREJECTED, "coordinator %s rejected our %s: %s",
+				       m->cfg.coord_name, c->phase == 1 ? "JOIN" : "VERIFY",
+				       text[0] ? text : "no reason given");
 		rc = 1;
 	} else if (c->rc.state == RC_HELLO && type == RDZV_CHALLENGE) {
 		rc = on_challenge(m, c, msg);

@@ -18,17 +18,17 @@ re=(
 exempt=(
   ''
   ''
-  '^rdzv/gx_ev\.c$'
-  '^agent/dns\.c$'
-  '^agent/main\.c$'
-  '^rdzv/rdzv_rdma[a-z_]*\.c$'
+  '^rdzv/gx/gx_ev\.c$'
+  '^agent/peers/dns\.c$'
+  '^agent/cli/main\.c$'
+  '^rdzv/rdma/rdzv_rdma[a-z_]*\.c$'
 )
 msg=(
   'banned function'
   'a sleep: use a gx_ev timer'
-  'a wait outside the event loop (rdzv/gx_ev.c): put the fd in the gx_ev loop'
+  'a wait outside the event loop (rdzv/gx/gx_ev.c): put the fd in the gx_ev loop'
   'a blocking DNS lookup: use agent_dns_start in the loop'
-  'exit() outside agent/main.c'
+  'exit() outside agent/cli/main.c'
   'a blocking RDMA-CM probe: use rdzv_rdma_probe_start in the loop'
 )
 
@@ -50,7 +50,7 @@ lint_files() {
 selftest() {
   local tmp fail=0 bad ok
   tmp=$(mktemp -d /tmp/gxlint.XXXXXX) || return 1
-  mkdir -p "$tmp/agent" "$tmp/rdzv"
+  mkdir -p "$tmp/agent/cli" "$tmp/rdzv/gx"
   # one file per rule that must be caught ...
   printf 'int f(void)\n{\n\treturn atoi("1");\n}\n' >"$tmp/agent/b_banned.c"
   printf 'void f(void)\n{\n\tpoll(NULL, 0, 20);\n}\n' >"$tmp/agent/b_sleep.c"
@@ -62,16 +62,16 @@ selftest() {
   printf 'void f(void)\n{\n\texit(1);\n}\n' >"$tmp/agent/b_exit.c"
   printf 'void f(void)\n{\n\trdzv_rdma_probe_run(0, 0, 0, 0, 0, 0, 0);\n}\n' >"$tmp/agent/b_rdma.c"
   # ... and the exemptions and look-alikes that must pass
-  printf 'void f(void)\n{\n\tepoll_wait(3, 0, 1, -1);\n}\n' >"$tmp/rdzv/gx_ev.c"
+  printf 'void f(void)\n{\n\tepoll_wait(3, 0, 1, -1);\n}\n' >"$tmp/rdzv/gx/gx_ev.c"
   printf 'void f(void)\n{\n\tares_getaddrinfo(0, "x", 0, 0, 0, 0);\n}\n' >"$tmp/agent/ok_ares.c"
   printf 'void f(void)\n{\n\t/* poll(NULL, 0, 1) and getaddrinfo() are banned */\n\tgx_ev_poll_x();\n}\n' >"$tmp/agent/ok_comment.c"
-  printf 'int main(void)\n{\n\texit(0);\n}\n' >"$tmp/agent/main.c"
+  printf 'int main(void)\n{\n\texit(0);\n}\n' >"$tmp/agent/cli/main.c"
   for bad in "$tmp"/*/b_*.c; do
     if (cd "$tmp" && lint_files "${bad#"$tmp"/}") >/dev/null 2>&1; then
       echo "lint selftest: ${bad#"$tmp"/} was not caught" >&2; fail=1
     fi
   done
-  for ok in rdzv/gx_ev.c agent/ok_ares.c agent/ok_comment.c agent/main.c; do
+  for ok in rdzv/gx/gx_ev.c agent/ok_ares.c agent/ok_comment.c agent/cli/main.c; do
     if ! (cd "$tmp" && lint_files "$ok"); then
       echo "lint selftest: $ok was refused" >&2; fail=1
     fi
@@ -95,5 +95,34 @@ fi
 # shellcheck disable=SC2086
 lint_files $files
 bad=$?
+# include rules (issue 29): rdzv/gx is the base layer and the only part of rdzv that
+# netdetect may include; rdzv never includes agent; rdzv/gx includes nothing of ours but itself.
+for f in $files; do
+  case $f in
+  netdetect/*) pat='#include "(agent/|rdzv/(rdzv|rdma/))' ;;
+  rdzv/gx/*) pat='#include "(agent/|netdetect/|rdzv/(rdzv|rdma/))' ;;
+  rdzv/*) pat='#include "agent/' ;;
+  *) continue ;;
+  esac
+  if grep -nE "$pat" "$f"; then
+    echo "lint: include rule broken in $f (netdetect -> rdzv/gx only; rdzv -/-> agent)" >&2; bad=1
+  fi
+done
+# module prefixes (issue 29): every symbol a module exports carries its prefix: agent_ in
+# agent/, rdzv_ or gx_ in rdzv/, nd_ or netdetect_ in netdetect/ (main is the program's).
+if [ -z "${LINT_NO_BUILD:-}" ]; then
+  ${MAKE:-make} -s --no-print-directory MODE=debug build/debug/libgx.a >/dev/null ||
+    { echo "lint: cannot build build/debug/libgx.a for the prefix check" >&2; bad=1; }
+fi
+for f in $(git ls-files 'agent/*.c' 'rdzv/*.c' 'netdetect/*.c' | grep -v '^agent/cli/main\.c$'); do
+  o=build/debug/${f%.c}.o
+  [ -f "$o" ] || continue
+  nm -g --defined-only "$o" | awk -v f="$f" '
+    { s = $3; m = substr(f, 1, index(f, "/") - 1) }
+    m == "agent" && s !~ /^agent_/ { print f ": " s; next }
+    m == "rdzv" && s !~ /^(rdzv_|gx_)/ { print f ": " s; next }
+    m == "netdetect" && s !~ /^(nd_|netdetect_)/ { print f ": " s }' | grep . &&
+    { echo "lint: exported symbol without its module prefix in $f" >&2; bad=1; }
+done
 [ $bad -eq 0 ] && echo "lint: ok"
 exit $bad

@@ -16,8 +16,8 @@
  *       member's connect accepted: its resolution completed and it connected).
  * Exit 0 with one line "key=value ..." on stdout, 1 with one line on stderr.
  */
-#include "agent/dns_int.h"
-#include "rdzv/gx.h"
+#include "agent/peers/dns_int.h"
+#include "rdzv/gx/gx.h"
 
 #include <errno.h>
 #include <fcntl.h>

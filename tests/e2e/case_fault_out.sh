@@ -99,7 +99,7 @@ expect_fail $? "$tmp/full/out/.*No space left on device"
 # regression of fault-2 (fixed in e2ff587): env and env.json stay in --out although the run failed (hostfile and
 # rendezvous.json missing), so `gxboot exec` runs CMD with a half set; after an earlier
 # successful run the set would mix two runs. Expected: env (what exec loads) written last, or
-# the files of a failed run removed (agent/run.c write_files).
+# the files of a failed run removed (agent/pipeline/run.c write_files).
 if [ -e "$tmp/full/out/env" ] && [ ! -e "$tmp/full/out/rendezvous.json" ]; then
   fail "regression of fault-2 (fixed in e2ff587): a run that exited 2 on a full --out left a half set: $(ls -A "$tmp/full/out" | tr '\n' ' ')" "$tmp/log"
 fi

@@ -111,7 +111,7 @@ done
 [ -s "$tmp/k1/hostfile" ] || fail "later run: coordinator wrote no hostfile"
 echo "later run after SIGTERM/SIGKILL: exit 0, every file written: OK"
 # regression of fault-1 (fixed in e2ff587): a temp file of a SIGKILLed writer (.env.json.<pid>.<us>.tmp) stays in --out
-# for ever: nothing removes it (agent/out_files.c). Expected: a later run removes stale
+# for ever: nothing removes it (agent/pipeline/out_files.c). Expected: a later run removes stale
 # ".<name>.*.tmp" files of gxboot's own names, or writes through O_TMPFILE + linkat.
 stale=$(find "$tmp/k1" "$tmp/k2" "$tmp/k3" -name '.*.tmp' 2>/dev/null)
 [ -z "$stale" ] || fail "regression of fault-1 (fixed in e2ff587): temp files of a SIGKILLed run still in --out after a later successful run: $(echo $stale)"

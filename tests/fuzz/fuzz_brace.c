@@ -3,8 +3,8 @@
  * fuzz_brace.c - --peers brace expansion. Every name it returns must be a
  * valid host name or IP address, never more than the bound.
  */
-#include "agent/peers_int.h"
-#include "rdzv/gx.h"
+#include "agent/peers/peers_int.h"
+#include "rdzv/gx/gx.h"
 
 #include <stdint.h>
 #include <stdlib.h>

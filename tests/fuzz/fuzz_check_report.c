@@ -6,8 +6,8 @@
  * most 2N probes per row, strings bounded and printable; rendering it must
  * not crash.
  */
-#include "agent/check_int.h"
-#include "rdzv/gx.h"
+#include "agent/check/check_int.h"
+#include "rdzv/gx/gx.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -55,21 +55,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FILE *null;
 	char why[160];
 
-	if (size > 65536 || check_world_init(&w, 4, 0, names) < 0)
+	if (size > 65536 || agent_check_world_init(&w, 4, 0, names) < 0)
 		return 0;
-	if (check_report_decode(&w, 1, (const char *)data, size, why, sizeof(why)) == 0 ||
-	    check_result_decode(&w, (const char *)data, size, NULL, &s, why, sizeof(why)) == 0) {
+	if (agent_check_report_decode(&w, 1, (const char *)data, size, why, sizeof(why)) == 0 ||
+	    agent_check_result_decode(&w, (const char *)data, size, NULL, &s, why, sizeof(why)) ==
+		0) {
 		check_world_bounds(&w);
-		check_world_finish(&w);
-		check_summarize(&w, &s);
+		agent_check_world_finish(&w);
+		agent_check_summarize(&w, &s);
 		null = fopen("/dev/null", "w");
 		if (null) {
-			check_print_matrix(null, &w, CHECK_TCP);
-			check_print_failures(null, &w, 0);
-			check_print_row(null, &w, 1);
+			agent_check_print_matrix(null, &w, CHECK_TCP);
+			agent_check_print_failures(null, &w, 0);
+			agent_check_print_row(null, &w, 1);
 			fclose(null);
 		}
 	}
-	check_world_free(&w);
+	agent_check_world_free(&w);
 	return 0;
 }

@@ -3,8 +3,8 @@
  * fuzz_env_load.c - the strict env file reader of `gxboot exec`. Whatever it
  * accepts must serialize again and parse back to the same variables.
  */
-#include "agent/out_int.h"
-#include "rdzv/gx.h"
+#include "agent/pipeline/out_int.h"
+#include "rdzv/gx/gx.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * validated: interface and RDMA device names pass the netdev / device rules.
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <stdint.h>
 #include <stdlib.h>

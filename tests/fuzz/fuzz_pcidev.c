@@ -7,7 +7,7 @@
  * device names pass gx_valid_rdmadev, uverbs is "uverbsN", the error line ends.
  */
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <stdint.h>
 #include <stdlib.h>

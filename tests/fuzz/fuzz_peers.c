@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_peers.c - libFuzzer target for the peer-list sources a pod reads
- * (agent/peers_detect.c, agent/peers_k8s.c through agent_peers_discover): the
+ * (agent/peers/peers_detect.c, agent/peers/peers_k8s.c through agent_peers_discover): the
  * MPI Operator /etc/mpi/hostfile, Volcano VC_<TASK>_HOSTS / VC_TASK_INDEX and
  * /etc/volcano/<task>.host, TorchX, PyTorchJob MASTER_ADDR, LeaderWorkerSet,
  * KubeRay, the indexed host name with --nnodes, /etc/hosts and resolv.conf
@@ -21,8 +21,8 @@
  * IP; self is an index or the observer/elastic marker; a job id can be made.
  * On a usage error the reason is one non-empty line.
  */
-#include "agent/peers_int.h"
-#include "rdzv/gx.h"
+#include "agent/peers/peers_int.h"
+#include "rdzv/gx/gx.h"
 
 #include <fcntl.h>
 #include <stdint.h>

@@ -15,8 +15,8 @@
  * that are in, oldest first; an evicted entry is the oldest unknown one (or the oldest when
  * the newcomer is known); the estimate is within 0 .. 8 x length.
  */
-#include "agent/run_int.h"
-#include "rdzv/gx.h"
+#include "agent/pipeline/run_int.h"
+#include "rdzv/gx/gx.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * SEQUENCE of messages from up to four member connections. A real coordinator
  * (rdzv_coord_start, world 3, a token, listening on 127.0.0.1:<ephemeral>) runs
  * in a gx_ev loop; each connection is a loopback TCP connection to it (a
- * socketpair through co_conn_new would be smaller, but VERIFY checks that it
+ * socketpair through rdzv_co_conn_new would be smaller, but VERIFY checks that it
  * arrived on the coordinator's secondary address, which a UNIX socket has not).
  * Connections close with SO_LINGER 0 (RST), so no TIME_WAIT piles up over
  * millions of runs. The harness plays honest members as far as the input says: it does

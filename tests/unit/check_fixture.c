@@ -33,7 +33,7 @@ void cf_pod_init(struct cf_pod *p, struct gx_ev *ev, uint32_t npods, uint32_t se
 		snprintf(p->table[i].addr4, sizeof(p->table[i].addr4), "127.0.0.1");
 		p->table[i].gid_index = -1;
 	}
-	assert_int_equal(check_world_init(&p->w, npods, 0, names), 0);
+	assert_int_equal(agent_check_world_init(&p->w, npods, 0, names), 0);
 	p->n.ev = ev;
 	p->n.w = &p->w;
 	p->n.self = self;
@@ -56,7 +56,7 @@ uint16_t cf_serve(struct cf_pod *p, struct gx_ev *ev, uint32_t npods, uint32_t s
 	for (k = 0; k < 50; k++) {
 		port = (uint16_t)(30000 + (getpid() * 7 + k * 131) % 20000);
 		cf_pod_init(p, ev, npods, self, port);
-		if (check_serve_start(&p->n, err, sizeof(err)) == 0)
+		if (agent_check_serve_start(&p->n, err, sizeof(err)) == 0)
 			return port;
 		cf_pod_free(p);
 	}
@@ -66,10 +66,10 @@ uint16_t cf_serve(struct cf_pod *p, struct gx_ev *ev, uint32_t npods, uint32_t s
 
 void cf_pod_free(struct cf_pod *p)
 {
-	check_probes_stop(&p->n);
+	agent_check_probes_stop(&p->n);
 	if (p->n.ev)
-		check_serve_stop(&p->n);
-	check_world_free(&p->w);
+		agent_check_serve_stop(&p->n);
+	agent_check_world_free(&p->w);
 }
 
 void cf_run_until(struct gx_ev *ev, const int *flag, int64_t ms)
@@ -110,7 +110,7 @@ void cf_full_world(struct check_world *w, uint32_t n, char **nm, uint32_t from, 
 		assert_non_null(nm[i]);
 		snprintf(nm[i], 32, "job-worker-%u", i);
 	}
-	assert_int_equal(check_world_init(w, n, 0, nm), 0);
+	assert_int_equal(agent_check_world_init(w, n, 0, nm), 0);
 	for (i = 0; i < n; i++) {
 		w->rows[i].reported = 1;
 		w->rows[i].mtu = 9000;
@@ -123,7 +123,7 @@ void cf_full_world(struct check_world *w, uint32_t n, char **nm, uint32_t from, 
 				p.why[0] = '\0';
 			}
 			p.gid_index = 0;
-			assert_int_equal(check_row_add(w, i, &p), 0);
+			assert_int_equal(agent_check_row_add(w, i, &p), 0);
 		}
 	}
 }
@@ -149,10 +149,10 @@ void cf_fx_load(struct cf_fx *f, const char *file)
 	assert_true(json_array_size(nm) <= CF_MAX);
 	json_array_foreach(nm, k, x) f->names[k] = (char *)json_string_value(x);
 	mode = json_object_get(f->doc, "mode");
-	assert_int_equal(check_world_init(&f->w, (uint32_t)json_array_size(nm),
-					  mode && strcmp(json_string_value(mode), "star") == 0,
-					  f->names),
-			 0);
+	assert_int_equal(
+	    agent_check_world_init(&f->w, (uint32_t)json_array_size(nm),
+				   mode && strcmp(json_string_value(mode), "star") == 0, f->names),
+	    0);
 }
 
 int cf_deliver(struct check_world *w, uint32_t rank, uint64_t round, const char *text, size_t len)
@@ -165,17 +165,17 @@ int cf_deliver(struct check_world *w, uint32_t rank, uint64_t round, const char 
 	char why[160];
 	int type, rc;
 
-	rc = check_seal(key, CHECK_REPORT, CF_ROUND, rank, text, len, &frame, &flen);
+	rc = agent_check_seal(key, CHECK_REPORT, CF_ROUND, rank, text, len, &frame, &flen);
 	if (rc < 0)
 		return rc;
-	rc = check_hdr_get(frame, &type, &blen);
+	rc = agent_check_hdr_get(frame, &type, &blen);
 	if (rc == 0 && (type != CHECK_REPORT || blen != flen - CHECK_HDR_LEN))
 		rc = -EPROTO;
 	if (rc == 0)
-		rc = check_open(key, CHECK_REPORT, round, w->n, frame + CHECK_HDR_LEN, blen, &got,
-				&payload, &plen);
+		rc = agent_check_open(key, CHECK_REPORT, round, w->n, frame + CHECK_HDR_LEN, blen,
+				      &got, &payload, &plen);
 	if (rc == 0)
-		rc = check_report_decode(w, got, payload, plen, why, sizeof(why));
+		rc = agent_check_report_decode(w, got, payload, plen, why, sizeof(why));
 	free(frame);
 	return rc;
 }
@@ -195,11 +195,11 @@ void cf_fx_deliver_all(struct cf_fx *f)
 		assert_int_equal(cf_deliver(&f->w, rank, CF_ROUND, text, strlen(text)), 0);
 		free(text);
 	}
-	assert_int_equal(check_world_finish(&f->w), 0);
+	assert_int_equal(agent_check_world_finish(&f->w), 0);
 }
 
 void cf_fx_free(struct cf_fx *f)
 {
-	check_world_free(&f->w);
+	agent_check_world_free(&f->w);
 	json_decref(f->doc);
 }

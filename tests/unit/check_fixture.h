@@ -9,8 +9,8 @@
 #ifndef TESTS_UNIT_CHECK_FIXTURE_H
 #define TESTS_UNIT_CHECK_FIXTURE_H
 
-#include "agent/check_int.h"
-#include "rdzv/gx.h"
+#include "agent/check/check_int.h"
+#include "rdzv/gx/gx.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -54,7 +54,7 @@ struct cf_fx {
 	struct check_world w;
 };
 void cf_fx_load(struct cf_fx *f, const char *file);
-/* Every report through cf_deliver, then check_world_finish. */
+/* Every report through cf_deliver, then agent_check_world_finish. */
 void cf_fx_deliver_all(struct cf_fx *f);
 void cf_fx_free(struct cf_fx *f);
 /* A report payload through seal (CF_KEY, CF_ROUND) -> header -> open (round) -> decode. */

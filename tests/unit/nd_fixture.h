@@ -16,7 +16,7 @@
 #define ND_FIXTURE_H
 
 #include "netdetect/nd_int.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

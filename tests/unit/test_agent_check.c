@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/check_int.h"
-#include "rdzv/gx.h"
+#include "agent/check/check_int.h"
+#include "rdzv/gx/gx.h"
 #include "tests/unit/check_fixture.h"
 
 #define FIX "tests/fixtures/check/"
@@ -34,8 +34,8 @@ static char *matrix_text(const struct check_world *w, int proto)
 	FILE *m = open_memstream(&buf, &len);
 
 	assert_non_null(m);
-	check_print_matrix(m, w, proto);
-	check_print_failures(m, w, 0);
+	agent_check_print_matrix(m, w, proto);
+	agent_check_print_failures(m, w, 0);
 	fclose(m);
 	return buf;
 }
@@ -55,8 +55,8 @@ static void expect_failed(const struct check_world *w, json_t *failed)
 		const struct check_probe *p;
 		int proto = strcmp(json_string_value(json_array_get(x, 2)), "rdma") == 0;
 
-		p = check_find(w, (uint32_t)json_integer_value(json_array_get(x, 0)),
-			       (uint32_t)json_integer_value(json_array_get(x, 1)), proto);
+		p = agent_check_find(w, (uint32_t)json_integer_value(json_array_get(x, 0)),
+				     (uint32_t)json_integer_value(json_array_get(x, 1)), proto);
 		assert_non_null(p);
 		assert_false(p->ok);
 		assert_string_equal(p->why, json_string_value(json_array_get(x, 3)));
@@ -71,10 +71,10 @@ static void expect_cells(const struct check_world *w, json_t *cells)
 
 	json_array_foreach(cells, k, x)
 	{
-		check_cell(check_find(w, (uint32_t)json_integer_value(json_array_get(x, 0)),
-				      (uint32_t)json_integer_value(json_array_get(x, 1)),
-				      CHECK_TCP),
-			   cell, sizeof(cell));
+		agent_check_cell(
+		    agent_check_find(w, (uint32_t)json_integer_value(json_array_get(x, 0)),
+				     (uint32_t)json_integer_value(json_array_get(x, 1)), CHECK_TCP),
+		    cell, sizeof(cell));
 		assert_string_equal(cell, json_string_value(json_array_get(x, 2)));
 	}
 }
@@ -88,13 +88,13 @@ static void expect_result_round_trip(const struct check_world *w, const struct c
 	char *text, why[160];
 	uint32_t i;
 
-	doc = check_result_json(w, s, NULL, 0, 0);
+	doc = agent_check_result_json(w, s, NULL, 0, 0);
 	assert_non_null(doc);
 	text = json_dumps(doc, JSON_COMPACT);
 	assert_non_null(text);
-	assert_int_equal(check_world_init(&m, w->n, w->star, w->names), 0);
-	assert_int_equal(check_result_decode(&m, text, strlen(text), &back, &ms, why, sizeof(why)),
-			 0);
+	assert_int_equal(agent_check_world_init(&m, w->n, w->star, w->names), 0);
+	assert_int_equal(
+	    agent_check_result_decode(&m, text, strlen(text), &back, &ms, why, sizeof(why)), 0);
 	assert_string_equal(ms.line, s->line);
 	assert_int_equal(ms.all_ok, s->all_ok);
 	assert_int_equal(ms.tcp_ok, s->tcp_ok);
@@ -106,7 +106,7 @@ static void expect_result_round_trip(const struct check_world *w, const struct c
 	json_decref(back);
 	json_decref(doc);
 	free(text);
-	check_world_free(&m);
+	agent_check_world_free(&m);
 }
 
 static void run_fixture(const char *file)
@@ -120,12 +120,12 @@ static void run_fixture(const char *file)
 	cf_fx_load(&f, file);
 	cf_fx_deliver_all(&f);
 	expect = json_object_get(f.doc, "expect");
-	check_summarize(&f.w, &s);
+	agent_check_summarize(&f.w, &s);
 	assert_string_equal(s.line, json_string_value(json_object_get(expect, "line")));
 	assert_int_equal(s.all_ok, json_is_true(json_object_get(expect, "ok")));
 	expect_failed(&f.w, json_object_get(expect, "failed"));
 	want_warn = json_string_value(json_object_get(expect, "mtu_warning"));
-	assert_int_equal(check_mtu_warning(&f.w, warn, sizeof(warn)), want_warn[0] != '\0');
+	assert_int_equal(agent_check_mtu_warning(&f.w, warn, sizeof(warn)), want_warn[0] != '\0');
 	if (want_warn[0])
 		assert_string_equal(warn, want_warn);
 	expect_cells(&f.w, json_object_get(expect, "cells"));
@@ -237,56 +237,57 @@ static void test_frames(void **state)
 	int type;
 
 	(void)state;
-	assert_int_equal(check_world_init(&w, 4, 0, names), 0);
+	assert_int_equal(agent_check_world_init(&w, 4, 0, names), 0);
 	/* wrong round: another rendezvous' report */
 	assert_int_equal(cf_deliver(&w, 1, ROUND + 1, text, strlen(text)), GX_EMAC);
 	/* bad MAC: one payload byte flipped */
-	assert_int_equal(check_seal(key, CHECK_REPORT, ROUND, 1, text, strlen(text), &frame, &flen),
-			 0);
+	assert_int_equal(
+	    agent_check_seal(key, CHECK_REPORT, ROUND, 1, text, strlen(text), &frame, &flen), 0);
 	frame[flen - 2] ^= 1;
-	assert_int_equal(check_open(key, CHECK_REPORT, ROUND, 4, frame + CHECK_HDR_LEN,
-				    flen - CHECK_HDR_LEN, &rank, &payload, &plen),
+	assert_int_equal(agent_check_open(key, CHECK_REPORT, ROUND, 4, frame + CHECK_HDR_LEN,
+					  flen - CHECK_HDR_LEN, &rank, &payload, &plen),
 			 GX_EMAC);
 	/* a REPORT's MAC does not open as a RESULT */
 	frame[flen - 2] ^= 1;
-	assert_int_equal(check_open(key, CHECK_RESULT, ROUND, 4, frame + CHECK_HDR_LEN,
-				    flen - CHECK_HDR_LEN, &rank, &payload, &plen),
+	assert_int_equal(agent_check_open(key, CHECK_RESULT, ROUND, 4, frame + CHECK_HDR_LEN,
+					  flen - CHECK_HDR_LEN, &rank, &payload, &plen),
 			 GX_EMAC);
 	free(frame);
 	/* rank out of range, correctly MAC'd */
-	assert_int_equal(check_seal(key, CHECK_REPORT, ROUND, 9, text, strlen(text), &frame, &flen),
-			 0);
-	assert_int_equal(check_open(key, CHECK_REPORT, ROUND, 4, frame + CHECK_HDR_LEN,
-				    flen - CHECK_HDR_LEN, &rank, &payload, &plen),
+	assert_int_equal(
+	    agent_check_seal(key, CHECK_REPORT, ROUND, 9, text, strlen(text), &frame, &flen), 0);
+	assert_int_equal(agent_check_open(key, CHECK_REPORT, ROUND, 4, frame + CHECK_HDR_LEN,
+					  flen - CHECK_HDR_LEN, &rank, &payload, &plen),
 			 GX_EPROTO);
 	free(frame);
 	/* headers: oversized, wrong magic, other version, echo bounds, unknown type */
-	check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT + 1);
-	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
-	check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT);
-	assert_int_equal(check_hdr_get(h, &type, &blen), 0);
-	check_hdr_put(h, CHECK_ECHO, CHECK_ECHO_MAX + 1);
-	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
-	check_hdr_put(h, CHECK_ECHO, CHECK_ECHO_MIN - 1);
-	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
-	check_hdr_put(h, 9, 20);
-	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
-	check_hdr_put(h, CHECK_ECHO, 32);
+	agent_check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT + 1);
+	assert_int_equal(agent_check_hdr_get(h, &type, &blen), GX_EPROTO);
+	agent_check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT);
+	assert_int_equal(agent_check_hdr_get(h, &type, &blen), 0);
+	agent_check_hdr_put(h, CHECK_ECHO, CHECK_ECHO_MAX + 1);
+	assert_int_equal(agent_check_hdr_get(h, &type, &blen), GX_EPROTO);
+	agent_check_hdr_put(h, CHECK_ECHO, CHECK_ECHO_MIN - 1);
+	assert_int_equal(agent_check_hdr_get(h, &type, &blen), GX_EPROTO);
+	agent_check_hdr_put(h, 9, 20);
+	assert_int_equal(agent_check_hdr_get(h, &type, &blen), GX_EPROTO);
+	agent_check_hdr_put(h, CHECK_ECHO, 32);
 	h[4] = 2;
-	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EVERSION);
+	assert_int_equal(agent_check_hdr_get(h, &type, &blen), GX_EVERSION);
 	h[4] = CHECK_VERSION;
 	h[0] ^= 0xff;
-	assert_int_equal(check_hdr_get(h, &type, &blen), GX_EPROTO);
+	assert_int_equal(agent_check_hdr_get(h, &type, &blen), GX_EPROTO);
 	/* oversized payloads are refused when sealing and when decoding */
 	big = calloc(1, CHECK_MAX_REPORT + 16);
 	assert_non_null(big);
 	memset(big, ' ', CHECK_MAX_REPORT + 15);
 	assert_int_equal(
-	    check_seal(key, CHECK_REPORT, ROUND, 1, big, CHECK_MAX_REPORT, &frame, &flen),
+	    agent_check_seal(key, CHECK_REPORT, ROUND, 1, big, CHECK_MAX_REPORT, &frame, &flen),
 	    -EMSGSIZE);
-	assert_int_equal(check_report_decode(&w, 1, big, CHECK_MAX_REPORT + 1, big, 64), GX_EPROTO);
+	assert_int_equal(agent_check_report_decode(&w, 1, big, CHECK_MAX_REPORT + 1, big, 64),
+			 GX_EPROTO);
 	free(big);
-	check_world_free(&w);
+	agent_check_world_free(&w);
 }
 
 static void test_result_hostile(void **state)
@@ -306,11 +307,11 @@ static void test_result_hostile(void **state)
 
 	(void)state;
 	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
-		assert_int_equal(check_world_init(&w, 4, 0, names), 0);
-		assert_int_equal(
-		    check_result_decode(&w, bad[k], strlen(bad[k]), NULL, &s, why, sizeof(why)),
-		    GX_EPROTO);
-		check_world_free(&w);
+		assert_int_equal(agent_check_world_init(&w, 4, 0, names), 0);
+		assert_int_equal(agent_check_result_decode(&w, bad[k], strlen(bad[k]), NULL, &s,
+							   why, sizeof(why)),
+				 GX_EPROTO);
+		agent_check_world_free(&w);
 	}
 }
 
@@ -321,19 +322,19 @@ static void test_expected_pairs(void **state)
 	uint32_t i, j, n = 0;
 
 	(void)state;
-	assert_int_equal(check_world_init(&w, 5, 1, names), 0);
+	assert_int_equal(agent_check_world_init(&w, 5, 1, names), 0);
 	for (i = 0; i < 5; i++)
 		for (j = 0; j < 5; j++)
-			n += (uint32_t)check_pair_probed(&w, i, j);
+			n += (uint32_t)agent_check_pair_probed(&w, i, j);
 	assert_int_equal(n, 8); /* star: 2 (N - 1) */
 	w.star = 0;
 	for (n = 0, i = 0; i < 5; i++)
 		for (j = 0; j < 5; j++)
-			n += (uint32_t)check_pair_probed(&w, i, j);
+			n += (uint32_t)agent_check_pair_probed(&w, i, j);
 	assert_int_equal(n, 20); /* all: N (N - 1) */
-	assert_false(check_pair_probed(&w, 2, 2));
-	assert_false(check_pair_probed(&w, 5, 0));
-	check_world_free(&w);
+	assert_false(agent_check_pair_probed(&w, 2, 2));
+	assert_false(agent_check_pair_probed(&w, 5, 0));
+	agent_check_world_free(&w);
 }
 
 /* A world of n pods where every pair is OK except from -> to (timeout). */
@@ -367,9 +368,9 @@ static void test_matrix_sizes(void **state)
 	assert_non_null(strstr(mx, " 18 19\n"));
 	assert_non_null(strstr(mx, "✗ job-worker-3 -> job-worker-17 tcp: timeout"));
 	free(mx);
-	check_summarize(&w, &s);
+	agent_check_summarize(&w, &s);
 	assert_string_equal(s.line, "379/380 pairs OK over TCP, RDMA: no device on 20 pods");
-	check_world_free(&w);
+	agent_check_world_free(&w);
 	cf_free_names(names, 20);
 
 	cf_full_world(&w, 70, names, 69, 0);
@@ -378,21 +379,21 @@ static void test_matrix_sizes(void **state)
 	assert_non_null(strstr(mx, "matrix omitted"));
 	assert_int_equal(count_lines(mx), 2);
 	free(mx);
-	check_summarize(&w, &s);
-	doc = check_result_json(&w, &s, NULL, 0, 1);
+	agent_check_summarize(&w, &s);
+	doc = agent_check_result_json(&w, &s, NULL, 0, 1);
 	text = json_dumps(doc, JSON_COMPACT);
 	assert_int_equal(json_array_size(json_object_get(doc, "probes")), 1);
-	assert_int_equal(check_world_init(&m, 70, 0, names), 0);
-	assert_int_equal(check_result_decode(&m, text, strlen(text), NULL, &ms, why, sizeof(why)),
-			 0);
+	assert_int_equal(agent_check_world_init(&m, 70, 0, names), 0);
+	assert_int_equal(
+	    agent_check_result_decode(&m, text, strlen(text), NULL, &ms, why, sizeof(why)), 0);
 	assert_false(ms.all_ok);
 	assert_string_equal(ms.line, s.line);
 	assert_int_equal(m.rows[69].nprobes, 1);
 	assert_int_equal(m.rows[69].probes[0].to, 0);
 	free(text);
 	json_decref(doc);
-	check_world_free(&m);
-	check_world_free(&w);
+	agent_check_world_free(&m);
+	agent_check_world_free(&w);
 	cf_free_names(names, 70);
 }
 
@@ -406,19 +407,19 @@ static void test_row_order(void **state)
 	FILE *f;
 
 	(void)state;
-	assert_int_equal(check_world_init(&w, 3, 0, names), 0);
+	assert_int_equal(agent_check_world_init(&w, 3, 0, names), 0);
 	memset(&p, 0, sizeof(p));
 	p.to = 2;
 	p.ok = 1;
 	p.median_us = 7;
-	assert_int_equal(check_row_add(&w, 0, &p), 0);
+	assert_int_equal(agent_check_row_add(&w, 0, &p), 0);
 	p.to = 1;
 	p.ok = 0;
 	snprintf(p.why, sizeof(p.why), "refused");
-	assert_int_equal(check_row_add(&w, 0, &p), 0);
+	assert_int_equal(agent_check_row_add(&w, 0, &p), 0);
 	f = open_memstream(&buf, &len);
 	assert_non_null(f);
-	check_print_row(f, &w, 0);
+	agent_check_print_row(f, &w, 0);
 	fclose(f);
 	assert_non_null(strstr(buf, "-> b"));
 	assert_true(strstr(buf, "-> b") < strstr(buf, "-> c"));
@@ -427,7 +428,7 @@ static void test_row_order(void **state)
 	if (getenv("GX_TEST_SHOW"))
 		fputs(buf, stderr);
 	free(buf);
-	check_world_free(&w);
+	agent_check_world_free(&w);
 }
 
 /*
@@ -451,25 +452,25 @@ static void test_overload(void **state)
 	w.rows[3].probes[3] = p; /* 3 -> 4 (row 3's 4th probe is to 4) */
 	w.rows[2].lag_ms = 2500; /* pod 2 was starved */
 	w.rows[5].lag_ms = 1500; /* so was pod 5, but its probes all came through */
-	assert_int_equal(check_report_encode(&w, 2, &text, &len), 0);
-	assert_int_equal(check_world_init(&back, 6, 0, names), 0);
-	assert_int_equal(check_report_decode(&back, 2, text, len, why, sizeof(why)), 0);
+	assert_int_equal(agent_check_report_encode(&w, 2, &text, &len), 0);
+	assert_int_equal(agent_check_world_init(&back, 6, 0, names), 0);
+	assert_int_equal(agent_check_report_decode(&back, 2, text, len, why, sizeof(why)), 0);
 	assert_int_equal(back.rows[2].lag_ms, 2500);
 	free(text);
-	check_world_free(&back);
+	agent_check_world_free(&back);
 
-	check_world_overload(&w);
-	q = check_find(&w, 1, 2, CHECK_TCP);
+	agent_check_world_overload(&w);
+	q = agent_check_find(&w, 1, 2, CHECK_TCP);
 	assert_non_null(q);
 	assert_string_equal(q->why, "overloaded");
-	q = check_find(&w, 3, 4, CHECK_TCP);
+	q = agent_check_find(&w, 3, 4, CHECK_TCP);
 	assert_non_null(q);
 	assert_string_equal(q->why, "no echo"); /* nobody stalled: a real failure */
 	assert_true(strncmp(w.rows[2].why, CHECK_OVERLOADED, strlen(CHECK_OVERLOADED)) == 0);
 	assert_string_equal(w.rows[1].why, "");
 	assert_string_equal(w.rows[4].why, "");
 	assert_string_equal(w.rows[5].why, "");
-	check_world_free(&w);
+	agent_check_world_free(&w);
 	cf_free_names(names, 6);
 }
 
@@ -488,15 +489,15 @@ static void test_blame_common_end(void **state)
 	w.rows[1].probes[2].ok = 0; /* 1 -> 3 */
 	snprintf(w.rows[1].probes[2].why, sizeof(w.rows[1].probes[2].why), "no echo");
 	assert_int_equal(w.rows[1].probes[2].to, 3);
-	assert_true(check_blame_text(&w, text, sizeof(text)) == 1);
+	assert_true(agent_check_blame_text(&w, text, sizeof(text)) == 1);
 	assert_non_null(strstr(text, "job-worker-3 ("));
 	assert_null(strstr(text, "path"));
-	check_world_free(&w);
+	agent_check_world_free(&w);
 	cf_free_names(names, 4);
 	cf_full_world(&w, 4, names, 0, 3); /* only 0 -> 3 */
-	assert_true(check_blame_text(&w, text, sizeof(text)) == 1);
+	assert_true(agent_check_blame_text(&w, text, sizeof(text)) == 1);
 	assert_non_null(strstr(text, "job-worker-0 -> job-worker-3 (path: timeout)"));
-	check_world_free(&w);
+	agent_check_world_free(&w);
 	cf_free_names(names, 4);
 }
 
@@ -517,34 +518,34 @@ static void test_blame_reached(void **state)
 	uint32_t i;
 
 	(void)state;
-	assert_int_equal(check_world_init(&w, 3, 1, cf_names()), 0);
+	assert_int_equal(agent_check_world_init(&w, 3, 1, cf_names()), 0);
 	for (i = 0; i < 3; i++)
 		w.rows[i].reported = 1;
-	assert_int_equal(check_row_add(&w, 0, &p01), 0);
-	assert_int_equal(check_row_add(&w, 1, &p10), 0);
-	assert_int_equal(check_row_add(&w, 0, &p02), 0);
-	assert_int_equal(check_row_add(&w, 2, &p20), 0);
-	assert_int_equal(check_blame_text(&w, text, sizeof(text)), 1);
+	assert_int_equal(agent_check_row_add(&w, 0, &p01), 0);
+	assert_int_equal(agent_check_row_add(&w, 1, &p10), 0);
+	assert_int_equal(agent_check_row_add(&w, 0, &p02), 0);
+	assert_int_equal(agent_check_row_add(&w, 2, &p20), 0);
+	assert_int_equal(agent_check_blame_text(&w, text, sizeof(text)), 1);
 	assert_string_equal(text, " job-worker-2 (no pod reaches it or is reached by it)");
 	w.rows[2].second = CHECK_SECOND_OK;
-	assert_int_equal(check_blame_text(&w, text, sizeof(text)), 2);
+	assert_int_equal(agent_check_blame_text(&w, text, sizeof(text)), 2);
 	assert_string_equal(text, " job-worker-0 -> job-worker-2 (path: timeout)"
 				  " job-worker-2 -> job-worker-0 (path: timeout)");
-	check_summarize(&w, &s);
-	doc = check_result_json(&w, &s, NULL, 0, 0);
+	agent_check_summarize(&w, &s);
+	doc = agent_check_result_json(&w, &s, NULL, 0, 0);
 	res = json_dumps(doc, JSON_COMPACT);
 	assert_non_null(res);
-	assert_int_equal(check_world_init(&m, 3, 1, cf_names()), 0);
-	assert_int_equal(check_result_decode(&m, res, strlen(res), &back, &ms, why, sizeof(why)),
-			 0);
+	assert_int_equal(agent_check_world_init(&m, 3, 1, cf_names()), 0);
+	assert_int_equal(
+	    agent_check_result_decode(&m, res, strlen(res), &back, &ms, why, sizeof(why)), 0);
 	assert_int_equal(m.rows[2].second, CHECK_SECOND_OK);
 	assert_int_equal(m.rows[1].second, CHECK_SECOND_NONE);
-	assert_int_equal(check_blame_text(&m, text, sizeof(text)), 2);
+	assert_int_equal(agent_check_blame_text(&m, text, sizeof(text)), 2);
 	json_decref(back);
 	json_decref(doc);
 	free(res);
-	check_world_free(&m);
-	check_world_free(&w);
+	agent_check_world_free(&m);
+	agent_check_world_free(&w);
 }
 
 /*
@@ -571,23 +572,23 @@ static void test_blame_failures_only_result(void **state)
 			p->ok = 0;
 			snprintf(p->why, sizeof(p->why), "timeout");
 		}
-	assert_int_equal(check_blame_text(&w, text, sizeof(text)), 1);
+	assert_int_equal(agent_check_blame_text(&w, text, sizeof(text)), 1);
 	assert_string_equal(text, " job-worker-5 (no pod reaches it or is reached by it)");
-	check_summarize(&w, &s);
-	doc = check_result_json(&w, &s, NULL, 0, 1);
+	agent_check_summarize(&w, &s);
+	doc = agent_check_result_json(&w, &s, NULL, 0, 1);
 	res = json_dumps(doc, JSON_COMPACT);
 	assert_non_null(res);
-	assert_int_equal(check_world_init(&m, 70, 0, names), 0);
-	assert_int_equal(check_result_decode(&m, res, strlen(res), &back, &ms, why, sizeof(why)),
-			 0);
+	assert_int_equal(agent_check_world_init(&m, 70, 0, names), 0);
+	assert_int_equal(
+	    agent_check_result_decode(&m, res, strlen(res), &back, &ms, why, sizeof(why)), 0);
 	assert_int_equal(m.rows[1].nprobes, 1); /* failures only */
-	assert_int_equal(check_blame_text(&m, mtext, sizeof(mtext)), 1);
+	assert_int_equal(agent_check_blame_text(&m, mtext, sizeof(mtext)), 1);
 	assert_string_equal(mtext, text);
 	json_decref(back);
 	json_decref(doc);
 	free(res);
-	check_world_free(&m);
-	check_world_free(&w);
+	agent_check_world_free(&m);
+	agent_check_world_free(&w);
 	cf_free_names(names, 70);
 }
 
@@ -602,34 +603,36 @@ static void test_probe_request(void **state)
 	size_t len;
 
 	(void)state;
-	assert_int_equal(check_probe_req_encode(7, only, 4, &text, &len), 0);
-	assert_int_equal(check_probe_req_decode(text, len, 4, 0, &id, got, why, sizeof(why)), 0);
+	assert_int_equal(agent_check_probe_req_encode(7, only, 4, &text, &len), 0);
+	assert_int_equal(agent_check_probe_req_decode(text, len, 4, 0, &id, got, why, sizeof(why)),
+			 0);
 	assert_int_equal(id, 7);
 	assert_memory_equal(got, only, 4);
 	/* a member never probes itself: a request naming it is refused */
-	assert_int_equal(check_probe_req_decode(text, len, 4, 3, &id, got, why, sizeof(why)),
+	assert_int_equal(agent_check_probe_req_decode(text, len, 4, 3, &id, got, why, sizeof(why)),
 			 GX_EPROTO);
 	free(text);
-	assert_int_equal(check_probe_req_decode("{\"id\":1,\"targets\":[1,1]}", 25, 4, 0, &id, got,
-						why, sizeof(why)),
+	assert_int_equal(agent_check_probe_req_decode("{\"id\":1,\"targets\":[1,1]}", 25, 4, 0, &id,
+						      got, why, sizeof(why)),
 			 GX_EPROTO);
-	assert_int_equal(check_probe_req_decode("{\"id\":1,\"targets\":[4]}", 23, 4, 0, &id, got,
-						why, sizeof(why)),
+	assert_int_equal(agent_check_probe_req_decode("{\"id\":1,\"targets\":[4]}", 23, 4, 0, &id,
+						      got, why, sizeof(why)),
 			 GX_EPROTO);
-	assert_int_equal(check_probe_req_decode("{\"id\":1,\"targets\":[]}", 22, 4, 0, &id, got,
-						why, sizeof(why)),
+	assert_int_equal(agent_check_probe_req_decode("{\"id\":1,\"targets\":[]}", 22, 4, 0, &id,
+						      got, why, sizeof(why)),
 			 GX_EPROTO);
-	assert_int_equal(check_world_init(&w, 4, 0, cf_names()), 0);
-	assert_int_equal(check_row_add(&w, 1, &p), 0);
-	assert_int_equal(check_probed_encode(&w, 1, 7, &text, &len), 0);
-	assert_int_equal(check_world_init(&back, 4, 0, cf_names()), 0);
-	assert_int_equal(check_probed_decode(&back, 1, 8, text, len, why, sizeof(why)), GX_EPROTO);
+	assert_int_equal(agent_check_world_init(&w, 4, 0, cf_names()), 0);
+	assert_int_equal(agent_check_row_add(&w, 1, &p), 0);
+	assert_int_equal(agent_check_probed_encode(&w, 1, 7, &text, &len), 0);
+	assert_int_equal(agent_check_world_init(&back, 4, 0, cf_names()), 0);
+	assert_int_equal(agent_check_probed_decode(&back, 1, 8, text, len, why, sizeof(why)),
+			 GX_EPROTO);
 	assert_false(back.rows[1].reported);
-	assert_int_equal(check_probed_decode(&back, 1, 7, text, len, why, sizeof(why)), 0);
-	assert_string_equal(check_find(&back, 1, 3, CHECK_TCP)->why, "timeout");
+	assert_int_equal(agent_check_probed_decode(&back, 1, 7, text, len, why, sizeof(why)), 0);
+	assert_string_equal(agent_check_find(&back, 1, 3, CHECK_TCP)->why, "timeout");
 	free(text);
-	check_world_free(&back);
-	check_world_free(&w);
+	agent_check_world_free(&back);
+	agent_check_world_free(&w);
 }
 
 /* Issue 31 item 7: a star chosen by default (N > 64) says so in the summary line. */
@@ -640,16 +643,16 @@ static void test_star_default_line(void **state)
 	char *names[3] = {"a", "b", "c"};
 
 	(void)state;
-	assert_int_equal(check_world_init(&w, 3, 1, names), 0);
+	assert_int_equal(agent_check_world_init(&w, 3, 1, names), 0);
 	w.star_default = 1;
-	assert_int_equal(check_world_finish(&w), 0);
-	check_summarize(&w, &s);
+	assert_int_equal(agent_check_world_finish(&w), 0);
+	agent_check_summarize(&w, &s);
 	assert_non_null(strstr(s.line, "; star mode: the default above 64 pods (--mode all "
 				       "probes every pair)"));
 	w.star_default = 0; /* --mode star: the user asked for it */
-	check_summarize(&w, &s);
+	agent_check_summarize(&w, &s);
 	assert_null(strstr(s.line, "star"));
-	check_world_free(&w);
+	agent_check_world_free(&w);
 }
 
 /* Issue 30: check --report's page: self-contained, names, ✗ for the failed pair, blame. */
@@ -666,10 +669,10 @@ static void test_html(void **state)
 
 	(void)state;
 	cf_full_world(&w, 5, names, 1, 3); /* 1 -> 3 timed out */
-	check_summarize(&w, &s);
+	agent_check_summarize(&w, &s);
 	f = open_memstream(&buf, &len);
 	assert_non_null(f);
-	assert_int_equal(check_html_write(f, &w, &s, params, 4, warn, 1), 0);
+	assert_int_equal(agent_check_html_write(f, &w, &s, params, 4, warn, 1), 0);
 	fclose(f);
 	assert_non_null(strstr(buf, "<!DOCTYPE html>"));
 	assert_non_null(strstr(buf, "job-worker-4"));
@@ -689,19 +692,19 @@ static void test_html(void **state)
 	p.to = 2;
 	p.rail = 1;
 	snprintf(p.why, sizeof(p.why), "no rail at peer");
-	assert_int_equal(check_rail_index(&w, "net2"), 1);
-	assert_int_equal(check_row_add(&w, 0, &p), 0);
+	assert_int_equal(agent_check_rail_index(&w, "net2"), 1);
+	assert_int_equal(agent_check_row_add(&w, 0, &p), 0);
 	buf = NULL;
 	f = open_memstream(&buf, &len);
 	assert_non_null(f);
-	assert_int_equal(check_html_write(f, &w, &s, params, 4, warn, 1), 0);
+	assert_int_equal(agent_check_html_write(f, &w, &s, params, 4, warn, 1), 0);
 	fclose(f);
 	assert_non_null(strstr(buf, "<label for=t1>TCP rail net2</label>"));
 	assert_non_null(strstr(buf, "id=p1"));
 	assert_non_null(
 	    strstr(buf, "title=\"job-worker-0 → job-worker-2: no rail at peer\">✗</td>"));
 	free(buf);
-	check_world_free(&w);
+	agent_check_world_free(&w);
 	cf_free_names(names, 5);
 }
 
@@ -721,33 +724,34 @@ static void test_sampled(void **state)
 	(void)state;
 	for (i = 0; i < 40; i++)
 		names[i] = "p";
-	assert_int_equal(check_world_init(&w, 40, 0, names), 0);
-	assert_int_equal(check_world_init(&v, 40, 0, names), 0);
-	check_world_sample(&w, 5, 42);
-	check_world_sample(&v, 5, 42);
+	assert_int_equal(agent_check_world_init(&w, 40, 0, names), 0);
+	assert_int_equal(agent_check_world_init(&v, 40, 0, names), 0);
+	agent_check_world_sample(&w, 5, 42);
+	agent_check_world_sample(&v, 5, 42);
 	assert_int_equal(w.sample_k, 5);
 	assert_memory_equal(w.offs, v.offs, sizeof(w.offs));
 	for (i = 0; i < 40; i++) {
 		for (out = in = 0, j = 0; j < 40; j++) {
-			n += (size_t)check_pair_probed(&w, i, j);
-			out += (uint32_t)check_pair_probed(&w, i, j);
-			in += (uint32_t)check_pair_probed(&w, j, i);
+			n += (size_t)agent_check_pair_probed(&w, i, j);
+			out += (uint32_t)agent_check_pair_probed(&w, i, j);
+			in += (uint32_t)agent_check_pair_probed(&w, j, i);
 		}
 		if (i) {
-			assert_true(check_pair_probed(&w, i, 0) && check_pair_probed(&w, 0, i));
+			assert_true(agent_check_pair_probed(&w, i, 0) &&
+				    agent_check_pair_probed(&w, 0, i));
 			assert_in_range(out, 5, 6);
 			assert_in_range(in, 5, 6);
 		}
 	}
-	assert_int_equal(n, check_pairs_probed(&w));
+	assert_int_equal(n, agent_check_pairs_probed(&w));
 	assert_true(n < 40 * 39 / 4);
-	assert_int_equal(check_world_finish(&w), 0);
-	check_summarize(&w, &s);
+	assert_int_equal(agent_check_world_finish(&w), 0);
+	agent_check_summarize(&w, &s);
 	assert_non_null(strstr(s.line, "; sampled: 5 peers per pod + the coordinator, "));
-	check_world_sample(&v, 64, 7); /* k >= n - 1: every pair */
-	assert_int_equal(check_pairs_probed(&v), 40 * 39);
-	check_world_free(&w);
-	check_world_free(&v);
+	agent_check_world_sample(&v, 64, 7); /* k >= n - 1: every pair */
+	assert_int_equal(agent_check_pairs_probed(&v), 40 * 39);
+	agent_check_world_free(&w);
+	agent_check_world_free(&v);
 }
 
 int main(void)

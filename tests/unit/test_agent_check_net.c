@@ -19,9 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/check_int.h"
-#include "rdzv/gx.h"
-#include "rdzv/rdzv_rdma.h"
+#include "agent/check/check_int.h"
+#include "rdzv/gx/gx.h"
+#include "rdzv/rdma/rdzv_rdma.h"
 #include "tests/unit/check_fixture.h"
 
 #define ROUND CF_ROUND
@@ -36,10 +36,10 @@ static void test_probe_echo(void **state)
 	assert_int_equal(gx_ev_new(&ev), 0);
 	cf_serve(&c, ev, 2, 0);
 	/* the coordinator probes "job-worker-1", which is its own service here */
-	assert_int_equal(check_probes_start(&c.n), 0);
+	assert_int_equal(agent_check_probes_start(&c.n), 0);
 	cf_run_until(ev, &c.n.probes_done, 10000);
 	assert_true(c.n.probes_done);
-	p = check_find(&c.w, 0, 1, CHECK_TCP);
+	p = agent_check_find(&c.w, 0, 1, CHECK_TCP);
 	assert_non_null(p);
 	assert_true(p->ok);
 	assert_true(p->min_us > 0 && p->min_us <= p->median_us && p->median_us <= p->max_us);
@@ -57,12 +57,12 @@ static void test_probe_refused(void **state)
 	(void)state;
 	assert_int_equal(gx_ev_new(&ev), 0);
 	cf_serve(&c, ev, 2, 0);
-	check_serve_stop(&c.n); /* nothing listens: refused, retried until the grace ends */
+	agent_check_serve_stop(&c.n); /* nothing listens: refused, retried until the grace ends */
 	c.n.t0 = gx_now_ms() - 4500;
 	t = gx_now_ms();
-	assert_int_equal(check_probes_start(&c.n), 0);
+	assert_int_equal(agent_check_probes_start(&c.n), 0);
 	cf_run_until(ev, &c.n.probes_done, 10000);
-	p = check_find(&c.w, 0, 1, CHECK_TCP);
+	p = agent_check_find(&c.w, 0, 1, CHECK_TCP);
 	assert_non_null(p);
 	assert_false(p->ok);
 	assert_string_equal(p->why, "refused");
@@ -89,18 +89,19 @@ static void test_report_result(void **state)
 	memset(&pr, 0, sizeof(pr));
 	pr.ok = 1;
 	pr.median_us = 42;
-	assert_int_equal(check_row_add(&m.w, 1, &pr), 0);
+	assert_int_equal(agent_check_row_add(&m.w, 1, &pr), 0);
 	assert_int_equal(gx_addr_parse("127.0.0.1", c.n.port, &m.n.coord, &m.n.coordlen), 0);
-	assert_int_equal(check_report_encode(&m.w, 1, &text, &len), 0);
-	assert_int_equal(check_seal(m.n.key, CHECK_REPORT, ROUND, 1, text, len, &frame, &flen), 0);
+	assert_int_equal(agent_check_report_encode(&m.w, 1, &text, &len), 0);
+	assert_int_equal(
+	    agent_check_seal(m.n.key, CHECK_REPORT, ROUND, 1, text, len, &frame, &flen), 0);
 	free(text);
-	assert_int_equal(check_report_start(&m.n, frame, flen), 0);
+	assert_int_equal(agent_check_report_start(&m.n, frame, flen), 0);
 	cf_run_until(ev, &c.n.reports_done, 5000);
 	assert_true(c.n.reports_done);
 	assert_true(c.w.rows[1].reported);
 	assert_int_equal(c.w.rows[1].mtu, 1450);
-	assert_int_equal(check_find(&c.w, 1, 0, CHECK_TCP)->median_us, 42);
-	assert_int_equal(check_serve_reply(&c.n, result, strlen(result)), 0);
+	assert_int_equal(agent_check_find(&c.w, 1, 0, CHECK_TCP)->median_us, 42);
+	assert_int_equal(agent_check_serve_reply(&c.n, result, strlen(result)), 0);
 	cf_run_until(ev, &m.n.result_done, 5000);
 	assert_true(m.n.result_done);
 	assert_string_equal(m.n.result, result);
@@ -145,13 +146,13 @@ static void test_hostile_service(void **state)
 	assert_int_equal(gx_ev_new(&ev), 0);
 	cf_serve(&c, ev, 2, 0);
 	assert_true(service_closes(ev, c.n.port, "GET / HTTP/1.0\r\n\r\n", 18));
-	check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT + 1);
+	agent_check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT + 1);
 	assert_true(service_closes(ev, c.n.port, h, sizeof(h)));
-	check_hdr_put(h, CHECK_RESULT, 64);
+	agent_check_hdr_put(h, CHECK_RESULT, 64);
 	assert_true(service_closes(ev, c.n.port, h, sizeof(h)));
 	memset(wrong, 8, sizeof(wrong));
 	assert_int_equal(
-	    check_seal(wrong, CHECK_REPORT, ROUND, 1, text, strlen(text), &frame, &flen), 0);
+	    agent_check_seal(wrong, CHECK_REPORT, ROUND, 1, text, strlen(text), &frame, &flen), 0);
 	assert_true(service_closes(ev, c.n.port, frame, flen));
 	free(frame);
 	assert_int_equal(c.n.nreports, 0);
@@ -169,12 +170,13 @@ static void send_report(struct cf_pod *m)
 	size_t len, flen;
 
 	m->w.rows[m->n.self].mtu = 1450;
-	assert_int_equal(check_row_add(&m->w, m->n.self, &pr), 0);
-	assert_int_equal(check_report_encode(&m->w, m->n.self, &text, &len), 0);
+	assert_int_equal(agent_check_row_add(&m->w, m->n.self, &pr), 0);
+	assert_int_equal(agent_check_report_encode(&m->w, m->n.self, &text, &len), 0);
 	assert_int_equal(
-	    check_seal(m->n.key, CHECK_REPORT, ROUND, m->n.self, text, len, &frame, &flen), 0);
+	    agent_check_seal(m->n.key, CHECK_REPORT, ROUND, m->n.self, text, len, &frame, &flen),
+	    0);
 	free(text);
-	assert_int_equal(check_report_start(&m->n, frame, flen), 0);
+	assert_int_equal(agent_check_report_start(&m->n, frame, flen), 0);
 }
 
 /*
@@ -198,12 +200,12 @@ static void test_late_report_in_second_pass(void **state)
 	cf_serve(&c, ev, 2, 0);
 	cf_pod_init(&m, ev, 2, 1, c.n.port);
 	assert_int_equal(gx_addr_parse("127.0.0.1", c.n.port, &m.n.coord, &m.n.coordlen), 0);
-	c.w.rows[0].reported = 1;		       /* the own row */
-	assert_int_equal(check_world_finish(&c.w), 0); /* the first pass is over: 1 missing */
+	c.w.rows[0].reported = 1;			     /* the own row */
+	assert_int_equal(agent_check_world_finish(&c.w), 0); /* the first pass is over: 1 missing */
 	assert_false(c.w.rows[1].reported);
-	assert_int_equal(check_world_init(&again, 2, 0, cf_names()), 0);
+	assert_int_equal(agent_check_world_init(&again, 2, 0, cf_names()), 0);
 	c.n.late_after = 1;
-	assert_int_equal(check_probes_again(&c.n, &again, only), 0);
+	assert_int_equal(agent_check_probes_again(&c.n, &again, only), 0);
 	send_report(&m);
 	end = gx_now_ms() + 10000;
 	while ((!c.n.probes_done || !c.n.reports_done) && gx_now_ms() < end)
@@ -213,13 +215,13 @@ static void test_late_report_in_second_pass(void **state)
 	assert_int_equal(c.w.rows[1].mtu, 1450);
 	assert_int_equal(c.n.late, 1);
 	assert_false(again.rows[1].reported); /* not thrown away with the scratch world */
-	p = check_find(&again, 0, 1, CHECK_TCP);
-	assert_true(p && p->ok);	       /* the second probe */
-	p = check_find(&c.w, 0, 1, CHECK_TCP); /* the first pass's, as it was */
+	p = agent_check_find(&again, 0, 1, CHECK_TCP);
+	assert_true(p && p->ok);		     /* the second probe */
+	p = agent_check_find(&c.w, 0, 1, CHECK_TCP); /* the first pass's, as it was */
 	assert_true(p && !p->ok);
 	assert_string_equal(p->why, "not probed");
-	check_probes_reset(&c.n);
-	check_world_free(&again);
+	agent_check_probes_reset(&c.n);
+	agent_check_world_free(&again);
 	cf_pod_free(&m);
 	cf_pod_free(&c);
 	gx_ev_free(ev);
@@ -249,41 +251,42 @@ static void test_probe_through_member(void **state)
 	m.table[2].addr4[0] = '\0';
 	m.n.probes_done = 1; /* its own probes are over */
 	assert_int_equal(gx_addr_parse("127.0.0.1", c.n.port, &m.n.coord, &m.n.coordlen), 0);
-	check_hdr_put(h, CHECK_PROBED, 64);
+	agent_check_hdr_put(h, CHECK_PROBED, 64);
 	assert_true(service_closes(ev, c.n.port, h, sizeof(h)));
-	assert_int_equal(check_world_init(&via, 3, 0, cf_names()), 0);
-	assert_int_equal(check_serve_ask(&c.n, 1, only, &via), -ENOENT); /* no report yet */
+	assert_int_equal(agent_check_world_init(&via, 3, 0, cf_names()), 0);
+	assert_int_equal(agent_check_serve_ask(&c.n, 1, only, &via), -ENOENT); /* no report yet */
 	send_report(&m);
 	end = gx_now_ms() + 5000;
-	while (!check_serve_has(&c.n, 1) && gx_now_ms() < end)
+	while (!agent_check_serve_has(&c.n, 1) && gx_now_ms() < end)
 		cf_pump(ev, 50);
-	assert_true(check_serve_has(&c.n, 1));
+	assert_true(agent_check_serve_has(&c.n, 1));
 	/* a PROBE under another key: the member ignores it and answers nothing */
 	memcpy(wrong, c.n.key, sizeof(wrong));
 	memset(c.n.key, 8, sizeof(c.n.key));
-	assert_int_equal(check_serve_ask(&c.n, 1, only, &via), 0);
+	assert_int_equal(agent_check_serve_ask(&c.n, 1, only, &via), 0);
 	cf_run_until(ev, &c.n.probed_done, 1500);
 	assert_false(c.n.probed_done);
 	memcpy(c.n.key, wrong, sizeof(wrong));
-	assert_int_equal(check_serve_ask(&c.n, 1, only, &via), 0);
+	assert_int_equal(agent_check_serve_ask(&c.n, 1, only, &via), 0);
 	cf_run_until(ev, &c.n.probed_done, 10000);
 	assert_true(c.n.probed_done);
 	assert_true(via.rows[1].reported);
-	p = check_find(&via, 1, 0, CHECK_TCP);
+	p = agent_check_find(&via, 1, 0, CHECK_TCP);
 	assert_true(p && p->ok && p->median_us > 0);
-	p = check_find(&via, 1, 2, CHECK_TCP);
+	p = agent_check_find(&via, 1, 2, CHECK_TCP);
 	assert_true(p && !p->ok);
 	assert_string_equal(p->why, "no address");
-	assert_null(check_find(&m.w, 1, 2, CHECK_TCP)); /* the member's own row is untouched */
+	assert_null(
+	    agent_check_find(&m.w, 1, 2, CHECK_TCP)); /* the member's own row is untouched */
 	/* and it can be asked again */
-	check_world_free(&via);
-	assert_int_equal(check_world_init(&via, 3, 0, cf_names()), 0);
-	assert_int_equal(check_serve_ask(&c.n, 1, only, &via), 0);
+	agent_check_world_free(&via);
+	assert_int_equal(agent_check_world_init(&via, 3, 0, cf_names()), 0);
+	assert_int_equal(agent_check_serve_ask(&c.n, 1, only, &via), 0);
 	cf_run_until(ev, &c.n.probed_done, 10000);
 	assert_true(c.n.probed_done);
 	assert_true(via.rows[1].reported);
 	assert_false(m.n.result_done); /* still waits for its RESULT */
-	check_world_free(&via);
+	agent_check_world_free(&via);
 	cf_pod_free(&m);
 	cf_pod_free(&c);
 	gx_ev_free(ev);
@@ -314,20 +317,20 @@ static void test_rdma_probes(void **state)
 		c.table[i].gid_index = 1;
 	}
 	assert_int_equal(rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), 4096, &ctx), 0);
-	check_rdma_init(&c.n, ctx, 4096, &ch);
-	check_rdma_go(&ch);
+	agent_check_rdma_init(&c.n, ctx, 4096, &ch);
+	agent_check_rdma_go(&ch);
 	while (!ch.done && gx_now_ms() < deadline)
 		gx_ev_run_until(ev, deadline);
 	assert_true(ch.done);
-	check_rdma_stop(&ch);
-	p = check_find(&c.w, 0, 1, CHECK_RDMA);
+	agent_check_rdma_stop(&ch);
+	p = agent_check_find(&c.w, 0, 1, CHECK_RDMA);
 	assert_non_null(p);
 	assert_false(p->ok);
 	assert_true(p->why[0] != '\0');
 	print_message("rdma probe without a device: %s\n", p->why);
-	assert_null(check_find(&c.w, 0, 1, CHECK_TCP));
+	assert_null(agent_check_find(&c.w, 0, 1, CHECK_TCP));
 	rdzv_rdma_ctx_free(ctx);
-	check_world_free(&c.w);
+	agent_check_world_free(&c.w);
 	gx_ev_free(ev);
 }
 

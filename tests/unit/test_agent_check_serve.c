@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "agent/check_int.h"
-#include "rdzv/gx.h"
+#include "agent/check/check_int.h"
+#include "rdzv/gx/gx.h"
 #include "tests/unit/check_fixture.h"
 
 #define NCONN 64
@@ -58,7 +58,7 @@ static void report_head(unsigned char *f, uint32_t blen, uint32_t rank)
 {
 	uint32_t r = htonl(rank);
 
-	check_hdr_put(f, CHECK_REPORT, blen);
+	agent_check_hdr_put(f, CHECK_REPORT, blen);
 	memset(f + CHECK_HDR_LEN, 0xab, CHECK_MAC_LEN);
 	memcpy(f + CHECK_HDR_LEN + CHECK_MAC_LEN, &r, 4);
 }
@@ -75,7 +75,8 @@ static void test_member_refuses_report_header(void **state)
 	pod_start(&m, ev, 1);
 	fd = conn(&m, "127.0.0.2");
 	cf_pump(ev, 50);
-	check_hdr_put(h, CHECK_REPORT, CHECK_MAX_REPORT); /* the header only: no body follows */
+	agent_check_hdr_put(h, CHECK_REPORT,
+			    CHECK_MAX_REPORT); /* the header only: no body follows */
 	assert_int_equal(write(fd, h, sizeof(h)), (ssize_t)sizeof(h));
 	for (k = 0; k < 40 && !shut; k++) {
 		cf_pump(ev, 25);

@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/exec_int.h"
-#include "agent/out_int.h"
-#include "rdzv/gx.h"
+#include "agent/launch/exec_int.h"
+#include "agent/pipeline/out_int.h"
+#include "rdzv/gx/gx.h"
 
 static char err[512];
 

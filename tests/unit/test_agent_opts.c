@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_agent_opts.c - option parsing (agent/opts.c): every option, the
+ * test_agent_opts.c - option parsing (agent/cli/opts.c): every option, the
  * GXBOOT_* environment fallback, a flag beating the env, bad values.
  */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 static char err[512];
 static char *no_env[] = {NULL};

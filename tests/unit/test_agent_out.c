@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/out_int.h"
-#include "rdzv/gx.h"
+#include "agent/pipeline/out_int.h"
+#include "rdzv/gx/gx.h"
 
 static char err[512];
 

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/peers_int.h"
-#include "rdzv/gx.h"
+#include "agent/peers/peers_int.h"
+#include "rdzv/gx/gx.h"
 
 #define FIX "tests/fixtures/peers/"
 

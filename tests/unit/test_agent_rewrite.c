@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/rewrite_int.h"
+#include "agent/launch/rewrite_int.h"
 
 static const char *const coord_names[] = {"job-worker-0", "job-worker-0.job.default.svc",
 					  "10.9.1.10", NULL};

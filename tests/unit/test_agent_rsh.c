@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/rsh_int.h"
-#include "rdzv/gx.h"
+#include "agent/remote/rsh_int.h"
+#include "rdzv/gx/gx.h"
 
 static char err[512];
 
@@ -28,7 +28,7 @@ static void join_is(char *const *argv, int argc, const char *want)
 {
 	char *s = NULL;
 
-	assert_int_equal(rsh_join_args(argv, argc, &s), 0);
+	assert_int_equal(agent_rsh_join_args(argv, argc, &s), 0);
 	assert_string_equal(s, want);
 	free(s);
 }
@@ -57,10 +57,10 @@ static void test_join(void **state)
 	assert_non_null(big[1]);
 	memset(big[1], 'a', RSH_MAX_CMD);
 	big[1][RSH_MAX_CMD] = '\0';
-	assert_int_equal(rsh_join_args(big, 2, &s), -E2BIG);
+	assert_int_equal(agent_rsh_join_args(big, 2, &s), -E2BIG);
 	assert_null(s);
 	big[1][RSH_MAX_CMD - 3] = '\0'; /* "x " + that + NUL fits exactly */
-	assert_int_equal(rsh_join_args(big, 2, &s), 0);
+	assert_int_equal(agent_rsh_join_args(big, 2, &s), 0);
 	assert_int_equal(strlen(s), RSH_MAX_CMD - 1);
 	free(s);
 	free(big[1]);
@@ -77,32 +77,32 @@ static void test_key_file(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/rsh.key", dir);
-	assert_int_equal(rsh_key_derive((const unsigned char *)"tok", 3, "job-a", k), 0);
-	assert_int_equal(rsh_key_derive((const unsigned char *)"tok", 3, "job-b", k2), 0);
+	assert_int_equal(agent_rsh_key_derive((const unsigned char *)"tok", 3, "job-a", k), 0);
+	assert_int_equal(agent_rsh_key_derive((const unsigned char *)"tok", 3, "job-b", k2), 0);
 	assert_memory_not_equal(k, k2, RSH_KEY_LEN); /* bound to the job */
-	assert_int_equal(rsh_key_derive((const unsigned char *)"tok2", 4, "job-a", k2), 0);
+	assert_int_equal(agent_rsh_key_derive((const unsigned char *)"tok2", 4, "job-a", k2), 0);
 	assert_memory_not_equal(k, k2, RSH_KEY_LEN); /* and to the token */
-	assert_int_equal(rsh_key_write(dir, k, 29412, err, sizeof(err)), 0);
+	assert_int_equal(agent_rsh_key_write(dir, k, 29412, err, sizeof(err)), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	assert_int_equal(rsh_key_load(path, &key, err, sizeof(err)), 0);
+	assert_int_equal(agent_rsh_key_load(path, &key, err, sizeof(err)), 0);
 	assert_memory_equal(key.k, k, RSH_KEY_LEN);
 	assert_int_equal(key.port, 29412);
 	/* malformed: short key, bad port, missing key */
 	f = fopen(path, "w");
 	fputs("key=abcd\nport=29412\n", f);
 	fclose(f);
-	assert_int_equal(rsh_key_load(path, &key, err, sizeof(err)), GX_EUSAGE);
+	assert_int_equal(agent_rsh_key_load(path, &key, err, sizeof(err)), GX_EUSAGE);
 	f = fopen(path, "w");
 	fprintf(f, "key=%064d\nport=70000\n", 0);
 	fclose(f);
-	assert_int_equal(rsh_key_load(path, &key, err, sizeof(err)), GX_EUSAGE);
+	assert_int_equal(agent_rsh_key_load(path, &key, err, sizeof(err)), GX_EUSAGE);
 	f = fopen(path, "w");
 	fputs("port=29412\n", f);
 	fclose(f);
-	assert_int_equal(rsh_key_load(path, &key, err, sizeof(err)), GX_EUSAGE);
+	assert_int_equal(agent_rsh_key_load(path, &key, err, sizeof(err)), GX_EUSAGE);
 	unlink(path);
-	assert_int_equal(rsh_key_load(path, &key, err, sizeof(err)), -ENOENT);
+	assert_int_equal(agent_rsh_key_load(path, &key, err, sizeof(err)), -ENOENT);
 	rmdir(dir);
 }
 
@@ -112,14 +112,14 @@ static void test_proofs(void **state)
 	unsigned char pc[32], ps[32], c2s[32], s2c[32], pc2[32];
 
 	(void)state;
-	rsh_proof(k, 'C', nc, ns, pc);
-	rsh_proof(k, 'S', nc, ns, ps);
+	agent_rsh_proof(k, 'C', nc, ns, pc);
+	agent_rsh_proof(k, 'S', nc, ns, ps);
 	assert_memory_not_equal(pc, ps, 32); /* a server's proof is no client proof */
-	rsh_stream_keys(k, nc, ns, c2s, s2c);
+	agent_rsh_stream_keys(k, nc, ns, c2s, s2c);
 	assert_memory_not_equal(c2s, s2c, 32);
 	assert_memory_not_equal(c2s, pc, 32);
 	ns[0] ^= 1;
-	rsh_proof(k, 'C', nc, ns, pc2);
+	agent_rsh_proof(k, 'C', nc, ns, pc2);
 	assert_memory_not_equal(pc, pc2, 32); /* fresh server nonce: no replay */
 }
 
@@ -130,14 +130,14 @@ static void pair(struct rsh_conn *a, struct rsh_conn *b)
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-	assert_int_equal(rsh_conn_init(a, sv[0]), 0);
-	assert_int_equal(rsh_conn_init(b, sv[1]), 0);
+	assert_int_equal(agent_rsh_conn_init(a, sv[0]), 0);
+	assert_int_equal(agent_rsh_conn_init(b, sv[1]), 0);
 	randombytes_buf(c2s, sizeof(c2s));
 	randombytes_buf(s2c, sizeof(s2c));
-	assert_int_equal(rsh_conn_push_init(a, c2s, ha), 0);
-	assert_int_equal(rsh_conn_push_init(b, s2c, hb), 0);
-	assert_int_equal(rsh_conn_pull_init(a, s2c, hb), 0);
-	assert_int_equal(rsh_conn_pull_init(b, c2s, ha), 0);
+	assert_int_equal(agent_rsh_conn_push_init(a, c2s, ha), 0);
+	assert_int_equal(agent_rsh_conn_push_init(b, s2c, hb), 0);
+	assert_int_equal(agent_rsh_conn_pull_init(a, s2c, hb), 0);
+	assert_int_equal(agent_rsh_conn_pull_init(b, c2s, ha), 0);
 }
 
 static void test_frames(void **state)
@@ -149,26 +149,26 @@ static void test_frames(void **state)
 
 	(void)state;
 	pair(&a, &b);
-	assert_int_equal(rsh_conn_send(&a, RSH_EXEC, "echo hi", 7), 0);
-	assert_int_equal(rsh_conn_send(&a, RSH_STDIN_EOF, NULL, 0), 0);
-	assert_int_equal(rsh_conn_fill(&b), 0);
-	assert_int_equal(rsh_conn_next(&b, &type, buf, &len), 1);
+	assert_int_equal(agent_rsh_conn_send(&a, RSH_EXEC, "echo hi", 7), 0);
+	assert_int_equal(agent_rsh_conn_send(&a, RSH_STDIN_EOF, NULL, 0), 0);
+	assert_int_equal(agent_rsh_conn_fill(&b), 0);
+	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), 1);
 	assert_int_equal(type, RSH_EXEC);
 	assert_int_equal(len, 7);
 	assert_memory_equal(buf, "echo hi", 7);
-	assert_int_equal(rsh_conn_next(&b, &type, buf, &len), 1);
+	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), 1);
 	assert_int_equal(type, RSH_STDIN_EOF);
 	assert_int_equal(len, 0);
-	assert_int_equal(rsh_conn_next(&b, &type, buf, &len), 0);
+	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), 0);
 	/* the largest payload passes, one byte more is refused before sealing */
-	assert_int_equal(rsh_conn_send(&b, RSH_STDOUT, big, RSH_MAX_PLAIN - 1), 0);
-	assert_int_equal(rsh_conn_send(&b, RSH_STDOUT, big, RSH_MAX_PLAIN), -EINVAL);
-	while (rsh_conn_flush(&b) == 1 || rsh_conn_next(&a, &type, buf, &len) == 0)
-		assert_true(rsh_conn_fill(&a) == 0);
+	assert_int_equal(agent_rsh_conn_send(&b, RSH_STDOUT, big, RSH_MAX_PLAIN - 1), 0);
+	assert_int_equal(agent_rsh_conn_send(&b, RSH_STDOUT, big, RSH_MAX_PLAIN), -EINVAL);
+	while (agent_rsh_conn_flush(&b) == 1 || agent_rsh_conn_next(&a, &type, buf, &len) == 0)
+		assert_true(agent_rsh_conn_fill(&a) == 0);
 	assert_int_equal(type, RSH_STDOUT);
 	assert_int_equal(len, RSH_MAX_PLAIN - 1);
-	rsh_conn_free(&a);
-	rsh_conn_free(&b);
+	agent_rsh_conn_free(&a);
+	agent_rsh_conn_free(&b);
 	free(buf);
 	free(big);
 }
@@ -191,45 +191,45 @@ static void test_frames_hostile(void **state)
 	(void)state;
 	pair(&a, &b);
 	/* capture one sealed frame */
-	assert_int_equal(rsh_conn_send(&a, RSH_STDIN, "abc", 3), 0);
-	assert_int_equal(rsh_conn_fill(&b), 0);
+	assert_int_equal(agent_rsh_conn_send(&a, RSH_STDIN, "abc", 3), 0);
+	assert_int_equal(agent_rsh_conn_fill(&b), 0);
 	flen = b.ilen;
 	memcpy(frame, b.in, flen);
 	/* partial input: nothing yet, then the rest */
 	b.ilen = 0;
 	inject(&b, frame, 5);
-	assert_int_equal(rsh_conn_next(&b, &type, buf, &len), 0);
+	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), 0);
 	inject(&b, frame + 5, flen - 5);
-	assert_int_equal(rsh_conn_next(&b, &type, buf, &len), 1);
+	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), 1);
 	assert_int_equal(len, 3);
 	/* replay of the same frame: the stream has moved on */
 	inject(&b, frame, flen);
-	assert_int_equal(rsh_conn_next(&b, &type, buf, &len), GX_EMAC);
-	rsh_conn_free(&a);
-	rsh_conn_free(&b);
+	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), GX_EMAC);
+	agent_rsh_conn_free(&a);
+	agent_rsh_conn_free(&b);
 	/* a flipped bit */
 	pair(&a, &b);
-	assert_int_equal(rsh_conn_send(&a, RSH_STDIN, "abc", 3), 0);
-	assert_int_equal(rsh_conn_fill(&b), 0);
+	assert_int_equal(agent_rsh_conn_send(&a, RSH_STDIN, "abc", 3), 0);
+	assert_int_equal(agent_rsh_conn_fill(&b), 0);
 	b.in[b.ilen - 1] ^= 0x40;
-	assert_int_equal(rsh_conn_next(&b, &type, buf, &len), GX_EMAC);
+	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), GX_EMAC);
 	/* lengths: over the bound and under the minimum, refused before reading on */
 	b.ilen = 0;
 	n = htonl(RSH_MAX_CT + 1);
 	inject(&b, (unsigned char *)&n, 4);
-	assert_int_equal(rsh_conn_next(&b, &type, buf, &len), GX_EPROTO);
+	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), GX_EPROTO);
 	b.ilen = 0;
 	n = htonl(3);
 	inject(&b, (unsigned char *)&n, 4);
-	assert_int_equal(rsh_conn_next(&b, &type, buf, &len), GX_EPROTO);
+	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), GX_EPROTO);
 	/* no frames before the streams are up */
-	rsh_conn_free(&a);
-	assert_int_equal(rsh_conn_init(&a, -1), 0);
+	agent_rsh_conn_free(&a);
+	assert_int_equal(agent_rsh_conn_init(&a, -1), 0);
 	inject(&a, frame, flen);
-	assert_int_equal(rsh_conn_next(&a, &type, buf, &len), 0);
-	assert_int_equal(rsh_conn_send(&a, RSH_STDIN, "x", 1), -EINVAL);
-	rsh_conn_free(&a);
-	rsh_conn_free(&b);
+	assert_int_equal(agent_rsh_conn_next(&a, &type, buf, &len), 0);
+	assert_int_equal(agent_rsh_conn_send(&a, RSH_STDIN, "x", 1), -EINVAL);
+	agent_rsh_conn_free(&a);
+	agent_rsh_conn_free(&b);
 	free(buf);
 }
 
@@ -239,14 +239,14 @@ static void test_take(void **state)
 	struct rsh_conn c;
 
 	(void)state;
-	assert_int_equal(rsh_conn_init(&c, -1), 0);
+	assert_int_equal(agent_rsh_conn_init(&c, -1), 0);
 	inject(&c, (const unsigned char *)"GXRSH", 5);
-	assert_int_equal(rsh_conn_take(&c, out, 8), 0);
+	assert_int_equal(agent_rsh_conn_take(&c, out, 8), 0);
 	inject(&c, (const unsigned char *)"1\n\0x", 4);
-	assert_int_equal(rsh_conn_take(&c, out, 8), 1);
+	assert_int_equal(agent_rsh_conn_take(&c, out, 8), 1);
 	assert_memory_equal(out, RSH_MAGIC, 8);
 	assert_int_equal(c.ilen, 1);
-	rsh_conn_free(&c);
+	agent_rsh_conn_free(&c);
 }
 
 static void test_peer_find(void **state)
@@ -258,15 +258,16 @@ static void test_peer_find(void **state)
 	};
 
 	(void)state;
-	assert_ptr_equal(rsh_peer_find(p, 3, "job-worker-0"), &p[0]);
-	assert_ptr_equal(rsh_peer_find(p, 3, "JOB-WORKER-0.job.default.svc.cluster.local"), &p[0]);
-	assert_ptr_equal(rsh_peer_find(p, 3, "job-worker-1"), &p[1]);
-	assert_ptr_equal(rsh_peer_find(p, 3, "10.0.0.12"), &p[2]);
-	assert_ptr_equal(rsh_peer_find(p, 3, "fd00:0::12"), &p[2]);
-	assert_ptr_equal(rsh_peer_find(p, 3, "192.168.2.11"), &p[1]);
-	assert_null(rsh_peer_find(p, 3, "job-worker-10"));
-	assert_null(rsh_peer_find(p, 3, "job-worker"));
-	assert_null(rsh_peer_find(p, 3, "10.0.0.99"));
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "job-worker-0"), &p[0]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "JOB-WORKER-0.job.default.svc.cluster.local"),
+			 &p[0]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "job-worker-1"), &p[1]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "10.0.0.12"), &p[2]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "fd00:0::12"), &p[2]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "192.168.2.11"), &p[1]);
+	assert_null(agent_rsh_peer_find(p, 3, "job-worker-10"));
+	assert_null(agent_rsh_peer_find(p, 3, "job-worker"));
+	assert_null(agent_rsh_peer_find(p, 3, "10.0.0.99"));
 }
 
 static void test_peers_load(void **state)
@@ -284,7 +285,7 @@ static void test_peers_load(void **state)
 		"\"slots\":4,\"serves\":true},{\"rank\":1,\"name\":\"w-1\",\"addr6\":\"fd00::1\","
 		"\"slots\":0}]}");
 	close(fd);
-	assert_int_equal(rsh_peers_load(path, &p, &n, NULL, err, sizeof(err)), 0);
+	assert_int_equal(agent_rsh_peers_load(path, &p, &n, NULL, err, sizeof(err)), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(p[0].addr, "192.168.2.10");
 	assert_int_equal(p[0].slots, 4);
@@ -295,10 +296,10 @@ static void test_peers_load(void **state)
 	fd = open(path, O_WRONLY | O_TRUNC);
 	dprintf(fd, "{\"peers\":[{\"name\":\"w-0\",\"addr4\":\"192.168.2.10; rm -rf /\"}]}");
 	close(fd);
-	assert_int_equal(rsh_peers_load(path, &p, &n, NULL, err, sizeof(err)), GX_EUSAGE);
+	assert_int_equal(agent_rsh_peers_load(path, &p, &n, NULL, err, sizeof(err)), GX_EUSAGE);
 	assert_null(p);
 	unlink(path);
-	assert_int_equal(rsh_peers_load(path, &p, &n, NULL, err, sizeof(err)), -ENOENT);
+	assert_int_equal(agent_rsh_peers_load(path, &p, &n, NULL, err, sizeof(err)), -ENOENT);
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_agent_run_rdma.c - agent_rdma_verdict (agent/run_rdma.c): `--rdma
+ * test_agent_run_rdma.c - agent_rdma_verdict (agent/pipeline/run_rdma.c): `--rdma
  * require` means the RDMA-CM path to the coordinator was really exercised
  * (issue 24, issue 31 item 5), never that a device is merely present; a
  * context or listen failure is never a silent TCP fallback.
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/run_int.h"
+#include "agent/pipeline/run_int.h"
 
 static struct agent_rdma_facts member(int mode)
 {

@@ -19,9 +19,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent/rsh_int.h"
+#include "agent/remote/rsh_int.h"
 #include "rdzv/rdzv.h"
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 static const unsigned char KEY[RSH_KEY_LEN] = {7, 7, 7};
 
@@ -92,8 +92,8 @@ static int prove(struct gx_ev *ev, int fd)
 
 	if (hello(ev, fd, nc, ns) < 0)
 		return -1;
-	rsh_proof(KEY, 'C', nc, ns, a);
-	rsh_stream_keys(KEY, nc, ns, c2s, s2c);
+	agent_rsh_proof(KEY, 'C', nc, ns, a);
+	agent_rsh_stream_keys(KEY, nc, ns, c2s, s2c);
 	crypto_secretstream_xchacha20poly1305_init_push(&st, a + 32, c2s);
 	if (write(fd, a, sizeof(a)) != (ssize_t)sizeof(a))
 		return -1;

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/run_int.h"
-#include "rdzv/gx.h"
+#include "agent/pipeline/run_int.h"
+#include "rdzv/gx/gx.h"
 
 static char err[512];
 

@@ -4,7 +4,7 @@
  * closes another ready fd and registers a new one under the same number within
  * one epoll_wait batch must not see the batch's stale event reach the new owner.
  */
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -16,7 +16,7 @@
  */
 #include "rdzv/rdzv_int.h"
 #include "rdzv/rdzv_member_int.h"
-#include "rdzv/rdzv_rdma_int.h"
+#include "rdzv/rdma/rdzv_rdma_int.h"
 #include "tests/unit/rdzv_harness.h"
 
 #include <arpa/inet.h>

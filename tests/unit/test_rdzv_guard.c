@@ -3,7 +3,7 @@
  * warnings (gx_rl) of issue 25: a property test of the budget against a plain model
  * (random admits, adds, deletes and evictions from a few sources), the loopback rule,
  * and the warning counters. */
-#include "rdzv/gx.h"
+#include "rdzv/gx/gx.h"
 
 #include <errno.h>
 #include <setjmp.h>

@@ -8,7 +8,7 @@
  * unreachable, completion errors, deadlines, hostile private data, the
  * server's accept / answer / limits, and release of everything on free.
  */
-#include "rdzv/rdzv_rdma_int.h"
+#include "rdzv/rdma/rdzv_rdma_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

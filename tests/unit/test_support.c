@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_support.c - what agent/main.c sets up in the real binary: the log level. */
-#include "rdzv/gx.h"
+/* test_support.c - what agent/cli/main.c sets up in the real binary: the log level. */
+#include "rdzv/gx/gx.h"
 
 #include <stdlib.h>
 

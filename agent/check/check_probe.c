@@ -1,0 +1,792 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check_probe.c - the clients of `gxboot check` (issue 8), in the gx_ev loop:
+ * TCP probes from this pod's secondary address (bound to its iface) to each
+ * target's secondary address at the check port: connect, then CHECK_ECHO_K
+ * echo round trips; at most 16 in flight, targets in ring order from this
+ * pod; 2 s per connect, 1 s per echo; a refused or reset connection early on
+ * is retried (the target may not have opened its service yet), a timed-out
+ * probe is tried again (3 attempts, longer timeouts, judged against the
+ * slowest echo of the run); a 50 ms timer measures the loop's stalls. And a member's report client:
+ * the sealed REPORT to the coordinator's primary address, then the RESULT on the same connection,
+ * retried until the report deadline. Wire: agent/check/CHECK.md.
+ */
+#include "agent/check/check_int.h"
+
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define INFLIGHT 16
+#define CONNECT_MS 2000
+#define ECHO_MS 1000
+#define RETRY_MS 100
+#define GRACE_MS 5000 /* refused / reset retried until t0 + this (services opening) */
+#define ECHO_LEN 32
+#define TRIES 3		 /* a probe that times out is tried this often in all */
+#define RTT_FACTOR 16	 /* a retry waits at least this many times the run's worst echo */
+#define TIMEOUT_MAX 8000 /* ... but never longer than this (ms) */
+#define LAG_TICK_MS 50	 /* the loop-lag monitor's period */
+
+enum pc_state {
+	PC_IDLE = 0,
+	PC_WAIT, /* retry timer */
+	PC_CONNECT,
+	PC_ECHO,
+	PC_DONE,
+};
+
+struct check_pc {
+	struct check_net *n;
+	uint32_t to;
+	int rail;	 /* 0: the bootstrap iface; k: rail n->w->rails[k - 1] */
+	char ifname[16]; /* the netdev the probe leaves on */
+	int fd;
+	enum pc_state state;
+	union gx_sockaddr dst, src;
+	socklen_t dlen, slen;
+	int64_t retry_until;
+	uint64_t timer;
+	int tries; /* attempts that timed out so far */
+	int k;
+	int64_t rtt[CHECK_ECHO_K], sent_us;
+	unsigned char frame[CHECK_HDR_LEN + ECHO_LEN], in[CHECK_HDR_LEN + ECHO_LEN];
+	size_t inoff;
+};
+
+const char *agent_check_errno_why(int err)
+{
+	switch (err) {
+	case -ECONNREFUSED:
+		return "refused";
+	case -ETIMEDOUT:
+		return "timeout";
+	case -EHOSTUNREACH:
+		return "unreachable";
+	case -ENETUNREACH:
+		return "no route";
+	case -ECONNRESET:
+	case -EPIPE:
+		return "reset";
+	case -EADDRNOTAVAIL:
+		return "no source address";
+	case GX_EPROTO:
+		return "bad echo";
+	default:
+		return gx_strerror(err);
+	}
+}
+
+/* socket, SO_BINDTODEVICE (best effort), bind the source, connect. */
+static int pc_connect(struct check_pc *pc)
+{
+	const char *ifn = pc->ifname;
+	int fd = -1, one = 1, rc = 0;
+
+	fd = socket(pc->dst.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (ifn[0] && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifn, (socklen_t)strlen(ifn)) < 0)
+		gx_trace("check: SO_BINDTODEVICE %s: %s", ifn, strerror(errno));
+	if (bind(fd, &pc->src.sa, pc->slen) < 0 ||
+	    (connect(fd, &pc->dst.sa, pc->dlen) < 0 && errno != EINPROGRESS)) {
+		rc = -errno;
+		goto out;
+	}
+	pc->fd = fd;
+	fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static void pc_timer(struct gx_ev *ev, uint64_t id, void *arg);
+static void pc_io(struct gx_ev *ev, int fd, uint32_t events, void *arg);
+static void pc_launch(struct check_net *n);
+
+/*
+ * A timeout for this attempt: the base on the first, then longer on each
+ * retry and at least RTT_FACTOR times the slowest echo this pod has measured
+ * in this run (a loaded cluster is slow everywhere; a broken path is not).
+ */
+static int64_t pc_timeout(const struct check_pc *pc, int64_t base)
+{
+	int64_t t = base + base * pc->tries / 2, rtt = pc->n->rtt_max_us / 1000 * RTT_FACTOR;
+
+	if (pc->tries && rtt > t)
+		t = rtt;
+	return t < TIMEOUT_MAX ? t : TIMEOUT_MAX;
+}
+
+static void pc_arm(struct check_pc *pc, int64_t ms)
+{
+	if (pc->timer)
+		gx_ev_timer_cancel(pc->n->ev, pc->timer);
+	pc->timer = gx_ev_timer(pc->n->ev, ms, pc_timer, pc);
+}
+
+static void pc_close(struct check_pc *pc)
+{
+	if (pc->fd >= 0) {
+		gx_ev_del(pc->n->ev, pc->fd);
+		close(pc->fd);
+	}
+	pc->fd = -1;
+	if (pc->timer)
+		gx_ev_timer_cancel(pc->n->ev, pc->timer);
+	pc->timer = 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The probe's result into this pod's row; the next probe starts. */
+static void pc_finish(struct check_pc *pc, int err, const char *why)
+{
+	struct check_net *n = pc->n;
+	struct check_probe p;
+
+	pc_close(pc);
+	memset(&p, 0, sizeof(p));
+	p.to = pc->to;
+	p.rail = pc->rail;
+	p.proto = CHECK_TCP;
+	p.gid_index = -1;
+	p.ok = err == 0 && !why;
+	if (p.ok) {
+		qsort(pc->rtt, CHECK_ECHO_K, sizeof(pc->rtt[0]), cmp_i64);
+		p.min_us = pc->rtt[0];
+		p.median_us = pc->rtt[CHECK_ECHO_K / 2];
+		p.max_us = pc->rtt[CHECK_ECHO_K - 1];
+	} else {
+		gx_strlcpy(p.why, why ? why : agent_check_errno_why(err), sizeof(p.why));
+	}
+	if (agent_check_row_add(n->pw ? n->pw : n->w, n->self, &p) < 0)
+		gx_warn("check: out of memory recording a probe");
+	gx_debug("check: tcp%s%s -> %s: %s", pc->rail ? " rail " : "",
+		 agent_check_rail_name(n->w, pc->rail), n->w->names[pc->to], p.ok ? "ok" : p.why);
+	if (pc->state != PC_IDLE)
+		n->inflight--;
+	pc->state = PC_DONE;
+	n->ndone++;
+	if (n->ndone == n->npcs) {
+		n->probes_done = 1;
+		gx_ev_stop(n->ev, 0);
+		if (n->probes_cb)
+			n->probes_cb(n); /* must not free n->pcs: the caller's loop reads them */
+		return;
+	}
+	if (!n->launching)
+		pc_launch(n);
+}
+
+static void pc_attempt(struct check_pc *pc)
+{
+	int rc = pc_connect(pc);
+
+	if (rc == 0)
+		rc = gx_ev_add(pc->n->ev, pc->fd, EPOLLOUT, pc_io, pc);
+	if (rc < 0) {
+		pc_finish(pc, rc, NULL);
+		return;
+	}
+	pc->state = PC_CONNECT;
+	pc->k = 0;
+	pc->inoff = 0;
+	pc_arm(pc, pc_timeout(pc, CONNECT_MS));
+}
+
+/* Refused / reset before the first echo came back: the service may still be opening. */
+static void pc_error(struct check_pc *pc, int err)
+{
+	int early = pc->k == 0 && (err == -ECONNREFUSED || err == -ECONNRESET || err == -EPIPE);
+
+	if (early && gx_now_ms() + RETRY_MS < pc->retry_until) {
+		pc_close(pc);
+		pc->state = PC_WAIT;
+		pc_arm(pc, RETRY_MS);
+		return;
+	}
+	pc_finish(pc, err, NULL);
+}
+
+static void pc_send(struct check_pc *pc)
+{
+	ssize_t put;
+
+	agent_check_hdr_put(pc->frame, CHECK_ECHO, ECHO_LEN);
+	randombytes_buf(pc->frame + CHECK_HDR_LEN, ECHO_LEN);
+	pc->sent_us = gx_now_us();
+	pc->inoff = 0;
+	put = write(pc->fd, pc->frame, sizeof(pc->frame));
+	if (put != (ssize_t)sizeof(pc->frame)) {
+		/* 44 bytes on an idle socket: a short write is a broken connection */
+		pc_error(pc, put < 0 ? -errno : -EPIPE);
+		return;
+	}
+	pc->state = PC_ECHO;
+	gx_ev_mod(pc->n->ev, pc->fd, EPOLLIN);
+	pc_arm(pc, pc_timeout(pc, ECHO_MS));
+}
+
+static void pc_read(struct check_pc *pc)
+{
+	ssize_t got = read(pc->fd, pc->in + pc->inoff, sizeof(pc->in) - pc->inoff);
+
+	if (got < 0 && errno == EAGAIN)
+		return;
+	if (got <= 0) {
+		pc_error(pc, got < 0 ? -errno : -ECONNRESET);
+		return;
+	}
+	pc->inoff += (size_t)got;
+	if (pc->inoff < sizeof(pc->in))
+		return;
+	if (memcmp(pc->in, pc->frame, sizeof(pc->in)) != 0) {
+		pc_finish(pc, GX_EPROTO, NULL);
+		return;
+	}
+	pc->rtt[pc->k] = gx_now_us() - pc->sent_us;
+	if (pc->rtt[pc->k] > pc->n->rtt_max_us)
+		pc->n->rtt_max_us = pc->rtt[pc->k];
+	pc->k++;
+	if (pc->k == CHECK_ECHO_K)
+		pc_finish(pc, 0, NULL);
+	else
+		pc_send(pc);
+}
+
+static void pc_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct check_pc *pc = arg;
+	int rc;
+
+	(void)ev;
+	(void)fd;
+	if (pc->state == PC_CONNECT) {
+		rc = gx_sock_error(pc->fd);
+		if (rc < 0)
+			pc_error(pc, rc);
+		else if (events & EPOLLOUT)
+			pc_send(pc);
+		return;
+	}
+	if (pc->state == PC_ECHO)
+		pc_read(pc);
+}
+
+/*
+ * A timeout is not yet a verdict: the target (or this pod) may be starved of
+ * CPU for a moment. Retry from scratch after a pause, with a longer timeout,
+ * at most TRIES attempts in all; the last one's result stands.
+ */
+static void pc_timed_out(struct check_pc *pc, int err, const char *why)
+{
+	int tries = pc->n->tries > 0 ? pc->n->tries : TRIES;
+
+	if (++pc->tries >= tries) {
+		pc_finish(pc, err, why);
+		return;
+	}
+	gx_debug("check: tcp -> %s: %s, retrying (%d of %d)", pc->n->w->names[pc->to],
+		 why ? why : agent_check_errno_why(err), pc->tries + 1, tries);
+	pc->n->retries++;
+	pc_close(pc);
+	pc->state = PC_WAIT;
+	pc->retry_until = gx_now_ms() + pc_timeout(pc, CONNECT_MS);
+	pc_arm(pc, 200 * (int64_t)pc->tries);
+}
+
+static void pc_timer(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct check_pc *pc = arg;
+
+	(void)ev;
+	(void)id;
+	pc->timer = 0;
+	if (pc->state == PC_WAIT)
+		pc_attempt(pc);
+	else if (pc->state == PC_CONNECT)
+		pc_timed_out(pc, -ETIMEDOUT, NULL);
+	else if (pc->state == PC_ECHO)
+		pc_timed_out(pc, 0, pc->k ? "echo lost" : "no echo");
+}
+
+/* Source and destination at the check port; NULL, or why not. */
+static const char *pc_set(struct check_pc *pc, const char *s, const char *d)
+{
+	if (gx_addr_parse(s, 0, &pc->src, &pc->slen) < 0 ||
+	    gx_addr_parse(d, pc->n->port, &pc->dst, &pc->dlen) < 0)
+		return "bad address";
+	if (pc->src.sa.sa_family != pc->dst.sa.sa_family)
+		return "no common family";
+	return NULL;
+}
+
+/* check --rails: from this pod's rail to the target's rail of the same name. */
+static const char *pc_rail_addrs(struct check_pc *pc)
+{
+	const struct check_net *n = pc->n;
+	const char *name = agent_check_rail_name(n->w, pc->rail);
+	struct check_rail me, to;
+
+	if (agent_check_rails_find(n->table[n->self].rails, name, &me) < 0)
+		return "no rail here";
+	if (agent_check_rails_find(n->table[pc->to].rails, name, &to) < 0)
+		return "no rail at peer";
+	if (!me.iface[0] || !me.addr[0])
+		return "no rail address here";
+	if (!to.addr[0])
+		return "no rail address there";
+	gx_strlcpy(pc->ifname, me.iface, sizeof(pc->ifname));
+	return pc_set(pc, me.addr, to.addr);
+}
+
+/* Addresses for a probe: the family both ends have (IPv4 first). */
+static const char *pc_addrs(struct check_pc *pc)
+{
+	const struct rdzv_peer *me = &pc->n->table[pc->n->self], *to = &pc->n->table[pc->to];
+	const char *s = NULL, *d = NULL;
+
+	if (pc->rail)
+		return pc_rail_addrs(pc);
+	gx_strlcpy(pc->ifname, pc->n->ifname, sizeof(pc->ifname));
+	if (!me->iface[0] || (!me->addr4[0] && !me->addr6[0]))
+		return "no iface";
+	if (!to->addr4[0] && !to->addr6[0])
+		return "no address";
+	if (me->addr4[0] && to->addr4[0]) {
+		s = me->addr4;
+		d = to->addr4;
+	} else if (me->addr6[0] && to->addr6[0]) {
+		s = me->addr6;
+		d = to->addr6;
+	} else {
+		return "no common family";
+	}
+	return pc_set(pc, s, d);
+}
+
+static void pc_launch(struct check_net *n)
+{
+	struct check_pc *pc;
+	const char *why;
+
+	n->launching = 1;
+	while (n->inflight < INFLIGHT && n->next < n->npcs) {
+		pc = &n->pcs[n->next++];
+		why = pc_addrs(pc);
+		if (why) {
+			pc_finish(pc, 0, why);
+			continue;
+		}
+		n->inflight++;
+		pc->state = PC_WAIT;
+		pc->retry_until = gx_now_ms() + CONNECT_MS;
+		if (pc->retry_until < n->t0 + GRACE_MS)
+			pc->retry_until = n->t0 + GRACE_MS;
+		pc_attempt(pc);
+	}
+	n->launching = 0;
+}
+
+/* One probe per target and rail (0: the bootstrap iface, then every rail of w). */
+int agent_check_probes_start(struct check_net *n)
+{
+	uint32_t j, k, m;
+
+	n->pcs = calloc((size_t)n->w->n * (1 + n->w->nrails), sizeof(*n->pcs));
+	if (!n->pcs)
+		return -ENOMEM;
+	/*
+	 * Targets in ring order from this pod (self+1, self+2, ...): every pod
+	 * probes a different target at a time, so none takes N x 16 probes at
+	 * once (rank order sent every pod to pod 1 first).
+	 */
+	for (m = 1; m <= n->w->n; m++) {
+		j = (n->self + m) % n->w->n;
+		/* the second pass probes what it is told, whatever the mode */
+		if (n->only ? !n->only[j] || j == n->self
+			    : !agent_check_pair_probed(n->w, n->self, j))
+			continue;
+		for (k = 0; k <= (n->only ? 0 : n->w->nrails); k++) {
+			n->pcs[n->npcs].n = n;
+			n->pcs[n->npcs].to = j;
+			n->pcs[n->npcs].rail = (int)k;
+			n->pcs[n->npcs].fd = -1;
+			n->npcs++;
+		}
+	}
+	if (!n->npcs) {
+		n->probes_done = 1;
+		return 0;
+	}
+	pc_launch(n);
+	return 0;
+}
+
+int agent_check_probes_again(struct check_net *n, struct check_world *into,
+			     const unsigned char *only)
+{
+	agent_check_probes_reset(n);
+	n->pw = into;
+	n->only = only;
+	n->tries = 2; /* the first pass had its 3 */
+	return agent_check_probes_start(n);
+}
+
+/* ---- the loop-lag monitor ---- */
+
+static void lag_tick(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct check_net *n = arg;
+	int64_t now = gx_now_ms();
+
+	(void)id;
+	if (now - n->lag_due > n->lag_max_ms)
+		n->lag_max_ms = now - n->lag_due;
+	n->lag_due = now + LAG_TICK_MS;
+	n->lag_timer = gx_ev_timer(ev, LAG_TICK_MS, lag_tick, n);
+}
+
+void agent_check_lag_start(struct check_net *n)
+{
+	n->lag_due = gx_now_ms() + LAG_TICK_MS;
+	n->lag_timer = gx_ev_timer(n->ev, LAG_TICK_MS, lag_tick, n);
+}
+
+void agent_check_lag_stop(struct check_net *n)
+{
+	if (n->lag_timer)
+		gx_ev_timer_cancel(n->ev, n->lag_timer);
+	n->lag_timer = 0;
+}
+
+/* ---- the member's report ---- */
+
+struct check_rep {
+	struct check_net *n;
+	int fd;
+	int connected;
+	unsigned char *frame;
+	size_t flen, foff;
+	unsigned char hdr[CHECK_HDR_LEN];
+	size_t hoff;
+	unsigned char *body;
+	int type; /* of the frame being read: RESULT, or PROBE (the second pass) */
+	uint32_t blen;
+	size_t boff;
+	uint64_t timer;
+	/* the second pass asked of this member (PROBE): its probes, then PROBED */
+	struct check_world ask_w; /* scratch world, ask_w.rows != NULL while asked */
+	unsigned char *ask_only;
+	uint64_t ask_id;
+	uint64_t ask_timer;
+	unsigned char *out; /* the PROBED frame being written */
+	size_t olen, ooff;
+};
+
+static void rep_timer(struct gx_ev *ev, uint64_t id, void *arg);
+
+static void rep_close(struct check_rep *rp)
+{
+	if (rp->fd >= 0) {
+		gx_ev_del(rp->n->ev, rp->fd);
+		close(rp->fd);
+	}
+	rp->fd = -1;
+	free(rp->body);
+	rp->body = NULL;
+	rp->hoff = rp->boff = rp->foff = 0;
+	rp->connected = 0;
+	free(rp->out);
+	rp->out = NULL;
+	rp->olen = rp->ooff = 0;
+}
+
+/* The asked probes are over (or abandoned): free what they held. */
+static void ask_end(struct check_rep *rp)
+{
+	if (rp->ask_timer)
+		gx_ev_timer_cancel(rp->n->ev, rp->ask_timer);
+	rp->ask_timer = 0;
+	if (rp->ask_w.rows) {
+		agent_check_probes_reset(rp->n);
+		rp->n->probes_cb = NULL;
+		rp->n->probes_done = 1; /* its own probes are long over: it may be asked again */
+	}
+	agent_check_world_free(&rp->ask_w);
+	free(rp->ask_only);
+	rp->ask_only = NULL;
+}
+
+/* After the asked probes (a timer: pc_finish's callers still read the probes). */
+static void ask_send(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct check_rep *rp = arg;
+	struct check_net *n = rp->n;
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	(void)id;
+	rp->ask_timer = 0;
+	rc = agent_check_probed_encode(&rp->ask_w, n->self, rp->ask_id, &text, &len);
+	if (rc == 0 && rp->fd >= 0 && rp->connected && !rp->out)
+		rc = agent_check_seal(n->key, CHECK_PROBED, n->round, n->self, text, len, &rp->out,
+				      &rp->olen);
+	else if (rc == 0)
+		rc = -ENOTCONN;
+	free(text);
+	ask_end(rp);
+	if (rc < 0) {
+		gx_debug("check: the coordinator's second pass: no answer sent (%s)",
+			 gx_strerror(rc));
+		return;
+	}
+	rp->ooff = 0;
+	gx_ev_mod(ev, rp->fd, EPOLLIN | EPOLLOUT);
+}
+
+static void ask_done(struct check_net *n)
+{
+	struct check_rep *rp = n->rep;
+
+	if (rp && !rp->ask_timer)
+		rp->ask_timer = gx_ev_timer(n->ev, 0, ask_send, rp);
+}
+
+/* PROBE: the coordinator asks this member to probe some pods again (issue 30). */
+static void rep_probe(struct check_rep *rp)
+{
+	struct check_net *n = rp->n;
+	const char *payload;
+	char why[160];
+	size_t plen;
+	uint32_t rank;
+	int rc;
+
+	rc = agent_check_open(n->key, CHECK_PROBE, n->round, n->w->n, rp->body, rp->blen, &rank,
+			      &payload, &plen);
+	if (rc == 0 && rank != n->self)
+		rc = GX_EPROTO;
+	if (rc < 0 || rp->ask_w.rows || !n->probes_done) {
+		gx_warn("check: a request to probe again ignored: %s",
+			rc == GX_EMAC ? "bad MAC"
+			: rc < 0      ? "for another pod"
+				      : "this pod is still probing");
+		return;
+	}
+	rp->ask_only = calloc(n->w->n, 1);
+	if (!rp->ask_only ||
+	    agent_check_probe_req_decode(payload, plen, n->w->n, n->self, &rp->ask_id, rp->ask_only,
+					 why, sizeof(why)) < 0 ||
+	    agent_check_world_init(&rp->ask_w, n->w->n, 0, n->w->names) < 0) {
+		gx_warn("check: a request to probe again ignored: %s",
+			rp->ask_only ? why : "out of memory");
+		ask_end(rp);
+		return;
+	}
+	gx_info("check: the coordinator asks this pod to probe again (second pass)");
+	n->probes_cb = ask_done;
+	rc = agent_check_probes_again(n, &rp->ask_w, rp->ask_only);
+	if (rc < 0)
+		ask_end(rp);
+	else if (n->probes_done) /* nothing to probe: answered at once */
+		ask_done(n);
+}
+
+static void rep_retry(struct check_rep *rp, const char *why)
+{
+	gx_strlcpy(rp->n->result_why, why, sizeof(rp->n->result_why));
+	gx_debug("check: report to the coordinator: %s; retrying", why);
+	rep_close(rp);
+	rp->timer = gx_ev_timer(rp->n->ev, 250, rep_timer, rp);
+}
+
+static void rep_result(struct check_rep *rp)
+{
+	struct check_net *n = rp->n;
+	const char *payload;
+	size_t plen;
+	uint32_t rank;
+	int rc;
+
+	rc = agent_check_open(n->key, CHECK_RESULT, n->round, n->w->n, rp->body, rp->blen, &rank,
+			      &payload, &plen);
+	if (rc < 0 || rank != n->self) {
+		rep_retry(rp,
+			  rc == GX_EMAC ? "the result's MAC is wrong" : "result for another pod");
+		return;
+	}
+	n->result = malloc(plen + 1);
+	if (n->result) {
+		memcpy(n->result, payload, plen);
+		n->result[plen] = '\0';
+		n->result_len = plen;
+	}
+	n->result_done = 1;
+	rep_close(rp);
+	gx_ev_stop(n->ev, 0);
+}
+
+/* Read the RESULT: header, then a body of at most CHECK_MAX_RESULT. */
+static int rep_read(struct check_rep *rp)
+{
+	ssize_t got;
+	int type;
+
+	if (rp->hoff < CHECK_HDR_LEN) {
+		got = read(rp->fd, rp->hdr + rp->hoff, CHECK_HDR_LEN - rp->hoff);
+		if (got <= 0)
+			return got < 0 && errno == EAGAIN ? 0 : -ECONNRESET;
+		rp->hoff += (size_t)got;
+		if (rp->hoff < CHECK_HDR_LEN)
+			return 0;
+		if (agent_check_hdr_get(rp->hdr, &type, &rp->blen) < 0 ||
+		    (type != CHECK_RESULT && type != CHECK_PROBE))
+			return GX_EPROTO;
+		rp->type = type;
+		rp->body = malloc(rp->blen);
+		if (!rp->body)
+			return -ENOMEM;
+	}
+	got = read(rp->fd, rp->body + rp->boff, rp->blen - rp->boff);
+	if (got <= 0)
+		return got < 0 && errno == EAGAIN ? 0 : -ECONNRESET;
+	rp->boff += (size_t)got;
+	return rp->boff == rp->blen;
+}
+
+static void rep_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct check_rep *rp = arg;
+	ssize_t put;
+	int rc;
+
+	(void)fd;
+	if (rp->out && (events & EPOLLOUT)) { /* PROBED */
+		put = write(rp->fd, rp->out + rp->ooff, rp->olen - rp->ooff);
+		if (put < 0 && errno != EAGAIN) {
+			rep_retry(rp, agent_check_errno_why(-errno));
+			return;
+		}
+		rp->ooff += put > 0 ? (size_t)put : 0;
+		if (rp->ooff == rp->olen) {
+			free(rp->out);
+			rp->out = NULL;
+			rp->olen = rp->ooff = 0;
+			gx_ev_mod(ev, rp->fd, EPOLLIN);
+		}
+		if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+			return;
+	}
+	if (!rp->connected) {
+		rc = gx_sock_error(rp->fd);
+		if (rc < 0 || !(events & EPOLLOUT)) {
+			rep_retry(rp, rc < 0 ? agent_check_errno_why(rc) : "connection failed");
+			return;
+		}
+		rp->connected = 1;
+	}
+	if (rp->foff < rp->flen) {
+		put = write(rp->fd, rp->frame + rp->foff, rp->flen - rp->foff);
+		if (put < 0 && errno != EAGAIN) {
+			rep_retry(rp, agent_check_errno_why(-errno));
+			return;
+		}
+		rp->foff += put > 0 ? (size_t)put : 0;
+		if (rp->foff == rp->flen)
+			gx_ev_mod(ev, rp->fd, EPOLLIN);
+		return;
+	}
+	rc = rep_read(rp);
+	if (rc < 0) {
+		rep_retry(rp, rc == GX_EPROTO ? "not a check service" : "connection closed");
+	} else if (rc == 1 && rp->type == CHECK_PROBE) {
+		rep_probe(rp);
+		free(rp->body);
+		rp->body = NULL;
+		rp->hoff = rp->boff = 0;
+	} else if (rc == 1) {
+		rep_result(rp);
+	}
+}
+
+static void rep_timer(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct check_rep *rp = arg;
+	int rc;
+
+	(void)id;
+	rp->timer = 0;
+	rc = gx_tcp_connect(&rp->n->coord, rp->n->coordlen, NULL, 0, &rp->fd);
+	if (rc == 0)
+		rc = gx_ev_add(ev, rp->fd, EPOLLOUT, rep_io, rp);
+	if (rc < 0)
+		rep_retry(rp, agent_check_errno_why(rc));
+}
+
+int agent_check_report_start(struct check_net *n, unsigned char *frame, size_t len)
+{
+	struct check_rep *rp = calloc(1, sizeof(*rp));
+
+	if (!rp) {
+		free(frame);
+		return -ENOMEM;
+	}
+	rp->n = n;
+	rp->fd = -1;
+	rp->frame = frame;
+	rp->flen = len;
+	n->rep = rp;
+	rp->timer = gx_ev_timer(n->ev, 0, rep_timer, rp);
+	return rp->timer ? 0 : -ENOMEM;
+}
+
+void agent_check_probes_reset(struct check_net *n)
+{
+	size_t k;
+
+	for (k = 0; n->pcs && k < n->npcs; k++)
+		pc_close(&n->pcs[k]);
+	free(n->pcs);
+	n->pcs = NULL;
+	n->npcs = n->next = n->inflight = n->ndone = 0;
+	n->probes_done = n->launching = 0;
+	n->pw = NULL;
+	n->only = NULL;
+	n->tries = 0;
+}
+
+void agent_check_probes_stop(struct check_net *n)
+{
+	size_t k;
+
+	agent_check_lag_stop(n);
+	for (k = 0; n->pcs && k < n->npcs; k++)
+		pc_close(&n->pcs[k]);
+	free(n->pcs);
+	n->pcs = NULL;
+	if (n->rep) {
+		ask_end(n->rep);
+		rep_close(n->rep);
+		if (n->rep->timer)
+			gx_ev_timer_cancel(n->ev, n->rep->timer);
+		free(n->rep->frame);
+		free(n->rep);
+		n->rep = NULL;
+	}
+	free(n->result);
+	n->result = NULL;
+}

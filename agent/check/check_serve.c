@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check_serve.c - the check service of `gxboot check` (issue 8): a TCP
+ * listener on the wildcard address at the check port that echoes probe
+ * frames and, on the coordinator, takes REPORT frames from members and
+ * answers each on the same connection with the sealed RESULT. Bounded:
+ * connection count, frame sizes, idle time. Wire: agent/check/CHECK.md.
+ */
+#include "agent/check/check_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define IDLE_MS 10000 /* a probe connection that says nothing for this long is closed */
+#define SWEEP_MS 1000
+
+struct check_sconn {
+	struct check_net *n;
+	struct check_sconn *next;
+	int fd;
+	int closing; /* close once out is flushed */
+	int type;
+	long rank; /* REPORT received from this rank, -1 none */
+	uint32_t blen;
+	unsigned char hdr[CHECK_HDR_LEN];
+	size_t hoff;
+	unsigned char *body; /* grows as bytes arrive, at most blen */
+	size_t boff, bcap;
+	unsigned char *out;
+	size_t olen, ooff;
+	int64_t deadline;
+	char peer[64];
+	int rank_known;	     /* REPORT: it comes from the address of the rank it claims */
+	struct gx_pa_ent pa; /* in n->pa until its REPORT is verified */
+};
+
+/*
+ * The first CHECK_PREMAC_FREE bytes of a connection's body (an echo, or a REPORT's MAC and
+ * rank) are not charged to the pre-MAC budget: the connection budget bounds them, and only
+ * then does the rank say whose bytes the rest are. Charging them let one stranger's 8
+ * connections fill the budget so that no REPORT or echo could start (review finding).
+ */
+#define CHECK_PREMAC_FREE 4096
+
+static size_t premac_charged(size_t bcap)
+{
+	return bcap > CHECK_PREMAC_FREE ? bcap - CHECK_PREMAC_FREE : 0;
+}
+
+static void sconn_free(struct check_net *n, struct check_sconn *c)
+{
+	struct check_sconn **pp;
+
+	for (pp = &n->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	if (c->fd >= 0) {
+		gx_ev_del(n->ev, c->fd);
+		close(c->fd);
+	}
+	n->nconns--;
+	gx_pa_del(&n->pa, &c->pa);
+	n->premac -= premac_charged(c->bcap);
+	free(c->body);
+	free(c->out);
+	free(c);
+}
+
+static void sconn_events(struct check_sconn *c)
+{
+	uint32_t ev = c->olen > c->ooff ? EPOLLOUT : (c->closing ? 0 : EPOLLIN);
+
+	gx_ev_mod(c->n->ev, c->fd, ev);
+}
+
+static int sconn_queue(struct check_sconn *c, unsigned char *buf, size_t len)
+{
+	free(c->out);
+	c->out = buf;
+	c->olen = len;
+	c->ooff = 0;
+	sconn_events(c);
+	return 0;
+}
+
+/* ECHO: send the frame back unchanged. */
+static int on_echo(struct check_sconn *c)
+{
+	unsigned char *f = malloc(CHECK_HDR_LEN + c->blen);
+
+	if (!f)
+		return -ENOMEM;
+	memcpy(f, c->hdr, CHECK_HDR_LEN);
+	memcpy(f + CHECK_HDR_LEN, c->body, c->blen);
+	c->deadline = gx_now_ms() + IDLE_MS;
+	return sconn_queue(c, f, CHECK_HDR_LEN + c->blen);
+}
+
+/* A second connection reporting for the same rank replaces the first. */
+static void drop_rank(struct check_net *n, struct check_sconn *keep, uint32_t rank)
+{
+	struct check_sconn *c, *next;
+
+	for (c = n->conns; c; c = next) {
+		next = c->next;
+		if (c != keep && c->rank == (long)rank && !c->out)
+			sconn_free(n, c);
+	}
+}
+
+static int on_report(struct check_sconn *c)
+{
+	struct check_net *n = c->n;
+	const char *payload;
+	size_t plen;
+	uint32_t rank;
+	char why[160];
+	int rc;
+
+	if (!n->is_coord)
+		return GX_EPROTO;
+	rc = agent_check_open(n->key, CHECK_REPORT, n->round, n->w->n, c->body, c->blen, &rank,
+			      &payload, &plen);
+	if (rc == 0 && rank == n->self)
+		rc = GX_EPROTO;
+	if (rc < 0) {
+		gx_rl_log(&n->rl, "check: report from %s rejected: %s", c->peer,
+			  rc == GX_EMAC ? "bad MAC (another job or round, or a wrong token)"
+					: "rank out of range");
+		return rc;
+	}
+	rc = agent_check_report_decode(n->w, rank, payload, plen, why, sizeof(why));
+	if (rc < 0) {
+		gx_warn("check: report of %s from %s rejected: %s", n->w->names[rank], c->peer,
+			why);
+		return rc;
+	}
+	gx_pa_del(&n->pa, &c->pa); /* a verified REPORT: held for the RESULT */
+	drop_rank(n, c, rank);
+	if (c->rank < 0)
+		n->nreports++;
+	if (n->late_after) { /* after agent_check_world_finish: the coordinator finishes it again */
+		n->late++;
+		gx_info("check: report of %s arrived late (second pass); it counts",
+			n->w->names[rank]);
+	}
+	c->rank = rank;
+	c->deadline = INT64_MAX; /* held open for the RESULT */
+	gx_debug("check: report of %s (%u/%u)", n->w->names[rank], n->nreports, n->w->n - 1);
+	if (n->nreports + 1 >= n->w->n && !n->reports_done) {
+		n->reports_done = 1;
+		gx_ev_stop(n->ev, 0);
+	}
+	return 0;
+}
+
+/* PROBED: a member's answer to agent_check_serve_ask, on its report connection. */
+static int on_probed(struct check_sconn *c)
+{
+	struct check_net *n = c->n;
+	const char *payload;
+	char why[160];
+	uint32_t rank;
+	size_t plen;
+	int rc;
+
+	rc = agent_check_open(n->key, CHECK_PROBED, n->round, n->w->n, c->body, c->blen, &rank,
+			      &payload, &plen);
+	if (rc == 0 && (long)rank != c->rank)
+		rc = GX_EPROTO;
+	if (rc < 0) {
+		gx_warn("check: second-pass answer from %s rejected: %s", c->peer,
+			rc == GX_EMAC ? "bad MAC" : "another rank than its report's");
+		return rc;
+	}
+	if (!n->probed || rank != n->probed_from || n->probed_done) {
+		gx_debug("check: second-pass answer of %s not asked for", n->w->names[rank]);
+		return 0;
+	}
+	rc = agent_check_probed_decode(n->probed, rank, n->probed_id, payload, plen, why,
+				       sizeof(why));
+	if (rc < 0) {
+		gx_warn("check: second-pass answer of %s rejected: %s", n->w->names[rank], why);
+		return 0;
+	}
+	n->probed_done = 1;
+	gx_ev_stop(n->ev, 0);
+	return 0;
+}
+
+static int addr_of(const struct check_net *n, uint32_t rank, const char *peer)
+{
+	const struct rdzv_peer *p;
+
+	if (!n->table || rank >= n->w->n)
+		return 0;
+	p = &n->table[rank];
+	return (p->addr4[0] && strcmp(p->addr4, peer) == 0) ||
+	       (p->addr6[0] && strcmp(p->addr6, peer) == 0);
+}
+
+static int in_table(const struct check_net *n, const char *peer)
+{
+	uint32_t i;
+
+	for (i = 0; n->table && i < n->w->n; i++)
+		if (addr_of(n, i, peer))
+			return 1;
+	return 0;
+}
+
+/* The oldest connection buffering an unverified REPORT that does not come from the address
+ * of the rank it claims, or NULL. */
+static struct check_sconn *premac_victim(struct check_net *n, const struct check_sconn *keep)
+{
+	struct gx_pa_ent *e;
+	struct check_sconn *c;
+
+	for (e = n->pa.oldest; e; e = e->newer) {
+		c = (struct check_sconn *)((char *)e - offsetof(struct check_sconn, pa));
+		if (c != keep && c->type == CHECK_REPORT && premac_charged(c->bcap) &&
+		    !c->rank_known)
+			return c;
+	}
+	return NULL;
+}
+
+/* Bytes before the MAC (issue 25): at most CHECK_PREMAC_MAX in all; a REPORT from its rank's
+ * own address pushes out the oldest one that is not, any other waits for none: it is closed. */
+static int premac_room(struct check_net *n, struct check_sconn *c, size_t more)
+{
+	struct check_sconn *v;
+
+	while (n->premac + more > CHECK_PREMAC_MAX) {
+		v = c->rank_known ? premac_victim(n, c) : NULL;
+		if (!v) {
+			gx_rl_log(&n->rl,
+				  "check: report from %s refused: %zu bytes wait for their MACs",
+				  c->peer, n->premac);
+			return -ENOBUFS;
+		}
+		gx_rl_log(&n->rl,
+			  "check: closed the oldest unverified report (from %s) for one from %s",
+			  v->peer, c->peer);
+		sconn_free(n, v);
+	}
+	return 0;
+}
+
+static int body_grow(struct check_sconn *c)
+{
+	size_t cap = c->bcap ? c->bcap * 2 : CHECK_PREMAC_FREE, more;
+	unsigned char *b;
+	int rc;
+
+	if (cap > c->blen)
+		cap = c->blen;
+	more = premac_charged(cap) - premac_charged(c->bcap);
+	rc = premac_room(c->n, c, more);
+	if (rc < 0)
+		return rc;
+	b = realloc(c->body, cap);
+	if (!b)
+		return -ENOMEM;
+	c->n->premac += more;
+	c->body = b;
+	c->bcap = cap;
+	return 0;
+}
+
+/* REPORT: the rank is known after MAC | rank; refuse what cannot be accepted right there. */
+static int report_rank(struct check_sconn *c)
+{
+	struct check_net *n = c->n;
+	uint32_t r;
+
+	memcpy(&r, c->body + CHECK_MAC_LEN, 4);
+	r = ntohl(r);
+	if (r >= n->w->n || r == n->self)
+		return GX_EPROTO;
+	c->rank_known = addr_of(n, r, c->peer);
+	return 0;
+}
+
+/* One read; 1 when a whole frame is there, 0 for more, < 0 to close. */
+static int sconn_read(struct check_sconn *c)
+{
+	ssize_t got;
+	int rc;
+
+	if (c->hoff < CHECK_HDR_LEN) {
+		got = read(c->fd, c->hdr + c->hoff, CHECK_HDR_LEN - c->hoff);
+		if (got <= 0)
+			return got < 0 && errno == EAGAIN ? 0 : -ECONNRESET;
+		c->hoff += (size_t)got;
+		if (c->hoff < CHECK_HDR_LEN)
+			return 0;
+		rc = agent_check_hdr_get(c->hdr, &c->type, &c->blen);
+		/* refused at the header: a RESULT or PROBE, a REPORT to a member (issue 25), a
+		 * PROBED on a connection that holds no verified REPORT */
+		if (rc < 0 || c->type == CHECK_RESULT || c->type == CHECK_PROBE ||
+		    (c->type == CHECK_REPORT && !c->n->is_coord) ||
+		    (c->type == CHECK_PROBED && c->rank < 0))
+			return rc < 0 ? rc : GX_EPROTO;
+		c->boff = 0;
+		c->rank_known = c->type == CHECK_PROBED;
+	}
+	/* the buffer may be larger than this frame: never read into the next one */
+	if (c->boff == c->bcap && body_grow(c) < 0)
+		return -ENOMEM;
+	got = read(c->fd, c->body + c->boff, (c->bcap < c->blen ? c->bcap : c->blen) - c->boff);
+	if (got <= 0)
+		return got < 0 && errno == EAGAIN ? 0 : -ECONNRESET;
+	if (c->type == CHECK_REPORT && c->boff < CHECK_MAC_LEN + 4 &&
+	    c->boff + (size_t)got >= CHECK_MAC_LEN + 4) {
+		c->boff += (size_t)got;
+		rc = report_rank(c);
+		if (rc < 0)
+			return rc;
+	} else {
+		c->boff += (size_t)got;
+	}
+	return c->boff == c->blen ? 1 : 0;
+}
+
+static int sconn_flush(struct check_sconn *c)
+{
+	ssize_t put;
+
+	while (c->ooff < c->olen) {
+		put = write(c->fd, c->out + c->ooff, c->olen - c->ooff);
+		if (put < 0)
+			return errno == EAGAIN ? 0 : -errno;
+		c->ooff += (size_t)put;
+	}
+	free(c->out);
+	c->out = NULL;
+	c->olen = c->ooff = 0;
+	if (c->closing)
+		return -ECONNRESET; /* done: close */
+	sconn_events(c);
+	return 0;
+}
+
+static void sconn_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct check_sconn *c = arg;
+	int rc = 0;
+
+	(void)ev;
+	(void)fd;
+	if (events & EPOLLOUT)
+		rc = sconn_flush(c);
+	else if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		rc = sconn_read(c);
+	if (rc == 1) {
+		rc = c->type == CHECK_ECHO     ? on_echo(c)
+		     : c->type == CHECK_PROBED ? on_probed(c)
+					       : on_report(c);
+		c->hoff = 0;
+		c->boff = 0;
+		if (c->type != CHECK_ECHO) {
+			c->n->premac -= premac_charged(c->bcap);
+			free(c->body);
+			c->body = NULL;
+			c->bcap = 0;
+		}
+	}
+	if (rc < 0) {
+		if (rc != -ECONNRESET)
+			gx_debug("check: connection from %s closed: %s", c->peer, gx_strerror(rc));
+		sconn_free(c->n, c);
+	}
+}
+
+static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
+{
+	struct check_net *n = arg;
+	struct check_sconn *c, *oc;
+	struct gx_pa_ent *old = NULL;
+	union gx_sockaddr sa;
+	socklen_t len = sizeof(sa);
+	char peer[64];
+	int fd, known;
+
+	(void)events;
+	fd = accept4(lfd, &sa.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	gx_addr_str(&sa, peer, sizeof(peer));
+	known = in_table(n, peer);
+	/* the budget (issue 25): per address, and the oldest from outside the table makes room */
+	if (gx_pa_admit(&n->pa, peer, known, n->nconns >= n->maxconns, &old) < 0) {
+		gx_rl_log(&n->rl, "check: refused a connection from %s: %zu open, %zu from there",
+			  peer, n->nconns, gx_pa_count(&n->pa, peer));
+		close(fd);
+		return;
+	}
+	if (old) {
+		oc = (struct check_sconn *)((char *)old - offsetof(struct check_sconn, pa));
+		gx_rl_log(&n->rl, "check: closed the oldest connection (from %s) for one from %s",
+			  oc->peer, peer);
+		sconn_free(n, oc);
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c || gx_ev_add(ev, fd, EPOLLIN, sconn_io, c) < 0) {
+		close(fd);
+		free(c);
+		return;
+	}
+	c->n = n;
+	c->fd = fd;
+	c->rank = -1;
+	c->deadline = gx_now_ms() + IDLE_MS;
+	gx_strlcpy(c->peer, peer, sizeof(c->peer));
+	gx_pa_add(&n->pa, &c->pa, c->peer, known);
+	c->next = n->conns;
+	n->conns = c;
+	n->nconns++;
+}
+
+static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct check_net *n = arg;
+	struct check_sconn *c, *next;
+	int64_t now = gx_now_ms();
+
+	(void)id;
+	for (c = n->conns; c; c = next) {
+		next = c->next;
+		if (now >= c->deadline)
+			sconn_free(n, c);
+	}
+	gx_rl_flush(&n->rl);
+	n->sweep_id = gx_ev_timer(ev, SWEEP_MS, sweep, n);
+}
+
+static int listen_one(struct check_net *n, int family, int *fd)
+{
+	union gx_sockaddr sa;
+	socklen_t len;
+	int rc;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa.sa_family = (sa_family_t)family;
+	if (family == AF_INET) {
+		sa.in4.sin_port = htons(n->port);
+		len = sizeof(sa.in4);
+	} else {
+		sa.in6.sin6_port = htons(n->port);
+		len = sizeof(sa.in6);
+	}
+	rc = gx_tcp_listen(&sa, len, fd);
+	if (rc == 0)
+		rc = gx_ev_add(n->ev, *fd, EPOLLIN, on_accept, n);
+	return rc;
+}
+
+int agent_check_serve_start(struct check_net *n, char *err, size_t errlen)
+{
+	int rc;
+
+	n->lfd[0] = n->lfd[1] = -1;
+	n->maxconns = 2 * (size_t)n->w->n + 64;
+	if (n->maxconns < 256)
+		n->maxconns = 256;
+	n->rl.what = "check: connections or reports refused";
+	rc = gx_pa_init(&n->pa, n->maxconns, CHECK_PREAUTH_PER_SRC);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot start the check service: %s", gx_strerror(rc));
+		return rc;
+	}
+	rc = listen_one(n, AF_INET, &n->lfd[0]);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot open the check service on port %u: %s", n->port,
+			 gx_strerror(rc));
+		return rc;
+	}
+	if (listen_one(n, AF_INET6, &n->lfd[1]) < 0)
+		gx_debug("check: no IPv6 listener on port %u", n->port);
+	n->sweep_id = gx_ev_timer(n->ev, SWEEP_MS, sweep, n);
+	return 0;
+}
+
+int agent_check_serve_reply(struct check_net *n, const char *payload, size_t plen)
+{
+	struct check_sconn *c;
+	unsigned char *f;
+	size_t flen;
+	int rc;
+
+	for (c = n->conns; c; c = c->next) {
+		if (c->rank < 0)
+			continue;
+		rc = agent_check_seal(n->key, CHECK_RESULT, n->round, (uint32_t)c->rank, payload,
+				      plen, &f, &flen);
+		if (rc < 0)
+			return rc;
+		c->closing = 1;
+		c->deadline = gx_now_ms() + 5000;
+		sconn_queue(c, f, flen);
+	}
+	return 0;
+}
+
+static struct check_sconn *held(const struct check_net *n, uint32_t rank)
+{
+	struct check_sconn *c;
+
+	for (c = n->conns; c; c = c->next)
+		if (c->rank == (long)rank && !c->closing && c->fd >= 0)
+			return c;
+	return NULL;
+}
+
+int agent_check_serve_has(const struct check_net *n, uint32_t rank)
+{
+	return held(n, rank) != NULL;
+}
+
+int agent_check_serve_ask(struct check_net *n, uint32_t rank, const unsigned char *only,
+			  struct check_world *into)
+{
+	struct check_sconn *c = held(n, rank);
+	unsigned char *f;
+	char *text;
+	size_t len, flen;
+	int rc;
+
+	if (!c || c->out)
+		return -ENOENT;
+	rc = agent_check_probe_req_encode(n->probed_id + 1, only, n->w->n, &text, &len);
+	if (rc < 0)
+		return rc;
+	rc = agent_check_seal(n->key, CHECK_PROBE, n->round, rank, text, len, &f, &flen);
+	free(text);
+	if (rc < 0)
+		return rc;
+	n->probed_id++;
+	n->probed = into;
+	n->probed_from = rank;
+	n->probed_done = 0;
+	return sconn_queue(c, f, flen);
+}
+
+size_t agent_check_serve_pending(const struct check_net *n)
+{
+	const struct check_sconn *c;
+	size_t k = 0;
+
+	for (c = n->conns; c; c = c->next)
+		k += c->out != NULL;
+	return k;
+}
+
+void agent_check_serve_stop(struct check_net *n)
+{
+	int i;
+
+	while (n->conns)
+		sconn_free(n, n->conns);
+	for (i = 0; i < 2; i++) {
+		if (n->lfd[i] < 0)
+			continue;
+		gx_ev_del(n->ev, n->lfd[i]);
+		close(n->lfd[i]);
+		n->lfd[i] = -1;
+	}
+	if (n->sweep_id)
+		gx_ev_timer_cancel(n->ev, n->sweep_id);
+	n->sweep_id = 0;
+	gx_rl_final(&n->rl);
+	gx_pa_free(&n->pa);
+}

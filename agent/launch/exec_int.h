@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* exec_int.h - exec CMD, or fork it and stay as its PID-1-like parent (after tini). */
+#ifndef AGENT_EXEC_INT_H
+#define AGENT_EXEC_INT_H
+
+#include "rdzv/gx/gx.h"
+
+#include <sys/types.h>
+
+/* Signals that stop gxboot while it waits, and that it forwards while supervising. */
+#define AGENT_FWD_SIGNALS                                                                          \
+	{                                                                                          \
+		SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGWINCH                       \
+	}
+
+/*
+ * While waiting: SIGTERM/SIGINT/SIGHUP end gxboot at once with 128+n (also as
+ * PID 1, where the default action would be to ignore them). No files are
+ * half-written: agent_signals_block() covers file writes.
+ */
+int agent_signals_wait_mode(void);
+/* Block / unblock the terminating signals around a critical section. */
+void agent_signals_block(int block);
+
+/* execvpe(argv[0], argv, envp). Returns only on failure: -errno. */
+int agent_exec(char **argv, char **envp);
+/*
+ * The one line for an exec failure (-errno from agent_exec) and its code:
+ * GX_ECMDNOTFOUND (exit 127) for ENOENT, GX_ECMDEXEC (126) otherwise, as a shell.
+ */
+int agent_exec_failed(const char *cmd, int err, char *line, size_t len);
+
+/* gxboot exec (cmd_exec.c, issue 25): 1 when gxboot itself writes the variable name. */
+int agent_exec_var_allowed(const char *name);
+/* --out is this user's own directory, not a symlink, not group/world-writable, and so is
+ * its env file when present: 0, else GX_EUSAGE with the line in err. */
+int agent_exec_out_check(const char *out, char *err, size_t errlen);
+/* init / run: drop group and other write from --out when it is ours (emptyDir is 0777). */
+void agent_exec_out_tighten(const char *out);
+
+/* What a supervisor that carries other work needs (serve, issue 17). */
+struct agent_sup_hooks {
+	/* a child that is not CMD was reaped (status as from waitpid) */
+	void (*reaped)(void *arg, pid_t pid, int status);
+	/* a child the hooks' owner manages (spared when CMD's leftovers are killed) */
+	int (*owns)(void *arg, pid_t pid);
+	/*
+	 * No CMD only, asked after every signal and every 200 ms: 1 stops
+	 * supervising with *code. signo: SIGTERM / SIGINT / SIGHUP received
+	 * (0 none): the hook winds its work down, then says stop.
+	 */
+	int (*stop)(void *arg, int signo, int *code);
+	void *arg;
+};
+
+/*
+ * Fork CMD into its own process group and supervise it on ev (which may carry
+ * other work, e.g. a coordinator that keeps serving): forward signals to the
+ * child's process group, reap every zombie, and return the child's exit code
+ * (128+n when it died of signal n) once it exits. Returns -errno when CMD could
+ * not be started; exec failure in the child gives 126/127. argv NULL: no CMD;
+ * run until hooks->stop() says so or SIGTERM / SIGINT / SIGHUP (128+n).
+ */
+int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct agent_sup_hooks *h);
+
+#endif

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* dns_int.h - resolve the coordinator's name with c-ares driven by gx_ev. */
+#ifndef AGENT_DNS_INT_H
+#define AGENT_DNS_INT_H
+
+#include "rdzv/gx/gx.h"
+
+struct agent_dns_answer {
+	union gx_sockaddr addrs[8];
+	socklen_t lens[8];
+	int n;
+	int nxdomain; /* the name did not exist (NXDOMAIN / no data) */
+};
+
+struct agent_dns;
+/* rc: 0 with ans->n > 0, -ENOENT (ans->nxdomain), -ETIMEDOUT, GX_EDNS. */
+typedef void agent_dns_fn(void *arg, int rc, const struct agent_dns_answer *ans);
+
+/*
+ * A lookup of name (A and AAAA; /etc/resolv.conf search + ndots, or only the
+ * name when it ends in '.'), against dns_server ("IP[:PORT]") when not NULL,
+ * IPv4 answers first, in the caller's loop ev: fn is called once,
+ * from a timer of ev (never from inside this call or from c-ares), and may
+ * free the lookup. agent_dns_free cancels a pending one.
+ */
+int agent_dns_start(struct gx_ev *ev, const char *name, const char *dns_server, uint16_t port,
+		    agent_dns_fn *fn, void *arg, struct agent_dns **ret);
+void agent_dns_free(struct agent_dns *d);
+
+#endif

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* run_int.h - the commands that meet peers: run, init, serve; exec; the job token. */
+#ifndef AGENT_RUN_INT_H
+#define AGENT_RUN_INT_H
+
+#include "agent/agent.h"
+#include "agent/peers/peers_int.h"
+#include "netdetect/netdetect.h"
+#include "rdzv/gx/gx.h"
+#include "rdzv/rdzv.h"
+#include "rdzv/rdma/rdzv_rdma.h"
+
+struct agent_token {
+	unsigned char *data; /* NULL = no token */
+	size_t len;
+};
+
+/* Load the token (--token-file or GXBOOT_TOKEN, which is then removed from environ). */
+int agent_token_load(const struct agent_opts *o, struct agent_token *t, char *err, size_t errlen);
+void agent_token_free(struct agent_token *t);
+/* Estimated secret bits of a token (issue 25): the characters that repeat neither of the
+ * two before them x the bits per character of its alphabet (hex 4, base64 6, else 8),
+ * capped by length x its empirical Shannon entropy; a drawn-looking token of one-case hex
+ * (4 bits a character) or standard base64 of 16+ bytes (6 bits) gets full credit. */
+int agent_token_bits(const unsigned char *t, size_t len);
+#define AGENT_TOKEN_MIN_BITS 128
+/* gxboot token: 32 random bytes (randombytes_buf), base64, on stdout. */
+int agent_cmd_token(char *err, size_t errlen);
+
+/*
+ * The pipeline shared by run, init, check and serve. prepare: peers, job id,
+ * token, netdetect (its failure is kept in nd_rc / nd_err: a pod still meets
+ * and reports it, DECISIONS 4). meet: the rendezvous in r->ev. free: all of it.
+ */
+/*
+ * ---- run_rdma.c: was RDMA-CM really exercised? (issue 24; `--rdma require`) ----
+ * The facts after a successful rendezvous; strings non-NULL ("" when unknown).
+ */
+struct agent_rdma_facts {
+	int mode;	 /* enum agent_rdma_mode (--rdma) */
+	int have_dev;	 /* this pod's iface has a usable RDMA device */
+	const char *dev; /* its name */
+	int is_coord;
+	int ctx_rc;		/* the RDMA-CM context: 0, or why none was made */
+	const char *listen_err; /* coordinator: its RDMA-CM listen failure, "" none */
+	unsigned members;	/* coordinator: the other pods (world - 1) */
+	unsigned answered;	/* coordinator: members whose connect + send/recv it answered */
+	int verified;		/* member: its connect + send/recv to the coordinator passed */
+	int64_t verify_us;	/* member: what that took (resolve .. send/recv); <0 unknown */
+	int coord_has_dev;	/* member: the coordinator announced an RDMA device */
+	const char *coord_name, *coord_dev;
+};
+struct agent_rdma_verdict {
+	int state; /* -1: nothing to verify (no device, --rdma off); 0: not verified; 1: verified */
+	int fail_rc;   /* --rdma require and not verified: GX_ENORDMA (exit 4, local cause) or
+			  GX_ERDZV (exit 5); else 0 */
+	char why[400]; /* one line: what passed, or why not */
+};
+void agent_rdma_verdict(const struct agent_rdma_facts *f, struct agent_rdma_verdict *v);
+/*
+ * The fabric gate per HCA (issue 24 item 4): hca ("dev:port,...", netdetect's rails) with
+ * the rails that did not verify left out: a member's rail whose RDMA-CM probe to the
+ * coordinator's rail of the same interface failed or had no partner; a coordinator's rail
+ * with no listener or no member verified on it. The bootstrap rail always stays (the
+ * rendezvous failed otherwise). *gid: a member's SGID index that carried every kept rail's
+ * probe (-1 when they differ; untouched when none is known). dropped: "net2 (rxe4): why; ...".
+ * Returns the number left out, -ENOSPC when out is too small.
+ */
+int agent_rdma_gate(const char *hca, const struct rdzv_rdma_rail *rails, size_t n, int is_coord,
+		    char *out, size_t cap, int *gid, char *dropped, size_t dcap);
+
+struct agent_run {
+	struct agent_opts *o;
+	struct agent_peers peers;
+	struct agent_token token;
+	struct nd_result *nd;
+	int nd_rc;
+	char nd_err[512];
+	char job_id[130];
+	char hostname[256];
+	/* member: the coordinator's name and what DNS said of it */
+	const char *coord_lookup;
+	int64_t first_nxdomain_ms;
+	int ever_resolved;
+	int dns_hint_shown;
+	union gx_sockaddr coord_primary;
+	struct gx_ev *ev;
+	struct rdzv_coord *coord;
+	struct rdzv_member *member;
+	struct agent_dns *dns; /* the coordinator's name being looked up, or NULL */
+	int coord_as_given;    /* NXDOMAIN for coord_fqdn: try names[0] as written next */
+	struct rdzv_result res;
+	struct rdzv_peer self;
+	int rdzv_rc;
+	int rdzv_done;
+	/* set by the caller between prepare and meet (check, serve) */
+	long port;	 /* rendezvous port; 0 = --port */
+	int soft_verify; /* rdzv_config.soft_verify (check) */
+	int full_table;	 /* ask for every entry even without --full-table */
+	const struct rdzv_rdma_ops *rdma;
+	struct rdzv_rdma_ctx *rdma_ctx;	  /* RDMA-CM verification (issue 5), owned */
+	int rdma_ctx_rc;		  /* why rdma_ctx could not be made */
+	struct agent_rdma_verdict rdma_v; /* issue 24: verified or not, and why */
+	int rdma_gated;			  /* rdma_hca / rdma_gid replace netdetect's */
+	char rdma_hca[1024];		  /* the rails that verified (NCCL_IB_HCA) */
+	int rdma_gid;			  /* NCCL_IB_GID_INDEX that carried the traffic */
+	char rdma_dropped[1024];	  /* the rails left out, and why */
+	uint32_t self_flags;		  /* RDZV_PF_* added to our JOIN (serve: RDZV_PF_SERVES) */
+	/* remote exec (issue 17, run_serve.c) */
+	int serving;		   /* serve / --serve */
+	unsigned char rsh_key[32]; /* derived from the token for "rsh:<job id>" */
+	int have_rsh_key;
+	char rsh_agent[4200];	 /* "<this binary> rsh" when the peers serve, else "" */
+	char rsh_key_file[4200]; /* --out/rsh.key when written */
+	int ended, end_status;	 /* the job-end notice (END; -1: session dropped) */
+	int files_written;	 /* --out holds this run's files (table refreshes) */
+	char end_why[300];
+};
+
+int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size_t errlen);
+int agent_run_meet(struct agent_run *r, char *err, size_t errlen);
+void agent_run_free(struct agent_run *r);
+
+/*
+ * run / init: meet the peers, write the files, then (run) exec or supervise CMD.
+ * Returns a GX_E* / -errno code with the one line in err, or an exit status >= 0.
+ */
+int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen);
+
+/*
+ * Remote exec glue (run_serve.c). before_meet: a serving pod needs a token
+ * (GX_EUSAGE) and flags its JOIN. after_meet: derive the rsh key, decide
+ * whether the peers serve (then CMD's env gets the rsh agent and rsh.key is
+ * written). needs_supervisor: serving, or the coordinator / an observer of
+ * serving peers (it must stay to send the job-end notice). supervise: run
+ * CMD (argv NULL: serve only) with the server, send / await END, drain.
+ */
+int agent_run_serve_before_meet(struct agent_run *r, char *err, size_t errlen);
+void agent_run_serve_after_meet(struct agent_run *r);
+int agent_run_serve_write_key(struct agent_run *r, char *err, size_t errlen);
+int agent_run_needs_supervisor(const struct agent_run *r);
+int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, char *err,
+			      size_t errlen);
+/* serve after init: 1 = not that case (meet as usual), else the command's result. */
+int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen);
+/* rdzv_config.ended for the member / coordinator of this run. */
+void agent_run_ended(void *arg, int status, const char *why);
+/* exec: load --out/env, apply the variable rules against our environment, exec CMD. */
+int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gx.h - shared utilities of gxboot (prefix gx_): error codes, debug traces,
+ * the epoll event loop (after redis ae.c), socket helpers (after redis anet.c)
+ * and validators for anything that comes from a peer, a file or the environment.
+ *
+ * It lives in rdzv/ because rdzv is the lowest layer that needs all of it;
+ * netdetect uses the error codes, validators and traces only.
+ */
+#ifndef GX_H
+#define GX_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+/* ---- error codes: 0 ok, -errno, or these (outside the errno range) ---- */
+enum gx_err {
+	GX_EBASE = 10000,
+	GX_EUSAGE = -(GX_EBASE + 1),	    /* bad usage / configuration (exit 2) */
+	GX_EPEERS = -(GX_EBASE + 2),	    /* peers not all present before deadline (exit 3) */
+	GX_ENOSECONDARY = -(GX_EBASE + 3),  /* no usable secondary interface (exit 4) */
+	GX_ERDZV = -(GX_EBASE + 4),	    /* rendezvous failed (exit 5) */
+	GX_EAUTH = -(GX_EBASE + 5),	    /* authentication failed (exit 5) */
+	GX_ECONFLICT = -(GX_EBASE + 6),	    /* two live peers claim one name (exit 5) */
+	GX_EVERSION = -(GX_EBASE + 7),	    /* peer speaks another major protocol version */
+	GX_EPROTO = -(GX_EBASE + 8),	    /* malformed message */
+	GX_EMAC = -(GX_EBASE + 9),	    /* message MAC / sequence check failed */
+	GX_EJOB = -(GX_EBASE + 10),	    /* job id mismatch */
+	GX_EINVAL_NAME = -(GX_EBASE + 11),  /* invalid peer/iface/device name or address */
+	GX_ENORDMA = -(GX_EBASE + 12),	    /* RDMA required but not usable (exit 4) */
+	GX_ENETLINK = -(GX_EBASE + 13),	    /* netlink (libnl) failure */
+	GX_EJSON = -(GX_EBASE + 14),	    /* malformed JSON */
+	GX_EDNS = -(GX_EBASE + 15),	    /* DNS failure (c-ares) */
+	GX_EREJECTED = -(GX_EBASE + 16),    /* our JOIN was rejected by the coordinator */
+	GX_EABORTED = -(GX_EBASE + 17),	    /* the coordinator aborted the job */
+	GX_ECHECK = -(GX_EBASE + 18),	    /* check: some pair unreachable (exit 1) */
+	GX_ECMDNOTFOUND = -(GX_EBASE + 19), /* CMD not found (exit 127) */
+	GX_ECMDEXEC = -(GX_EBASE + 20),	    /* CMD could not be executed (exit 126) */
+	GX_ELAST = -(GX_EBASE + 21),
+};
+
+/* Text for 0, a negative errno or a GX_E* code. Never NULL. */
+const char *gx_strerror(int err);
+
+/* Exit code (INTERFACE.md) for an error code: 2, 3, 4, 5, 1 ... */
+int gx_exit_code(int err);
+
+/* ---- logging / traces --------------------------------------------------- */
+enum gx_log_level {
+	GX_LOG_ERROR = 0,
+	GX_LOG_WARN = 1,
+	GX_LOG_INFO = 2,
+	GX_LOG_DEBUG = 3,
+	GX_LOG_TRACE = 4,
+};
+
+/*
+ * The process's log level (default INFO): the program sets it once from -v/-q
+ * (agent/cli/main.c), tests from GX_TEST_LOG. Levels outside ERROR..TRACE are clamped.
+ */
+void gx_log_set_level(int level);
+int gx_log_get_level(void);
+
+/* "2026-11-23T10:00:00.123Z gxboot[pid] LEVEL: msg" on stderr. */
+void gx_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gx_vlog(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+#define gx_error(...) gx_log(GX_LOG_ERROR, __VA_ARGS__)
+#define gx_warn(...) gx_log(GX_LOG_WARN, __VA_ARGS__)
+#define gx_info(...) gx_log(GX_LOG_INFO, __VA_ARGS__)
+#define gx_debug(...) gx_log(GX_LOG_DEBUG, __VA_ARGS__)
+#define gx_trace(...) gx_log(GX_LOG_TRACE, __VA_ARGS__)
+
+/* ---- time --------------------------------------------------------------- */
+int64_t gx_now_ms(void);  /* CLOCK_MONOTONIC milliseconds */
+int64_t gx_now_us(void);  /* CLOCK_MONOTONIC microseconds */
+int64_t gx_wall_ms(void); /* CLOCK_REALTIME milliseconds */
+
+/* ---- event loop (single-threaded epoll, after redis ae.c) --------------- */
+struct gx_ev;
+typedef void gx_ev_fd_fn(struct gx_ev *ev, int fd, uint32_t events, void *arg);
+typedef void gx_ev_timer_fn(struct gx_ev *ev, uint64_t id, void *arg);
+
+/* Creates a loop. Fds may be any value; the table grows as needed. */
+int gx_ev_new(struct gx_ev **ret);
+void gx_ev_free(struct gx_ev *ev);
+/* events: EPOLLIN / EPOLLOUT (level triggered). Replaces an existing entry. */
+int gx_ev_add(struct gx_ev *ev, int fd, uint32_t events, gx_ev_fd_fn *fn, void *arg);
+int gx_ev_mod(struct gx_ev *ev, int fd, uint32_t events);
+void gx_ev_del(struct gx_ev *ev, int fd);
+/* One-shot timer after ms milliseconds; returns an id > 0 (0 on ENOMEM). */
+uint64_t gx_ev_timer(struct gx_ev *ev, int64_t ms, gx_ev_timer_fn *fn, void *arg);
+void gx_ev_timer_cancel(struct gx_ev *ev, uint64_t id);
+/* Runs until gx_ev_stop(); returns the rc given to gx_ev_stop. */
+int gx_ev_run(struct gx_ev *ev);
+/* Runs until stopped or deadline (monotonic ms, 0 = none); -ETIMEDOUT at deadline. */
+int gx_ev_run_until(struct gx_ev *ev, int64_t deadline_ms);
+void gx_ev_stop(struct gx_ev *ev, int rc);
+int gx_ev_stopped(const struct gx_ev *ev);
+
+/* ---- sockets (after redis anet.c); every fd CLOEXEC + NONBLOCK ---------- */
+union gx_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in4;
+	struct sockaddr_in6 in6;
+	struct sockaddr_storage ss;
+};
+
+/* Parse "1.2.3.4" / "fe80::1%net1" / "[::1]" into sa with port; 0 or -EINVAL. */
+int gx_addr_parse(const char *str, uint16_t port, union gx_sockaddr *sa, socklen_t *len);
+/* Print the address only (no port) into buf (>= INET6_ADDRSTRLEN). */
+const char *gx_addr_str(const union gx_sockaddr *sa, char *buf, size_t len);
+/* Normalise an address string: inet_pton + inet_ntop; -EINVAL if not an IP. */
+int gx_addr_normalize(const char *in, char *out, size_t outlen);
+/* net.core.somaxconn, or 4096 when unreadable. */
+int gx_somaxconn(void);
+/* Listening TCP socket on sa (SO_REUSEADDR, CLOEXEC, NONBLOCK), backlog somaxconn. */
+int gx_tcp_listen(const union gx_sockaddr *sa, socklen_t len, int *fd_out);
+/* Non-blocking connect; 0 when started or done (check SO_ERROR on EPOLLOUT).
+ * src may be NULL; otherwise the socket is bound to it (port 0) first. */
+int gx_tcp_connect(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,
+		   socklen_t slen, int *fd_out);
+/* SO_ERROR of a connecting socket as -errno (0 = connected). */
+int gx_sock_error(int fd);
+/* Raise RLIMIT_NOFILE soft limit to the hard limit; returns the new soft limit. */
+long gx_raise_nofile(void);
+
+/* ---- pre-authentication budgets (gx_guard.c; PROTOCOL.md "Bounds") ------ */
+/*
+ * Every listening service (rendezvous, check, remote exec) keeps its not yet
+ * authenticated connections in one of these: oldest first, counted per source
+ * address. A service asks gx_pa_admit() before it takes a new connection, with
+ * full = 1 when its own connection bound is reached: -EBUSY when that address
+ * already holds per_src (loopback is exempt: it is the pod itself) or when there
+ * is no room; else 0, with *evict set when full (or at max) to the entry to end
+ * first (the caller closes that connection, which calls gx_pa_del, then adds the
+ * new one): the oldest from an unknown address; a known one (a peer's address
+ * from the job's table) only for a newcomer from a known address. A stranger thus
+ * can neither fill the slots nor push out a peer's handshake.
+ */
+struct gx_pa_ent {
+	struct gx_pa_ent *older, *newer, *bnext;
+	uint32_t bucket;
+	int in, known;
+	char src[46]; /* INET6_ADDRSTRLEN */
+};
+
+struct gx_pa {
+	struct gx_pa_ent *oldest, *newest;
+	struct gx_pa_ent **b;
+	size_t nb, n, max, per_src;
+	unsigned char key[16];
+};
+
+int gx_pa_init(struct gx_pa *pa, size_t max, size_t per_src);
+void gx_pa_free(struct gx_pa *pa);
+int gx_pa_admit(struct gx_pa *pa, const char *src, int known, int full, struct gx_pa_ent **evict);
+void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src, int known);
+/* Removes e if it is in (authenticated or closed); accepts an entry not in. */
+void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e);
+size_t gx_pa_count(const struct gx_pa *pa, const char *src);
+/* 1 for 127.0.0.0/8, ::1 and ::ffff:127.x.y.z. */
+int gx_addr_is_loopback(const char *src);
+
+/* ---- rate-limited warnings (gx_guard.c) --------------------------------- */
+/*
+ * For events anyone can cause (a stranger's connection, a bad proof): the
+ * first GX_RL_FIRST are warnings, later ones go to -v only, and one summary
+ * line per GX_RL_INTERVAL_MS counts them (printed at the next event, by
+ * gx_rl_flush from a periodic timer, or by gx_rl_final). -q silences all of it.
+ */
+#define GX_RL_FIRST 3
+#define GX_RL_INTERVAL_MS 10000
+
+struct gx_rl {
+	const char *what; /* "rdzv: unauthenticated connections refused" */
+	uint64_t n, held;
+	int64_t next_ms;
+};
+
+void gx_rl_log(struct gx_rl *rl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gx_rl_flush(struct gx_rl *rl);
+/* The summary of what is still held, at the end of the service. */
+void gx_rl_final(struct gx_rl *rl);
+
+/* ---- validators: data from peers, files, env is hostile until checked --- */
+/* DNS-1123 names: labels [a-z0-9-] (also upper case accepted), dots, <= 253. */
+int gx_valid_hostname(const char *s);
+/* Netdev names: 1..15 bytes, no '/', ':', whitespace or control, not "." / "..". */
+int gx_valid_ifname(const char *s);
+/* RDMA device names: 1..63 bytes of [A-Za-z0-9_.-]. */
+int gx_valid_rdmadev(const char *s);
+/* Job ids: 1..128 bytes of [A-Za-z0-9_.:-]. */
+int gx_valid_jobid(const char *s);
+/* Every byte printable ASCII, no quote, backslash, '$' or backtick. */
+int gx_safe_text(const char *s, size_t maxlen);
+
+/* ---- small string helpers ----------------------------------------------- */
+/* Bounded copy that always terminates; -ENAMETOOLONG when truncated. */
+int gx_strlcpy(char *dst, const char *src, size_t size);
+/* Parse a base-10 integer in [min, max]; -EINVAL / -ERANGE. Whole string must match. */
+int gx_parse_long(const char *s, long min, long max, long *out);
+/* 1/true/yes -> 1, 0/false/no -> 0, else -EINVAL. */
+int gx_parse_bool(const char *s, int *out);
+
+#endif
