@@ -39,10 +39,19 @@ void rdzv_conn_reset(struct rdzv_conn *c)
 void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN])
 {
 	rdzv_session_key(k, c->nm, c->nc, c->skey);
+	if (!c->tx_early)
+		c->seq_tx = 0;
+	c->tx_early = 0;
 	c->session = 1;
-	c->seq_tx = 0;
 	c->seq_rx = 0;
 	c->state = RC_SESSION;
+}
+
+void rdzv_conn_session_tx(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN])
+{
+	rdzv_session_key(k, c->nm, c->nc, c->skey);
+	c->tx_early = 1;
+	c->seq_tx = 0;
 }
 
 /* recv into buf+*off up to want; 1 complete, 0 EAGAIN, < 0 error. A buffered
@@ -156,7 +165,7 @@ static int out_reserve(struct rdzv_conn *c, size_t n)
 
 int rdzv_conn_send(struct rdzv_conn *c, uint16_t type, const unsigned char *body, size_t len)
 {
-	size_t mac = c->session ? RDZV_MAC_LEN : 0;
+	size_t mac = c->session || c->tx_early ? RDZV_MAC_LEN : 0;
 	unsigned char *p;
 	int rc;
 

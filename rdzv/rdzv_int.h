@@ -185,6 +185,7 @@ struct rdzv_conn {
 	enum rdzv_conn_state state;
 	int is_coord; /* our side */
 	int session;
+	int tx_early; /* member: MAC'd sending before the peer's PROOF (pipelined AUTH) */
 	unsigned char hdr[RDZV_HDR_LEN];
 	size_t hoff;
 	struct rdzv_hdr h;
@@ -220,8 +221,17 @@ static inline int rdzv_conn_pending(const struct rdzv_conn *c)
 {
 	return c->ooff < c->olen;
 }
-/* Bring the session up: skey from K and both nonces, sequences from 0. */
+/* Bring the session up: skey from K and both nonces, sequences from 0 (the send
+ * sequence goes on where rdzv_conn_session_tx started it). */
 void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN]);
+/*
+ * The member's sending half of the session, right after its AUTH (issue 26): JOIN or
+ * VERIFY go out MAC'd in the same flight, before the coordinator's PROOF. Receiving
+ * stays clear until rdzv_conn_session (after the PROOF is verified), so nothing from the
+ * coordinator is accepted earlier; what is sent early is what a JOIN always carried
+ * (names and addresses, no secret: PROTOCOL.md "Threat model").
+ */
+void rdzv_conn_session_tx(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN]);
 
 /* ---- rdzv_auth.c: nonces without a syscall each (issue 26) --------------- */
 /* A ChaCha20 keystream under a key from randombytes_buf, one stream nonce per call.

@@ -36,6 +36,43 @@ static void auth_fail(struct rdzv_member *m, struct mconn *c, const char *why)
 	rdzv_mb_fail(m, c, why);
 }
 
+static int send_join(struct rdzv_member *m, struct mconn *c);
+static int put_verify(struct rdzv_member *m, struct mconn *c);
+
+/* Phase 2 runs the RDMA-CM check between the PROOF and VERIFY when both ends have a device. */
+static int rdma_check_due(const struct rdzv_member *m)
+{
+	const struct rdzv_rdma_ops *ops = m->cfg.rdma;
+
+	return ops && ops->check && m->self.rdma_dev[0] && m->res.coord.rdma_dev[0];
+}
+
+/*
+ * AUTH, and in the same flight the first session message (issue 26: one round trip and one
+ * coordinator wake-up less per connection): JOIN on phase 1, VERIFY on phase 2 unless the
+ * RDMA-CM check must come first. MAC'd under the session key, which the member knows from
+ * both nonces; the coordinator reads it only after AUTH verified (PROTOCOL.md "Handshake").
+ */
+static int send_auth(struct rdzv_member *m, struct mconn *c, struct rdzv_buf *b)
+{
+	int early = c->phase == 1 || !rdma_check_due(m), rc, frc;
+
+	c->rc.cork = early;
+	rc = rdzv_mb_send(m, c, RDZV_AUTH, b);
+	if (rc == 0 && early) {
+		rdzv_conn_session_tx(&c->rc, m->k);
+		rc = c->phase == 1 ? send_join(m, c) : put_verify(m, c);
+	}
+	if (c->rc.cork) {
+		c->rc.cork = 0;
+		frc = rdzv_conn_flush(&c->rc);
+		if (rc == 0 && frc < 0)
+			rc = frc;
+		rdzv_mb_update(m, c);
+	}
+	return rc;
+}
+
 static int on_challenge(struct rdzv_member *m, struct mconn *c, const struct rdzv_msg *msg)
 {
 	unsigned char proof[RDZV_MAC_LEN];
@@ -51,7 +88,7 @@ static int on_challenge(struct rdzv_member *m, struct mconn *c, const struct rdz
 	rdzv_proof(m->k, 0, c->rc.nm, c->rc.nc, m->job_id, proof);
 	rdzv_put(&b, T_PROOF, proof, sizeof(proof));
 	c->rc.state = RC_AUTH;
-	return rdzv_mb_send(m, c, RDZV_AUTH, &b);
+	return send_auth(m, c, &b);
 }
 
 static int send_join(struct rdzv_member *m, struct mconn *c)
@@ -110,7 +147,7 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 	const struct rdzv_rdma_ops *ops = m->cfg.rdma;
 	int rc;
 
-	if (!ops || !ops->check || !m->self.rdma_dev[0] || !m->res.coord.rdma_dev[0])
+	if (!rdma_check_due(m))
 		return put_verify(m, c);
 	rc = ops->check(ops->arg, m->ev, &m->self, &m->res.coord, m->cfg.port,
 			gx_now_ms() + RDZV_HANDSHAKE_MS, rdma_checked, m);
@@ -124,14 +161,19 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 
 static int on_proof(struct rdzv_member *m, struct mconn *c, const struct rdzv_msg *msg)
 {
+	int early;
+
 	if (!msg->has_proof ||
 	    rdzv_proof_verify(m->k, 1, c->rc.nm, c->rc.nc, m->job_id, msg->proof) < 0) {
 		auth_fail(m, c, m->has_token ? "wrong proof of the token" : "wrong proof");
 		return 1;
 	}
+	early = c->rc.tx_early; /* JOIN / VERIFY already went with the AUTH */
 	rdzv_conn_session(&c->rc, m->k);
 	m->ever_answered = 1;
 	m->auth_failed = 0;
+	if (early)
+		return 0;
 	return c->phase == 1 ? send_join(m, c) : send_verify(m, c);
 }
 
