@@ -733,6 +733,7 @@ struct fk_conn {
 
 struct fake {
 	int lfd;
+	int hold_proof; /* read the member's session frames but never send PROOF */
 	unsigned char k[RDZV_KEY_LEN];
 	struct fk_conn v[FK_MAX];
 	size_t n;
@@ -762,9 +763,11 @@ static void fk_frame(struct fake *f, struct fk_conn *x, uint16_t type, const uns
 		fk_send(x, RDZV_CHALLENGE, &b);
 	} else if (type == RDZV_AUTH) {
 		assert_int_equal(rdzv_proof_verify(f->k, 0, x->c.nm, x->c.nc, JOB, m->proof), 0);
-		rdzv_proof(f->k, 1, x->c.nm, x->c.nc, JOB, proof);
-		rdzv_put(&b, T_PROOF, proof, sizeof(proof));
-		fk_send(x, RDZV_PROOF, &b);
+		if (!f->hold_proof) {
+			rdzv_proof(f->k, 1, x->c.nm, x->c.nc, JOB, proof);
+			rdzv_put(&b, T_PROOF, proof, sizeof(proof));
+			fk_send(x, RDZV_PROOF, &b);
+		}
 		rdzv_conn_session(&x->c, f->k);
 	} else if (type == RDZV_JOIN) {
 		x->idx = (int)m->peer.index; /* VERIFY (phase 2) is never answered */
@@ -905,6 +908,42 @@ static void test_member_deadlines(void **state)
 	rh_free(&h);
 }
 
+/* ---- pipelined AUTH (issue 26): the JOIN comes in the AUTH's flight ---------
+ * A coordinator that verifies AUTH and never sends PROOF still gets a JOIN whose MAC
+ * checks under the session key with sequence 0; the member accepts nothing meanwhile. */
+static void test_member_pipelined_join(void **state)
+{
+	struct fk_conn *a = NULL;
+	union gx_sockaddr sa;
+	struct fake f;
+	socklen_t len;
+	int64_t t0;
+	size_t i;
+	struct rh h;
+
+	(void)state;
+	h_init(&h, 2, 60000);
+	memset(&f, 0, sizeof(f));
+	f.hold_proof = 1;
+	assert_int_equal(rdzv_auth_key(TOKEN, sizeof(TOKEN) - 1, JOB, f.k), 0);
+	assert_int_equal(gx_addr_parse("127.0.0.1", h.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &f.lfd), 0);
+	t0 = gx_now_ms();
+	start_member(&h, 1);
+	while (!a && gx_now_ms() - t0 < 3000) {
+		pump(&h, 20);
+		fk_poll(&f);
+		a = fk_join(&f, 1, 0);
+	}
+	assert_non_null(a); /* the JOIN arrived, MAC'd, without any PROOF sent */
+	assert_int_equal(a->open, 1);
+	assert_int_equal(h.s[1].done, 0);
+	for (i = 0; i < f.n; i++)
+		rdzv_conn_reset(&f.v[i].c);
+	close(f.lfd);
+	rh_free(&h);
+}
+
 /* ---- RDZV_LIST_NAMES: names quoted in one line ----------------------------- */
 static void list_names(uint32_t missing, const char *tail)
 {
@@ -1018,13 +1057,21 @@ static void test_rdma_acc_bounds(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_max_body_hello),     cmocka_unit_test(test_max_body_join),
-	    cmocka_unit_test(test_handshake_cap),      cmocka_unit_test(test_max_table_body),
-	    cmocka_unit_test(test_max_world),	       cmocka_unit_test(test_max_observers),
-	    cmocka_unit_test(test_max_conns),	       cmocka_unit_test(test_hello_deadline),
-	    cmocka_unit_test(test_handshake_deadline), cmocka_unit_test(test_ping_window),
-	    cmocka_unit_test(test_deadline_grace),     cmocka_unit_test(test_member_deadlines),
-	    cmocka_unit_test(test_list_names),	       cmocka_unit_test(test_field_sizes),
+	    cmocka_unit_test(test_max_body_hello),
+	    cmocka_unit_test(test_max_body_join),
+	    cmocka_unit_test(test_handshake_cap),
+	    cmocka_unit_test(test_max_table_body),
+	    cmocka_unit_test(test_max_world),
+	    cmocka_unit_test(test_max_observers),
+	    cmocka_unit_test(test_max_conns),
+	    cmocka_unit_test(test_hello_deadline),
+	    cmocka_unit_test(test_handshake_deadline),
+	    cmocka_unit_test(test_ping_window),
+	    cmocka_unit_test(test_deadline_grace),
+	    cmocka_unit_test(test_member_deadlines),
+	    cmocka_unit_test(test_member_pipelined_join),
+	    cmocka_unit_test(test_list_names),
+	    cmocka_unit_test(test_field_sizes),
 	    cmocka_unit_test(test_rdma_acc_bounds),
 	};
 
