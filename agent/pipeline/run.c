@@ -43,6 +43,9 @@ static const char nosub_hint[] =
     "resolves only as a Service of the namespace: give the pods spec.hostname and "
     "spec.subdomain = the headless Service's name, or write the peers as <pod>.<service>";
 
+/* How long one answer for the coordinator's name is used before asking again. */
+#define COORD_DNS_REUSE_MS 2000
+
 /* An observer without a secondary of its own names the peers' interface. */
 static int nd_ok(const struct agent_run *r)
 {
@@ -66,6 +69,7 @@ static void coord_resolved(void *arg, int rc, const struct agent_dns_answer *ans
 		sa = ans->addrs[0];
 		len = ans->lens[0];
 		r->coord_primary = ans->addrs[0];
+		r->coord_resolved_ms = now;
 		r->ever_resolved = 1;
 	} else if (rc == -ENOENT && r->peers.coord_maybe_plain && !r->ever_resolved) {
 		/* a bare name qualified with our subdomain may be a Service or a hosts
@@ -98,6 +102,21 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 
 	if (gx_addr_parse(r->coord_lookup, port, sa, len) == 0) {
 		r->ever_resolved = 1; /* an IP needs no DNS */
+		return 0;
+	}
+	/* a fresh answer serves the next attempts for COORD_DNS_REUSE_MS (issue 30: 512
+	 * members retrying a refused connect every ~256 ms asked dnsmasq ~2,000 times a
+	 * second, and its timeouts kept 159 of them out of the check); a coordinator that
+	 * moved is asked for again once it is older */
+	if (r->ever_resolved && gx_now_ms() - r->coord_resolved_ms < COORD_DNS_REUSE_MS) {
+		*sa = r->coord_primary;
+		if (sa->sa.sa_family == AF_INET6) {
+			sa->in6.sin6_port = htons(port);
+			*len = sizeof(sa->in6);
+		} else {
+			sa->in4.sin_port = htons(port);
+			*len = sizeof(sa->in4);
+		}
 		return 0;
 	}
 	agent_dns_free(r->dns);

@@ -84,6 +84,7 @@ struct agent_run {
 	int ever_resolved;
 	int dns_hint_shown;
 	union gx_sockaddr coord_primary;
+	int64_t coord_resolved_ms; /* when coord_primary was last answered */
 	struct gx_ev *ev;
 	struct rdzv_coord *coord;
 	struct rdzv_member *member;
