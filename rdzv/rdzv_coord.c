@@ -120,6 +120,12 @@ static void maybe_done(struct rdzv_coord *co)
 		return;
 	if (co->linger && co->ntold + 1 < co->world && !co->deadline_passed)
 		return;
+	/* a COMMIT that found no live session is not "told": wait for that member to rejoin
+	 * (a 512-pod check lost 120 members so, each looping on a port that had become the
+	 * check service's until its --timeout) */
+	if (co->committed && !co->cfg.elastic && co->ncommit_sent + 1 < co->world &&
+	    !co->deadline_passed && gx_now_ms() < co->commit_wait_until)
+		return;
 	co->done_called = 1;
 	co->done(co->arg, co->final_rc, &co->res);
 }
@@ -254,6 +260,10 @@ void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, in
 	}
 	if (rdzv_co_send(co, cc, RDZV_COMMIT, &b) < 0)
 		gx_debug("rdzv: COMMIT to %s failed", cc->rc.peer_str);
+	else if (i != RDZV_OBSERVER && i < co->world && !co->st[i].commit_sent) {
+		co->st[i].commit_sent = 1;
+		co->ncommit_sent++;
+	}
 	rdzv_buf_free(&b);
 }
 
@@ -268,6 +278,7 @@ void rdzv_co_check_commit(struct rdzv_coord *co)
 		return;
 	co->committed = 1;
 	co->res.t_commit_ms = gx_now_ms();
+	co->commit_wait_until = co->res.t_commit_ms + RDZV_COMMIT_WAIT_MS;
 	co->res.ntable = co->nassigned; /* elastic: the slots in use so far */
 	rdzv_co_compare_peers(co);
 	gx_debug("rdzv: all %u peers joined and verified; COMMIT", co->world);

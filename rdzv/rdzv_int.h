@@ -18,8 +18,11 @@
 #define RDZV_MAX_BODY 4096		/* every message but COMMIT */
 #define RDZV_MAX_TABLE_BODY (24u << 20) /* COMMIT with the full table (16384 peers) */
 #define RDZV_MAX_WORLD 16384
-#define RDZV_MAX_CONNS 40000	    /* coordinator: open connections */
-#define RDZV_HANDSHAKE_MS 5000	    /* until JOIN/VERIFY is processed */
+#define RDZV_MAX_CONNS 40000   /* coordinator: open connections */
+#define RDZV_HANDSHAKE_MS 5000 /* until JOIN/VERIFY is processed */
+/* After the COMMIT, a member whose phase-1 session was gone (reconnecting: its silence
+ * rule, a loaded node) may rejoin and take its COMMIT for this long, within the deadline. */
+#define RDZV_COMMIT_WAIT_MS 20000
 #define RDZV_HELLO_MS 1000	    /* accept -> HELLO (a member sends it at once) */
 #define RDZV_PROOF_MS 2000	    /* HELLO -> AUTH: the first proof (issue 25) */
 #define RDZV_PREAUTH_PER_SRC 4	    /* unauthenticated connections per address (a member needs 2) */
@@ -273,7 +276,8 @@ struct cpeer {
 	struct cconn *conn;    /* live phase-1 connection */
 	struct cconn *pending; /* newer connection with the same name */
 	uint8_t joined, verified, told;
-	char *note; /* why it is missing: rejection / verification failure */
+	uint8_t commit_sent; /* its COMMIT went out on a live session */
+	char *note;	     /* why it is missing: rejection / verification failure */
 };
 
 struct rdzv_coord {
@@ -296,6 +300,8 @@ struct rdzv_coord {
 	size_t nconns, nout, maxconns;
 	int64_t next_report, finish_by;
 	int committed, aborted, finishing, done_called, deadline_passed, linger;
+	uint32_t ncommit_sent;	   /* members whose COMMIT went out */
+	int64_t commit_wait_until; /* a member without a live session may come back until */
 	int final_rc, abort_code;
 	int rdma_listening;
 	uint32_t nobservers;
