@@ -87,7 +87,8 @@ static void close_fd(struct agent_serve *sv, int *fd)
 	*fd = -1;
 }
 
-static void sess_free(struct sess *s)
+/* The client's connection, its pre-authentication entry and the command's pipes. */
+static void drop_io(struct sess *s)
 {
 	struct agent_serve *sv = s->sv;
 
@@ -98,6 +99,13 @@ static void sess_free(struct sess *s)
 	close_fd(sv, &s->in_fd);
 	close_fd(sv, &s->out_fd);
 	close_fd(sv, &s->err_fd);
+}
+
+static void sess_free(struct sess *s)
+{
+	struct agent_serve *sv = s->sv;
+
+	drop_io(s);
 	gx_ev_timer_cancel(sv->ev, s->kill_id);
 	if (s->prev)
 		s->prev->next = s->next;
@@ -160,13 +168,7 @@ static void orphan(struct sess *s, const char *why)
 
 	if (s->st == S_ORPHAN)
 		return;
-	if (s->c.fd >= 0)
-		gx_ev_del(sv->ev, s->c.fd);
-	agent_rsh_conn_free(&s->c);
-	gx_pa_del(&sv->pa, &s->pa);
-	close_fd(sv, &s->in_fd);
-	close_fd(sv, &s->out_fd);
-	close_fd(sv, &s->err_fd);
+	drop_io(s);
 	if (s->pid <= 0) {
 		if (s->pid < 0 || s->st == S_RUN)
 			log_end(s, why);

@@ -850,22 +850,37 @@ static struct fk_conn *fk_join(struct fake *f, int idx, int nth)
 	return NULL;
 }
 
+/* The fake coordinator listens where the harness's members look for theirs. */
+static void fk_listen(struct fake *f, struct rh *h)
+{
+	union gx_sockaddr sa;
+	socklen_t len;
+
+	assert_int_equal(rdzv_auth_key(TOKEN, sizeof(TOKEN) - 1, JOB, f->k), 0);
+	assert_int_equal(gx_addr_parse("127.0.0.1", h->port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &f->lfd), 0);
+}
+
+static void fk_close(struct fake *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		rdzv_conn_reset(&f->v[i].c);
+	close(f->lfd);
+}
+
 static void test_member_deadlines(void **state)
 {
 	struct fk_conn *a = NULL, *b1 = NULL, *b2 = NULL;
-	union gx_sockaddr sa;
 	struct fake f;
-	socklen_t len;
 	int64_t t0;
-	size_t i;
 	struct rh h;
 
 	(void)state;
 	h_init(&h, 3, 60000);
 	memset(&f, 0, sizeof(f));
-	assert_int_equal(rdzv_auth_key(TOKEN, sizeof(TOKEN) - 1, JOB, f.k), 0);
-	assert_int_equal(gx_addr_parse("127.0.0.1", h.port, &sa, &len), 0);
-	assert_int_equal(gx_tcp_listen(&sa, len, &f.lfd), 0);
+	fk_listen(&f, &h);
 	t0 = gx_now_ms();
 	start_member(&h, 1); /* a: ASSIGN late but inside the bound; WAITING before 16 s */
 	start_member(&h, 2); /* b: first JOIN never answered; then ASSIGN and silence */
@@ -902,9 +917,7 @@ static void test_member_deadlines(void **state)
 	assert_true(a->t_waiting > 0);
 	assert_true(gx_now_ms() - a->t_assigned >= M_SILENCE_MS);
 	assert_int_equal(h.s[1].done + h.s[2].done, 0); /* both still trying */
-	for (i = 0; i < f.n; i++)
-		rdzv_conn_reset(&f.v[i].c);
-	close(f.lfd);
+	fk_close(&f);
 	rh_free(&h);
 }
 
@@ -914,20 +927,15 @@ static void test_member_deadlines(void **state)
 static void test_member_pipelined_join(void **state)
 {
 	struct fk_conn *a = NULL;
-	union gx_sockaddr sa;
 	struct fake f;
-	socklen_t len;
 	int64_t t0;
-	size_t i;
 	struct rh h;
 
 	(void)state;
 	h_init(&h, 2, 60000);
 	memset(&f, 0, sizeof(f));
 	f.hold_proof = 1;
-	assert_int_equal(rdzv_auth_key(TOKEN, sizeof(TOKEN) - 1, JOB, f.k), 0);
-	assert_int_equal(gx_addr_parse("127.0.0.1", h.port, &sa, &len), 0);
-	assert_int_equal(gx_tcp_listen(&sa, len, &f.lfd), 0);
+	fk_listen(&f, &h);
 	t0 = gx_now_ms();
 	start_member(&h, 1);
 	while (!a && gx_now_ms() - t0 < 3000) {
@@ -938,9 +946,7 @@ static void test_member_pipelined_join(void **state)
 	assert_non_null(a); /* the JOIN arrived, MAC'd, without any PROOF sent */
 	assert_int_equal(a->open, 1);
 	assert_int_equal(h.s[1].done, 0);
-	for (i = 0; i < f.n; i++)
-		rdzv_conn_reset(&f.v[i].c);
-	close(f.lfd);
+	fk_close(&f);
 	rh_free(&h);
 }
 
