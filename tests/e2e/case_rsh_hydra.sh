@@ -29,8 +29,20 @@ MPIPROG=$GX_ROOT/build/tools/mpi_allreduce_mpich
 # rank printed its result (see the header: upstream's bug, not gxboot's). gxboot's part is then
 # done, so the test does what an operator would: SIGTERM the job, and the case asserts what
 # gxboot owes then (every rank's result, mpiexec's status reaching the servers, nothing left
-# in any pod) instead of MPICH's race. HYD_RC = the job's status to expect.
+# in any pod) instead of MPICH's race. HYD_RC = the job's status to expect; HUNG=1 when it hung
+# (a remote proxy's status then is whatever the signal made it).
 HANGS=0
+# hang_dump N : what each pod still runs when a job hangs (state, kernel wait channel), into
+# the log, so a hang that is not MPICH's shows itself
+hang_dump() {
+  local i p
+  for i in 0 1 2; do
+    for p in $(ip netns pids "$(pod_ns "$i")" 2>/dev/null); do
+      printf '  hang %s job-worker-%s: %s\n' "$1" "$i" \
+        "$(ps -o pid=,ppid=,stat=,wchan:24=,etimes=,args= -p "$p" 2>/dev/null | cut -c1-160)"
+    done
+  done
+}
 hydra_wait() {
   local n=$1 end=$(($(date +%s) + 60))
   while [ "$(grep -c '^MPIALLREDUCE .* OK$' "$GX_DIR/pod0.log")" -lt "$n" ] &&
@@ -40,14 +52,22 @@ hydra_wait() {
   pod_wait "${GX_PIDS[0]}" 20
   GX_RC[0]=$?
   HYD_RC=0
+  HUNG=0
   if [ "${GX_RC[0]}" = 124 ] && [ "$(grep -c '^MPIALLREDUCE .* OK$' "$GX_DIR/pod0.log")" -ge "$n" ]; then
     HANGS=$((HANGS + 1))
+    HUNG=1
     echo "mpich 4.0.2 finalize hang after all $n ranks reported (pmodels/mpich PR 6596): SIGTERM"
-    kill -TERM "${GX_PIDS[0]}" # gxboot forwards it to mpiexec: the job's status is mpiexec's
+    hang_dump "$n"
+    # gxboot supervises mpiexec here (it serves the job's rsh): it forwards the signal to
+    # mpiexec's process group, and its status is then mpiexec's, which Hydra decides: nonzero
+    # in most runs, 0 in one CI run (2026-11-26). What gxboot owes is asserted by the callers:
+    # the job ends, the servers get the same status and exit, nothing is left in any pod.
+    kill -TERM "${GX_PIDS[0]}"
     pod_wait "${GX_PIDS[0]}" 20
     GX_RC[0]=$?
     HYD_RC=${GX_RC[0]}
-    case $HYD_RC in 0 | 124) fail "the hung job did not end on SIGTERM (exit $HYD_RC)" "$GX_DIR/pod0.log" ;; esac
+    echo "  the job's status after SIGTERM: $HYD_RC"
+    [ "$HYD_RC" != 124 ] || fail "the hung job did not end on SIGTERM" "$GX_DIR/pod0.log"
   fi
 }
 # no_leftovers i... : nothing of the job runs in these pods any more
@@ -92,7 +112,7 @@ done
 gx_wait_all 20 1 2
 gx_expect_rc "$HYD_RC" 1 2
 for i in 1 2; do
-  gx_expect_in "$i" "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': $([ "$HYD_RC" = 0 ] && echo 'exit 0')"
+  gx_expect_in "$i" "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': $([ "$HUNG" = 0 ] && echo 'exit 0')"
   gx_expect_in "$i" "the job ended with status $HYD_RC"
 done
 no_leftovers 0 1 2
@@ -142,6 +162,6 @@ for r in 0 1 2 3; do
   grep -q "^MPIALLREDUCE rank=$r world=4 host=job-worker-$((r / 2)) sum=10 OK" "$GX_DIR/pod0.log" ||
     fail "IPv6: rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"
 done
-gx_expect_in 1 "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': $([ "$HYD_RC" = 0 ] && echo 'exit 0')"
+gx_expect_in 1 "rsh: $(pod_net1 0) ran '.*hydra_pmi_proxy.*': $([ "$HUNG" = 0 ] && echo 'exit 0')"
 echo "IPv6-only net1: mpiexec.mpich through pod names and gxboot rsh OK"
 echo "mpich's finalize hang (upstream) seen in $HANGS of 3 jobs"

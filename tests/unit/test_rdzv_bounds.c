@@ -950,6 +950,58 @@ static void test_member_pipelined_join(void **state)
 	rh_free(&h);
 }
 
+/* ---- a COMMIT that found no live session waits for the member (issue 30) ---
+ * Member 1 verifies, then its phase-1 session breaks (the coordinator's side
+ * cannot write) while member 1's own loop (ev2) stands still, as a loaded pod's
+ * does; member 2's VERIFY completes the world.
+ * The COMMIT cannot reach member 1, so the coordinator is not done until member
+ * 1 reconnects and takes it (before: done at once, and member 1 looped on a
+ * closed port until its deadline).
+ */
+static void test_commit_waits_for_lost_session(void **state)
+{
+	struct rdzv_config cfg;
+	struct gx_ev *ev2 = NULL;
+	int64_t until;
+	struct rh h;
+
+	(void)state;
+	h_init(&h, 3, 20000);
+	assert_int_equal(gx_ev_new(&ev2), 0);
+	start_coord(&h);
+	member_cfg(&h, 1, &cfg);
+	rh_start_member_in(&h, ev2, 1, &cfg);
+	until = gx_now_ms() + 5000;
+	while (h.co->nverified < 1 && gx_now_ms() < until) {
+		rh_pump_ev(h.ev, 10, NULL);
+		rh_pump_ev(ev2, 10, NULL);
+	}
+	assert_int_equal(h.co->nverified, 1);
+	assert_non_null(h.co->st[1].conn);
+	/* the session breaks under the COMMIT: its write fails (EPIPE) */
+	assert_int_equal(shutdown(h.co->st[1].conn->rc.fd, SHUT_WR), 0);
+	start_member(&h, 2);
+	until = gx_now_ms() + 5000;
+	while (!h.s[2].done && gx_now_ms() < until)
+		pump(&h, 10);
+	assert_int_equal(h.s[2].rc, 0);
+	assert_true(h.co->committed);
+	pump(&h, 600); /* sweeps: without a live session for member 1 it is not done */
+	assert_int_equal(h.co_done, 0);
+	assert_int_equal(h.s[1].done, 0);
+	until = gx_now_ms() + 10000;
+	while ((!h.s[1].done || !h.co_done) && gx_now_ms() < until) {
+		rh_pump_ev(ev2, 10, NULL);
+		pump(&h, 10);
+	}
+	assert_int_equal(h.s[1].rc, 0);
+	assert_int_equal(h.s[1].rank, 1);
+	assert_int_equal(h.co_rc, 0);
+	assert_true(h.co_at >= h.s[1].at - 1000);
+	rh_free(&h);
+	gx_ev_free(ev2);
+}
+
 /* ---- RDZV_LIST_NAMES: names quoted in one line ----------------------------- */
 static void list_names(uint32_t missing, const char *tail)
 {
@@ -1076,6 +1128,7 @@ int main(void)
 	    cmocka_unit_test(test_deadline_grace),
 	    cmocka_unit_test(test_member_deadlines),
 	    cmocka_unit_test(test_member_pipelined_join),
+	    cmocka_unit_test(test_commit_waits_for_lost_session),
 	    cmocka_unit_test(test_list_names),
 	    cmocka_unit_test(test_field_sizes),
 	    cmocka_unit_test(test_rdma_acc_bounds),
