@@ -124,8 +124,16 @@ static void maybe_done(struct rdzv_coord *co)
 	 * (a 512-pod check lost 120 members so, each looping on a port that had become the
 	 * check service's until its --timeout) */
 	if (co->committed && !co->cfg.elastic && co->ncommit_sent + 1 < co->world &&
-	    !co->deadline_passed && gx_now_ms() < co->commit_wait_until)
+	    !co->deadline_passed && gx_now_ms() < co->commit_wait_until) {
+		if (!co->commit_wait_logged) {
+			co->commit_wait_logged = 1;
+			gx_debug("rdzv: done waits for %u COMMIT(s) not sent",
+				 co->world - 1 - co->ncommit_sent);
+		}
 		return;
+	}
+	gx_debug("rdzv: done (%u COMMITs sent, %zu connections with output)", co->ncommit_sent,
+		 co->nout);
 	co->done_called = 1;
 	co->done(co->arg, co->final_rc, &co->res);
 }
@@ -247,8 +255,12 @@ void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, in
 {
 	struct rdzv_buf b = {0};
 
-	if (!cc || cc->rc.state != RC_SESSION)
+	if (!cc || cc->rc.state != RC_SESSION) {
+		if (i != RDZV_OBSERVER && i < co->world)
+			gx_debug("rdzv: COMMIT for %s waits: %s", co->tab[i].name,
+				 cc ? "its connection is not in session" : "no live connection");
 		return;
+	}
 	put_common(co, &b, i);
 	if (table) {
 		const struct rdzv_buf *t = table_enc(co);

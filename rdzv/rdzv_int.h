@@ -300,7 +300,8 @@ struct rdzv_coord {
 	size_t nconns, nout, maxconns;
 	int64_t next_report, finish_by;
 	int committed, aborted, finishing, done_called, deadline_passed, linger;
-	uint32_t ncommit_sent;	   /* members whose COMMIT went out */
+	uint32_t ncommit_sent; /* members whose COMMIT went out */
+	int commit_wait_logged;
 	int64_t commit_wait_until; /* a member without a live session may come back until */
 	int final_rc, abort_code;
 	int rdma_listening;

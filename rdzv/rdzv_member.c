@@ -8,11 +8,14 @@
 #include "rdzv/rdzv_member_int.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
@@ -148,6 +151,22 @@ void rdzv_mb_fail(struct rdzv_member *m, struct mconn *c, const char *why)
 		rdzv_mb_fail2(m, buf);
 }
 
+int rdzv_mb_keepalive(struct mconn *c, int idle, int intvl, int cnt)
+{
+	unsigned int uto = (unsigned int)(idle + intvl * cnt) * 1000u;
+	int on = 1, fd = c->rc.fd;
+
+	/* TCP_USER_TIMEOUT: the same bound while our own bytes wait for an ACK */
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto)) < 0)
+		return fd < 0 ? -EBADF : -errno;
+	c->keepalive = 1;
+	return 0;
+}
+
 /* A connect or I/O failure of c: phase 1 records its code for the caller's hints. */
 static void io_fail(struct rdzv_member *m, struct mconn *c, int rc)
 {
@@ -170,6 +189,7 @@ static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const unio
 	c->phase = phase;
 	c->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
 	c->last_rx = c->opened = gx_now_ms();
+	c->keepalive = 0;
 	snprintf(c->dst, sizeof(c->dst), dst->sa.sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
 		 gx_addr_str(dst, a, sizeof(a)), m->cfg.port);
 	rc = gx_tcp_connect(dst, dlen, src, slen, &fd);
@@ -342,7 +362,7 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 		rdzv_mb_fail(m, &m->c2, "timed out");
 	if (m->c1.rc.fd >= 0 && hs_late(&m->c1, now))
 		io_fail(m, &m->c1, -ETIMEDOUT);
-	else if (m->c1.rc.fd >= 0 && now - m->c1.last_rx >= M_SILENCE_MS)
+	else if (m->c1.rc.fd >= 0 && !m->c1.keepalive && now - m->c1.last_rx >= M_SILENCE_MS)
 		rdzv_mb_fail(m, &m->c1, "silent for 16 s");
 	m->tick_id = gx_ev_timer(ev, M_TICK_MS, tick, m);
 }

@@ -8,6 +8,12 @@
 
 #define M_SILENCE_MS (3 * RDZV_REPORT_MS + 1000) /* no frame on phase 1: reconnect */
 #define M_TICK_MS 1000
+/* After ASSIGN the coordinator is serving us: its silence is slowness (a loaded node),
+ * not death. TCP keepalive, answered by its kernel however busy its process, finds a
+ * node or process that went away: dead after M_KA_IDLE_S + M_KA_CNT * M_KA_INTVL_S. */
+#define M_KA_IDLE_S 5
+#define M_KA_INTVL_S 2
+#define M_KA_CNT 3
 
 enum m_state {
 	M_CONNECT = 0, /* phase 1 not yet assigned */
@@ -24,6 +30,7 @@ struct mconn {
 	int64_t deadline; /* handshake (phase 1 until ASSIGN, phase 2 until VERIFIED) */
 	int64_t last_rx;
 	int64_t opened; /* connect() time: the handshake clock (see hs_late) */
+	int keepalive;	/* TCP keepalive watches the peer: no silence rule (issue 26) */
 	char dst[64];
 };
 
@@ -52,6 +59,8 @@ struct rdzv_member {
 };
 
 void rdzv_mb_close(struct rdzv_member *m, struct mconn *c);
+/* TCP keepalive on c's socket (idle, interval in s, count); 0 or -errno. */
+int rdzv_mb_keepalive(struct mconn *c, int idle, int intvl, int cnt);
 void rdzv_mb_update(struct rdzv_member *m, struct mconn *c);
 int rdzv_mb_send(struct rdzv_member *m, struct mconn *c, uint16_t type, struct rdzv_buf *b);
 void rdzv_mb_cancel_timers(struct rdzv_member *m);

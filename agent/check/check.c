@@ -823,6 +823,12 @@ static int setup_net(struct check_cmd *c)
 	n->is_coord = c->r.res.rank == 0;
 	n->table = c->r.res.table;
 	n->t0 = gx_now_ms();
+	/* the members' clocks start when the COMMIT reaches them; the coordinator's done may
+	 * come up to RDZV_COMMIT_WAIT_MS later (a member reconnecting for its COMMIT), and
+	 * its deadlines must not pass the members' (512 pods: 402 members gave up waiting
+	 * for a result the coordinator sent 26 s after their deadline) */
+	if (n->is_coord && c->r.res.t_commit_ms > 0 && c->r.res.t_commit_ms < n->t0)
+		n->t0 = c->r.res.t_commit_ms;
 	n->lfd[0] = n->lfd[1] = -1;
 	if (rails_wanted(o))
 		agent_check_rails_plan(&c->w, c->r.res.table, c->w.n);

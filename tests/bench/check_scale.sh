@@ -8,7 +8,7 @@
 #   BUSY=1: one busy loop per core during the run (started here, killed by PID),
 #   CUT=i: pod i's net1 drops what arrives for the check port (nftables, as case_check_blame):
 #   every pod should exit 1 naming job-worker-i alone; the line adds how many pods did,
-#   GXBOOT=path (default build/gxboot).
+#   CHECK_VERBOSE="i j ...": those pods log at debug level (-v), GXBOOT=path (default build/gxboot).
 # Above 244 pods tests/e2e/cluster.sh switches to its /16 address plan; the largest N measured
 # here is 512 (tests/bench/check_scale.sh 512: run it alone, it loads the machine for minutes;
 # its rendezvous --timeout is 600 s: at load 36 on this 2-core machine 411/512 pods had
@@ -69,7 +69,8 @@ run_one() { # run_one N REP -> one table line
   for i in $(seq $((n - 1)) -1 0); do
     pod_bg "$i" "$GX_DIR/pod$i.log" nice -n 10 /usr/bin/time -f 'RSS %M' "$GXBOOT" check \
       --peers "job-worker-{0..$((n - 1))}" --token-file "$T" \
-      --timeout "$((n > 244 ? 600 : 60))" --mode "$MODE" ${CHECK_ARGS:-}
+      --timeout "$((n > 244 ? 600 : 60))" --mode "$MODE" ${CHECK_ARGS:-} \
+      $([[ " ${CHECK_VERBOSE:-} " == *" $i "* ]] && echo -v)
     GX_PIDS[i]=$GX_PID
   done
   t0=$(date +%s%N)
