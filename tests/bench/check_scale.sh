@@ -95,10 +95,15 @@ run_one() { # run_one N REP -> one table line
       "$(grep 'gxboot: check failed' "$GX_DIR/pod0.log" | tail -1 | sed 's/.*failing://' |
         cut -c1-200)"
   elif [ "$ok0" != "$n" ]; then
-    echo "  pods that did not exit 0:" >&2
+    # one line per distinct outcome, with its count; the coordinator's log is kept
+    echo "  pods that did not exit 0 (count, exit code, last line):" >&2
     for i in $(seq 0 $((n - 1))); do
-      [ "${GX_RC[i]}" = 0 ] || { echo "  job-worker-$i rc ${GX_RC[i]}: $(grep -E 'check failed|overloaded|no result' "$GX_DIR/pod$i.log" | head -1 | cut -c1-200)" >&2; }
-    done
+      [ "${GX_RC[i]}" = 0 ] ||
+        echo "rc ${GX_RC[i]}: $(grep -E 'gxboot: |overloaded|no result' "$GX_DIR/pod$i.log" | tail -1 | cut -c1-200)"
+    done | sort | uniq -c | sort -rn | head -10 >&2
+    keep=/tmp/check_scale.$n.$rep.$$.pod0.log
+    cp "$GX_DIR/pod0.log" "$keep" && echo "  the coordinator's log: $keep" >&2
+    grep -E '^  ✗' "$GX_DIR/pod0.log" | head -40 >&2
   fi
 }
 echo "gxboot check, mode $MODE, busy loops: ${BUSY:-0}${CUT:+, cut: job-worker-$CUT}, load $(cut -d' ' -f1-3 /proc/loadavg)"
