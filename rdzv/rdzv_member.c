@@ -337,13 +337,15 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 
 /*
  * A handshake is late when the SYN stays unanswered RDZV_HANDSHAKE_MS, or the
- * coordinator went silent that long after answering. Connected but never
- * answered: we sit in its FIFO accept queue (N=16384 joining at once), and
- * reconnecting would only move us to its back: wait up to M_SILENCE_MS.
+ * coordinator went silent that long after answering without proving the token.
+ * Connected but never answered: we sit in its FIFO accept queue (N=16384 joining
+ * at once), and reconnecting would only move us to its back: wait up to
+ * M_SILENCE_MS. Once it proved the token (c->keepalive) it is never late: TCP
+ * keepalive decides (issue 26).
  */
 static int hs_late(const struct mconn *c, int64_t now)
 {
-	if (!c->deadline)
+	if (!c->deadline || c->keepalive) /* keepalive: an authenticated coordinator serves us */
 		return 0;
 	if (c->rc.state == RC_CONNECTING)
 		return now - c->opened >= RDZV_HANDSHAKE_MS;

@@ -8,9 +8,10 @@
 
 #define M_SILENCE_MS (3 * RDZV_REPORT_MS + 1000) /* no frame on phase 1: reconnect */
 #define M_TICK_MS 1000
-/* After ASSIGN the coordinator is serving us: its silence is slowness (a loaded node),
- * not death. TCP keepalive, answered by its kernel however busy its process, finds a
- * node or process that went away: dead after M_KA_IDLE_S + M_KA_CNT * M_KA_INTVL_S. */
+/* Once the coordinator proved the token (phase 1) it is serving us: its silence is
+ * slowness (a loaded node), not death. TCP keepalive, answered by its kernel however busy its
+ * process, finds a node or process that went away: dead after M_KA_IDLE_S + M_KA_CNT *
+ * M_KA_INTVL_S. */
 #define M_KA_IDLE_S 5
 #define M_KA_INTVL_S 2
 #define M_KA_CNT 3

@@ -172,6 +172,14 @@ static int on_proof(struct rdzv_member *m, struct mconn *c, const struct rdzv_ms
 	rdzv_conn_session(&c->rc, m->k);
 	m->ever_answered = 1;
 	m->auth_failed = 0;
+	/*
+	 * The coordinator proved the token: from here its silence is slowness, not death
+	 * (issue 26). Reconnecting would put us at the back of its queue (N=16384: the
+	 * retry storm), and 512 pods on 2 cores lost 109 COMMITs to a 23 s COMMIT loop
+	 * after 16 s of silence. TCP keepalive finds a coordinator that went away.
+	 */
+	if (c->phase == 1 && rdzv_mb_keepalive(c, M_KA_IDLE_S, M_KA_INTVL_S, M_KA_CNT) < 0)
+		gx_debug("rdzv: no keepalive on phase 1: its silence limits stay");
 	if (early)
 		return 0;
 	return c->phase == 1 ? send_join(m, c) : send_verify(m, c);
@@ -214,11 +222,6 @@ static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
 	m->c1.deadline = 0;
 	m->attempt1 = 0;
 	m->st = M_ASSIGNED;
-	/* from here a slow coordinator is waited for, a vanished one found by keepalive
-	 * (512 pods on 2 cores: the COMMIT loop took 23 s, and 109 members that had
-	 * reconnected after 16 s of silence lost it) */
-	if (rdzv_mb_keepalive(&m->c1, M_KA_IDLE_S, M_KA_INTVL_S, M_KA_CNT) < 0)
-		gx_debug("rdzv: no keepalive on phase 1: its silence limit stays");
 	gx_debug("rdzv: %s: rank %u of %u, master %s", m->self.name, msg->rank, msg->world,
 		 m->res.master_addr);
 	if (m->self.flags & RDZV_PF_OBSERVER)
