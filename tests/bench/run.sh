@@ -13,7 +13,8 @@
 #       (file rewritten + SIGHUP): the lag from the record's appearance to the member's connect
 #   (f) `gxboot check` all pairs on N netns pods with a busy loop per core (issue 30;
 #       tests/bench/check_scale.sh, as root): pods exit 0, time per pair, pairs/s, peak RSS;
-#       CHECK_NS (default "24 120"), CHECK_REPS (default 1)
+#       CHECK_NS (default "24 120 512": 512 is the largest N this 2-core machine holds,
+#       about 4 minutes), CHECK_REPS (default 1)
 # --smoke: tiny N only, prints one PASS/FAIL line (make check runs it).
 # BENCH_ONLY=a|b|c|d|e (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
 # (default build: the bench tools are $BENCH_BUILD/release/bench/bench_*), REPS (default 5),
@@ -305,7 +306,7 @@ if want f; then
     echo "  skipped: needs root (network namespaces)"
   else
     # shellcheck disable=SC2086
-    REPS=${CHECK_REPS:-1} BUSY=1 GXBOOT=$GXBOOT tests/bench/check_scale.sh ${CHECK_NS:-24 120} |
+    REPS=${CHECK_REPS:-1} BUSY=1 GXBOOT=$GXBOOT tests/bench/check_scale.sh ${CHECK_NS:-24 120 512} |
       sed 's/^/  /'
   fi
 fi
