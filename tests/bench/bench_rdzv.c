@@ -259,6 +259,9 @@ int main(int argc, char **argv)
 
 	if (n < 2 || n > 100000 || nproc < 1 || nproc > 64 || sodium_init() < 0 || !port)
 		return 2;
+	if (getenv("BENCH_DEBUG")) /* every process's debug lines on stderr (why a member
+				      reconnects) */
+		gx_log_set_level(GX_LOG_DEBUG);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	names = calloc((size_t)n, sizeof(*names));
 	if (sh == MAP_FAILED || !names)
