@@ -62,10 +62,13 @@ const char *agent_printable(const char *s, char *buf, size_t len)
 int agent_names_push_valid(struct agent_names *l, const char *s, size_t len, const char *what,
 			   char *err, size_t errlen)
 {
-	char name[256], addr[64], pr[96];
+	char name[256], addr[64], pr[96], pw[224];
 
+	/* what names where the list came from (a variable, a file): its name is outside
+	 * input too (a newline in a variable's name, found by fuzz_peers) */
+	agent_printable(what, pw, sizeof(pw));
 	if (len == 0 || len >= sizeof(name)) {
-		snprintf(err, errlen, "%s name in %s", len ? "too long a" : "an empty", what);
+		snprintf(err, errlen, "%s name in %s", len ? "too long a" : "an empty", pw);
 		return GX_EUSAGE;
 	}
 	memcpy(name, s, len);
@@ -74,7 +77,7 @@ int agent_names_push_valid(struct agent_names *l, const char *s, size_t len, con
 		return agent_names_push(l, addr, strlen(addr));
 	if (strlen(name) != len || !gx_valid_hostname(name)) {
 		snprintf(err, errlen, "invalid peer name '%s' in %s (DNS-1123 name or IP address)",
-			 agent_printable(name, pr, sizeof(pr)), what);
+			 agent_printable(name, pr, sizeof(pr)), pw);
 		return GX_EUSAGE;
 	}
 	return agent_names_push(l, name, len);
