@@ -24,7 +24,6 @@
 #define PROBE_WAVE_MS 7000   /* connect 2 s + 5 echoes of 1 s */
 #define RETRY_SLACK_MS 10000 /* check_probe.c: timed-out probes tried again, longer */
 #define RDMA_PROBE_MS 3000   /* check_rdma.c: one RDMA-CM probe */
-#define GRACE_POD_MS 60	     /* check_probe.c: services opening, per pod */
 #define INFLIGHT 16
 #define MAX_WARN 8
 
@@ -47,7 +46,7 @@ static int64_t probe_budget_ms(const struct check_world *w, int rdma)
 	int64_t probes = ((int64_t)w->n - 1) * (1 + (int64_t)w->nrails);
 	int64_t waves = (probes + INFLIGHT - 1) / INFLIGHT;
 
-	return waves * PROBE_WAVE_MS + 5000 + (int64_t)w->n * GRACE_POD_MS + RETRY_SLACK_MS +
+	return waves * PROBE_WAVE_MS + CHECK_GRACE_MS(w->n) + RETRY_SLACK_MS +
 	       (rdma ? probes * RDMA_PROBE_MS : 0);
 }
 

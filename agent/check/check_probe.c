@@ -25,15 +25,6 @@
 #define CONNECT_MS 2000
 #define ECHO_MS 1000
 #define RETRY_MS 100
-/*
- * Refused / reset is retried until t0 + GRACE_MS + N x GRACE_POD_MS: a pod's check
- * service opens when its COMMIT reaches it, and the coordinator's COMMIT loop and its
- * own service come O(N) later. 512 pods on 2 cores (every pod starved): the members got
- * their COMMITs over 17 s, the coordinator's service opened 31 s after its COMMIT, and
- * with a flat 5 s, 30-149 healthy pairs failed "refused".
- */
-#define GRACE_MS 5000
-#define GRACE_POD_MS 60
 #define ECHO_LEN 32
 #define TRIES 3		 /* a probe that times out is tried this often in all */
 #define RTT_FACTOR 16	 /* a retry waits at least this many times the run's worst echo */
@@ -401,8 +392,8 @@ static void pc_launch(struct check_net *n)
 		n->inflight++;
 		pc->state = PC_WAIT;
 		pc->retry_until = gx_now_ms() + CONNECT_MS;
-		if (pc->retry_until < n->t0 + GRACE_MS + (int64_t)n->w->n * GRACE_POD_MS)
-			pc->retry_until = n->t0 + GRACE_MS + (int64_t)n->w->n * GRACE_POD_MS;
+		if (pc->retry_until < n->t0 + CHECK_GRACE_MS(n->w->n))
+			pc->retry_until = n->t0 + CHECK_GRACE_MS(n->w->n);
 		pc_attempt(pc);
 	}
 	n->launching = 0;

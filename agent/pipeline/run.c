@@ -109,14 +109,8 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	 * second, and its timeouts kept 159 of them out of the check); a coordinator that
 	 * moved is asked for again once it is older */
 	if (r->ever_resolved && gx_now_ms() - r->coord_resolved_ms < COORD_DNS_REUSE_MS) {
-		*sa = r->coord_primary;
-		if (sa->sa.sa_family == AF_INET6) {
-			sa->in6.sin6_port = htons(port);
-			*len = sizeof(sa->in6);
-		} else {
-			sa->in4.sin_port = htons(port);
-			*len = sizeof(sa->in4);
-		}
+		*sa = r->coord_primary; /* asked for with this port */
+		*len = sa->sa.sa_family == AF_INET6 ? sizeof(sa->in6) : sizeof(sa->in4);
 		return 0;
 	}
 	agent_dns_free(r->dns);
