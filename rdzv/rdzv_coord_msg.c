@@ -149,6 +149,11 @@ static void verify_reply(struct rdzv_coord *co, struct cconn *cc, int code, cons
 	rdzv_put_str(&b, T_TEXT, why);
 	rdzv_co_send(co, cc, RDZV_VERIFIED, &b);
 	rdzv_buf_free(&b);
+	/* written now, not at the end of the event: the COMMIT this VERIFY may complete
+	 * goes out on phase 1 first otherwise, and a member that reads it closes phase 2
+	 * before VERIFIED arrives, which its kernel answers with a RST (issue 26); an error
+	 * is the flush's at the end of the event again */
+	(void)rdzv_conn_flush(&cc->rc);
 	cc->role = ROLE_VERIFY;
 	rdzv_co_close_later(co, cc);
 }
