@@ -391,7 +391,8 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 
 /* ---- the one periodic timer ---- */
 
-/* Its frames wait for us (we were the slow one): no deadline. Not for closing ones. */
+/* Its frames wait for us (we were the slow one): no deadline, or before the proof one
+ * extension per step (RDZV_PREAUTH_GRACE_MS). Not for closing ones. */
 static int waiting_input(const struct cconn *cc)
 {
 	int n = 0;
@@ -408,8 +409,18 @@ static void sweep_conns(struct rdzv_coord *co, int64_t now)
 		next = cc->next;
 		if (cc->ping_at && now - cc->ping_at >= RDZV_PING_MS)
 			rdzv_co_drop(co, cc, "no PONG: replaced by the newer connection");
-		else if (cc->deadline && now >= cc->deadline && (cc->pa.in || !waiting_input(cc)))
+		else if (cc->deadline && now >= cc->deadline && !waiting_input(cc))
 			rdzv_co_drop(co, cc, "handshake deadline");
+		else if (cc->deadline && now >= cc->deadline && cc->pa.in) {
+			unsigned step = 1u << cc->rc.state;
+
+			if (cc->spared & step) {
+				rdzv_co_drop(co, cc, "handshake deadline");
+				continue;
+			}
+			cc->spared |= step;
+			cc->deadline = now + RDZV_PREAUTH_GRACE_MS;
+		}
 	}
 }
 

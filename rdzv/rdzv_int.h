@@ -23,6 +23,11 @@
 /* After the COMMIT, a member whose phase-1 session was gone (reconnecting: its silence
  * rule, a loaded node) may rejoin and take its COMMIT for this long, within the deadline. */
 #define RDZV_COMMIT_WAIT_MS 20000
+/* A pre-authentication deadline that passes while the step it waits for sits unread in
+ * the socket (our loop was behind: 16384 members on a loaded node) is extended once per
+ * step by this much, so a stranger lives at most 1 + 1 + 2 + 1 s unauthenticated, no
+ * longer than an authenticated peer's silence (RDZV_HANDSHAKE_MS) (issue 26). */
+#define RDZV_PREAUTH_GRACE_MS 1000
 #define RDZV_HELLO_MS 1000	    /* accept -> HELLO (a member sends it at once) */
 #define RDZV_PROOF_MS 2000	    /* HELLO -> AUTH: the first proof (issue 25) */
 #define RDZV_PREAUTH_PER_SRC 4	    /* unauthenticated connections per address (a member needs 2) */
@@ -267,6 +272,7 @@ struct cconn {
 	int claimed;	      /* index named in HELLO (for rejection notes), else -1 */
 	int out_pending;      /* counted in co->nout */
 	int64_t deadline;     /* handshake / close deadline, 0 = none */
+	unsigned spared;      /* 1 << RC_HELLO / RC_AUTH: that step's deadline was extended */
 	int64_t ping_at;      /* PING sent to this (older) connection */
 	struct rdzv_peer *pj; /* PENDING: its JOIN, until promoted */
 	struct gx_pa_ent pa;  /* in co->pa until the session is up */

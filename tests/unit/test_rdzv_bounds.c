@@ -595,6 +595,39 @@ static void test_hello_deadline(void **state)
 	rh_free(&h);
 }
 
+/* Issue 26: the coordinator's loop is behind (more ready connections than one
+ * epoll_wait returns) and the sweep finds a HELLO that waits unread past its deadline:
+ * the connection is served, not closed (closing it was a RST and a retry per member at
+ * N=16384 on a loaded node). */
+#define T_FILLERS 260 /* > the 256 events one gx_ev iteration handles */
+static void test_hello_deadline_slow_loop(void **state)
+{
+	struct cli *f = calloc(T_FILLERS, sizeof(*f)), last;
+	int i;
+	struct rh h;
+
+	(void)state;
+	assert_non_null(f);
+	h_init(&h, 2, 20000);
+	start_coord(&h);
+	for (i = 0; i < T_FILLERS; i++)
+		cli_open(&h, &f[i]);
+	cli_open(&h, &last);
+	pump(&h, 300); /* all accepted: their HELLO deadlines run */
+	assert_int_equal(h.co->nconns, T_FILLERS + 1);
+	for (i = 0; i < T_FILLERS; i++)
+		cli_hello(&f[i], 128);
+	cli_hello(&last, 128); /* ready last: not in the first epoll_wait's 256 */
+	usleep((T_HELLO_MS + 300) * 1000);
+	/* first iteration: 256 fillers, then the sweep with the last HELLO unread */
+	assert_int_equal(cli_expect(&h, &last, 1500), RDZV_CHALLENGE);
+	for (i = 0; i < T_FILLERS; i++)
+		rdzv_conn_reset(&f[i].c);
+	rdzv_conn_reset(&last.c);
+	free(f);
+	rh_free(&h);
+}
+
 static void test_handshake_deadline(void **state)
 {
 	struct cli idle, late;
@@ -1149,6 +1182,7 @@ int main(void)
 	    cmocka_unit_test(test_max_observers),
 	    cmocka_unit_test(test_max_conns),
 	    cmocka_unit_test(test_hello_deadline),
+	    cmocka_unit_test(test_hello_deadline_slow_loop),
 	    cmocka_unit_test(test_handshake_deadline),
 	    cmocka_unit_test(test_ping_window),
 	    cmocka_unit_test(test_deadline_grace),
