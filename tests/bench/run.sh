@@ -50,9 +50,11 @@ stats() { # stats V... (us) -> "median p90" (ms, one decimal; STATS_DEC decimals
 gx_addr() { echo "127.0.$((9 + ($1 - 1) / 250)).$((($1 - 1) % 250 + 1))"; }
 
 # (a) one run of N gxboot init processes; echoes the latency in us after the last start.
-# ORDER (default last): the coordinator (127.0.9.1) started last, first, or at random
+# ORDER (default last): the coordinator (127.0.9.1) started last, first, or at random.
+# GX_TIMES=FILE: the coordinator logs its info lines (no -q) to $tmp/err.1, and
+# "T_FIRST T_END" goes to FILE (wall clock us: the first member's start, all exited)
 gx_run() {
-  local n=$1 port=$2 order=${3:-last} peers="" i t_last rc=0 seq
+  local n=$1 port=$2 order=${3:-last} peers="" i t_last rc=0 seq t_first="" t_end q=()
   for i in $(seq 1 "$n"); do peers+="${peers:+,}$(gx_addr "$i")"; done
   pids=()
   case $order in
@@ -61,14 +63,19 @@ gx_run() {
   *) seq=$(seq "$n" -1 1) ;;
   esac
   for i in $seq; do
+    q=(-q)
+    [ "$i" = 1 ] && [ -n "${GX_TIMES:-}" ] && q=()
+    [ -z "$t_first" ] && [ "$i" != 1 ] && t_first=${EPOCHREALTIME/./}
     /usr/bin/time -f %M -o "$tmp/rss.$i" "$GXBOOT" init --peers "$peers" --self "$(gx_addr "$i")" \
-      --iface lo --port "$port" --timeout 30 --out "$tmp/out.$i" --token-file "$tmp/token" -q \
+      --iface lo --port "$port" --timeout 30 --out "$tmp/out.$i" --token-file "$tmp/token" "${q[@]}" \
       2>"$tmp/err.$i" &
     pids+=($!)
   done
   t_last=$(now_us)
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  t_end=${EPOCHREALTIME/./}
   pids=()
+  [ -n "${GX_TIMES:-}" ] && echo "$t_first $t_end" >"$GX_TIMES"
   [ $rc -eq 0 ] || { cat "$tmp"/err.* | tail -3 >&2; echo fail; return; }
   echo $(($(now_us) - t_last))
 }
@@ -100,16 +107,35 @@ make --no-print-directory MODE=release BUILD="$BENCH_BUILD" "$BENCH" "$BOOT" >/d
 port=$((10000 + $$ % 10000)) # below the ephemeral range
 
 # (a') one gx_run in a fresh netns (root) so that nstat counts this run's SYNs alone:
-# echoes "latency_us syns" (syns: TcpActiveOpens, every member connect attempt)
+# echoes "latency_us syns" (syns: TcpActiveOpens, every member connect attempt); the
+# run's wall clock times go to $tmp/times, the coordinator's info lines to $tmp/err.1
 order_run() { # N PORT ORDER
   if [ "$(id -u)" -ne 0 ]; then
-    echo "$(gx_run "$1" "$2" "$3") -"
+    echo "$(GX_TIMES=$tmp/times gx_run "$1" "$2" "$3") -"
     return
   fi
-  GXBOOT=$GXBOOT tmp=$tmp unshare -n bash -c "$(declare -f gx_addr now_us gx_run); ip link set lo up;
-    ulimit -n \$(ulimit -Hn); nstat -n; v=\$(gx_run $1 $2 $3);
+  GXBOOT=$GXBOOT tmp=$tmp unshare -n bash -c "$(declare -f gx_addr now_us gx_run);
+    ip link set lo up; GX_TIMES=\$tmp/times; ulimit -n \$(ulimit -Hn); nstat -n;
+    v=\$(gx_run $1 $2 $3);
     echo \"\$v \$(nstat -az TcpActiveOpens | awk '/TcpActiveOpens/{print \$2}')\""
 }
+# (a') after order_run: "from_listen_us syn_per_s wait_us" ("-" where unknown): wait_us
+# from the first member's start to the listen. The listen: the coordinator's "interface"
+# info line, its last before rdzv_coord_start opens the listener (wall clock, ms: taken
+# as the middle of its ms, +500 us; the listen follows the line by ~0.3 ms, more when
+# the coordinator is preempted: from_listen is an upper bound)
+listen_figs() { # SYNS
+  local tf te ts lms
+  read -r tf te <"$tmp/times"
+  ts=$(grep -m1 ' info: interface ' "$tmp/err.1" | cut -d' ' -f1)
+  lms=
+  [ -n "$ts" ] && lms=$(date -d "$ts" +%s%3N 2>/dev/null)
+  echo "$([ -n "$lms" ] && echo $((te - lms * 1000 - 500)) || echo -)" \
+    "$([ "$1" != - ] && [ "$te" -gt "$tf" ] && echo $(($1 * 1000000 / (te - tf))) || echo -)" \
+    "$([ -n "$lms" ] && echo $((lms * 1000 + 500 - tf)) || echo -)"
+}
+med() { sort -n | awk '{v[NR]=$1} END{if (NR) print v[int((NR+1)/2)]; else print "-"}'; }
+LISTEN_LAST='' SYN_RATE='' # the summary prints them
 
 if [ $smoke -eq 1 ]; then
   a=$(gx_run 2 "$port")
@@ -157,27 +183,52 @@ if want a; then
   # start orders (issue 26): members retry a refused connect after max(5 ms, N/2000 s)
   # +-50 %; the latency counts from the last process start (the coordinator's, when last)
   echo "  start orders: latency after the last start (ms), $REPS runs (N=1024: 3); syns/run ="
-  echo "  member connect attempts in the run's own netns (nstat TcpActiveOpens), median"
-  printf '  %6s %8s %10s %8s %10s %8s\n' N order median p90 syns/run target
+  echo "  member connect attempts in the run's own netns (nstat TcpActiveOpens), median;"
+  echo "  from_listen: the coordinator's listen (its last log line before it, ms resolution)"
+  echo "  until all exit (ms, median p90); syn/s: syns over the first member's start until all"
+  echo "  exit, median (cap ~2000/s); wait_syn/s: syns beyond order first's median (the refused"
+  echo "  ones) over the first member's start until the listen, median"
+  printf '  %6s %8s %10s %8s %10s %8s %12s %8s %8s %11s\n' N order median p90 syns/run target \
+    from_listen p90 syn/s wait_syn/s
+  syn_max=0 syn_at='' wait_max=0 wait_at=''
   for n in 8 64 1024; do
+    base=''
     for order in first last random; do
-      vals=() syns=() reps=$REPS
+      vals=() syns=() lvals=() rates=() wrates=() reps=$REPS
       [ "$n" -gt 64 ] && [ "$reps" -gt 3 ] && reps=3
       for r in $(seq "$reps"); do
         port=$((port + 1))
         read -r v s <<<"$(order_run "$n" "$port" "$order")"
         [ "$v" = fail ] && { echo "  N=$n $order run $r failed"; continue; }
         vals+=("$v") syns+=("$s")
+        read -r l sr w <<<"$(listen_figs "$s")"
+        [ "$l" != - ] && lvals+=("$l")
+        [ "$sr" != - ] && rates+=("$sr")
+        [ "$order" != first ] && [ "$s" != - ] && [ "$w" != - ] && [ "$w" -gt 0 ] &&
+          [ -n "$base" ] && [ "$base" != - ] && wrates+=($(((s - base) * 1000000 / w)))
       done
       [ ${#vals[@]} -gt 0 ] || continue
       read -r med p90 <<<"$(stats "${vals[@]}")"
+      lmed=- lp90=-
+      [ ${#lvals[@]} -gt 0 ] && read -r lmed lp90 <<<"$(stats "${lvals[@]}")"
+      rate=- wrate=-
+      [ ${#rates[@]} -gt 0 ] && rate=$(printf '%s\n' "${rates[@]}" | med)
+      [ ${#wrates[@]} -gt 0 ] && wrate=$(printf '%s\n' "${wrates[@]}" | med)
+      [ "$order" = first ] && base=$(printf '%s\n' "${syns[@]}" | med)
       tgt=20
       [ "$n" -gt 64 ] && tgt=250
-      printf '  %6s %8s %10s %8s %10s %8s\n' "$n" "$order" "$med" "$p90" \
-        "$(printf '%s\n' "${syns[@]}" | sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}')" "<= $tgt"
+      printf '  %6s %8s %10s %8s %10s %8s %12s %8s %8s %11s\n' "$n" "$order" "$med" "$p90" \
+        "$(printf '%s\n' "${syns[@]}" | med)" "<= $tgt" "$lmed" "$lp90" "$rate" "$wrate"
       [ "$order" = last ] && ORDER_LAST+="${ORDER_LAST:+, }N=$n $med ms (target $tgt)"
+      [ "$order" = last ] && LISTEN_LAST+="${LISTEN_LAST:+, }N=$n $lmed ms (target $tgt)"
+      [ "$rate" != - ] && [ "$rate" -gt "$syn_max" ] && syn_max=$rate syn_at="N=$n $order"
+      [ "$wrate" != - ] && [ "$wrate" -gt "$wait_max" ] && wait_max=$wrate wait_at="N=$n $order"
     done
   done
+  # shellcheck disable=SC2034 # printed by the summary
+  [ -n "$syn_at" ] && SYN_RATE="max $syn_max SYN/s ($syn_at)"
+  [ -n "$wait_at" ] && SYN_RATE+="${SYN_RATE:+, }while waiting for the listen max $wait_max/s ($wait_at)"
+  [ -n "$SYN_RATE" ] && SYN_RATE+=" (medians of runs; cap ~2000/s)"
 fi
 # one (b) run in a fresh network namespace (no TIME_WAIT or port state carried over from
 # the run before: reps in one namespace ran out of ephemeral ports, EADDRNOTAVAIL), then
