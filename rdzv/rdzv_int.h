@@ -38,8 +38,8 @@
 #define RDZV_PING_MS 2000	    /* DECISIONS 6 */
 #define RDZV_BACKOFF_MIN_MS 100
 #define RDZV_BACKOFF_MAX_MS 2000
-#define RDZV_REFUSED_MIN_MS 5	    /* a refused connect is retried after [d/2, 3d/2), */
-#define RDZV_REFUSED_SYN_PER_S 2000 /* d = max(5 ms, world / 2000 s): ~2,000 SYN/s in all */
+#define RDZV_REFUSED_MIN_MS 5	    /* a refused connect is retried every d, the first */
+#define RDZV_REFUSED_SYN_PER_S 2000 /* after [0, d): d = max(5 ms, world / 2000 s) */
 #define RDZV_LIST_NAMES 40	    /* names quoted in one line, then "and N more" */
 #define RDZV_FRAMES_PER_EVENT 16
 
@@ -365,7 +365,9 @@ int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);
 /* ---- shared helpers (rdzv_wire.c) --------------------------------------- */
 int64_t rdzv_backoff_ms(int attempt);
 /* The wait before retrying a refused connect (the coordinator is not listening yet):
- * quick for a small job, spread so that world members send ~2,000 SYN/s in all. */
-int64_t rdzv_refused_ms(uint32_t world);
+ * quick for a small job, spread so that world members send ~2,000 SYN/s in all. The
+ * first wait of a run of refusals is uniform in [0, d) (a random phase), the others are
+ * d: the last member learns of the listen at most d after it, not 1.5 d (issue 26). */
+int64_t rdzv_refused_ms(uint32_t world, int first);
 
 #endif

@@ -119,7 +119,8 @@ void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 	if (!m->retry1_id) {
 		int a = m->attempt1++;
 		/* a RST costs nothing: retry soon, at a pace set by the job's size (issue 26) */
-		int64_t d = m->refused ? rdzv_refused_ms(m->cfg.world) : rdzv_backoff_ms(a);
+		int64_t d = m->refused ? rdzv_refused_ms(m->cfg.world, m->nrefused++ == 0)
+				       : rdzv_backoff_ms(a);
 
 		m->retry1_id = gx_ev_timer(m->ev, d, retry1_fired, m);
 	}
@@ -324,6 +325,8 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 			rc = rdzv_mb_send_hello(m, c);
 		/* refused: the coordinator's host is up, its gxboot is about to listen */
 		m->refused = rc == -ECONNREFUSED;
+		if (!m->refused)
+			m->nrefused = 0;
 		if (rc < 0)
 			io_fail(m, c, rc);
 		return;

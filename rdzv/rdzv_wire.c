@@ -487,12 +487,11 @@ int64_t rdzv_backoff_ms(int attempt)
 	return d / 2 + (int64_t)randombytes_uniform((uint32_t)(d / 2));
 }
 
-int64_t rdzv_refused_ms(uint32_t world)
+int64_t rdzv_refused_ms(uint32_t world, int first)
 {
 	int64_t d = (int64_t)world * 1000 / RDZV_REFUSED_SYN_PER_S;
 
 	if (d < RDZV_REFUSED_MIN_MS)
 		d = RDZV_REFUSED_MIN_MS;
-	/* +-50 %: [d/2, 3d/2), the mean stays d */
-	return d / 2 + (int64_t)randombytes_uniform((uint32_t)d);
+	return first ? (int64_t)randombytes_uniform((uint32_t)d) : d;
 }

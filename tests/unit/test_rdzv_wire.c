@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -331,13 +332,16 @@ static void test_refused_pace(void **state)
 		if (d < RDZV_REFUSED_MIN_MS)
 			d = RDZV_REFUSED_MIN_MS;
 		for (i = 0; i < 2000; i++) {
-			int64_t v = rdzv_refused_ms(worlds[w]);
+			int64_t v = rdzv_refused_ms(worlds[w], 1); /* a random phase in [0, d) */
 
-			assert_true(v >= d / 2);
-			assert_true(v < d / 2 + d);
+			assert_true(v >= 0);
+			assert_true(v < d);
 			sum += v;
+			assert_int_equal(rdzv_refused_ms(worlds[w], 0), d); /* then every d */
 		}
-		assert_true(sum / 2000 >= d * 7 / 10 && sum / 2000 <= d * 12 / 10 + 1);
+		/* the phase's mean is (d - 1) / 2; 0.1 d is > 10 standard errors off */
+		assert_true(fabs((double)sum / 2000 - (double)(d - 1) / 2) <=
+			    0.1 * (double)d + 0.2);
 	}
 }
 
