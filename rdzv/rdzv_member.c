@@ -186,6 +186,14 @@ static void io_fail(struct rdzv_member *m, struct mconn *c, int rc)
 					: gx_strerror(rc));
 }
 
+/* refused: the coordinator's host is up, its gxboot is about to listen */
+static void note_refused(struct rdzv_member *m, int rc)
+{
+	m->refused = rc == -ECONNREFUSED;
+	if (!m->refused)
+		m->nrefused = 0;
+}
+
 static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const union gx_sockaddr *dst,
 		   socklen_t dlen, const union gx_sockaddr *src, socklen_t slen)
 {
@@ -225,8 +233,10 @@ static void p1_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr *
 		return;
 	}
 	rc = mc_open(m, &m->c1, 1, sa, len, NULL, 0);
-	if (rc < 0)
+	if (rc < 0) {
+		note_refused(m, rc); /* a loopback connect may be refused at once */
 		io_fail(m, &m->c1, rc);
+	}
 }
 
 static void p1_connect(struct rdzv_member *m)
@@ -323,10 +333,7 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 			return;
 		if (rc == 0)
 			rc = rdzv_mb_send_hello(m, c);
-		/* refused: the coordinator's host is up, its gxboot is about to listen */
-		m->refused = rc == -ECONNREFUSED;
-		if (!m->refused)
-			m->nrefused = 0;
+		note_refused(m, rc);
 		if (rc < 0)
 			io_fail(m, c, rc);
 		return;
