@@ -43,7 +43,8 @@ BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -I. $(WARN) -fno-common \
 
 ifeq ($(MODE),release)
 MODE_CFLAGS := -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
-MODE_LDFLAGS := -static -Wl,-z,relro,-z,now
+# EXTRA_LDFLAGS: added to the link (tests/bench/profile.sh: -Wl,--eh-frame-hdr for perf)
+MODE_LDFLAGS := -static -Wl,-z,relro,-z,now $(EXTRA_LDFLAGS)
 LIBS := $(shell $(PKG_CONFIG) --static --libs $(PKGS) 2>/dev/null)
 else ifeq ($(MODE),asan)
 MODE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \

@@ -409,17 +409,15 @@ static void sweep_conns(struct rdzv_coord *co, int64_t now)
 		next = cc->next;
 		if (cc->ping_at && now - cc->ping_at >= RDZV_PING_MS)
 			rdzv_co_drop(co, cc, "no PONG: replaced by the newer connection");
-		else if (cc->deadline && now >= cc->deadline && !waiting_input(cc))
-			rdzv_co_drop(co, cc, "handshake deadline");
-		else if (cc->deadline && now >= cc->deadline && cc->pa.in) {
+		else if (cc->deadline && now >= cc->deadline) {
 			unsigned step = 1u << cc->rc.state;
 
-			if (cc->spared & step) {
+			if (!waiting_input(cc) || (cc->pa.in && (cc->spared & step)))
 				rdzv_co_drop(co, cc, "handshake deadline");
-				continue;
+			else if (cc->pa.in) {
+				cc->spared |= step;
+				cc->deadline = now + RDZV_PREAUTH_GRACE_MS;
 			}
-			cc->spared |= step;
-			cc->deadline = now + RDZV_PREAUTH_GRACE_MS;
 		}
 	}
 }

@@ -119,8 +119,8 @@ void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 	if (!m->retry1_id) {
 		int a = m->attempt1++;
 		/* a RST costs nothing: retry soon, at a pace set by the job's size (issue 26) */
-		int64_t d = m->refused ? rdzv_refused_ms(m->cfg.world, m->nrefused++ == 0)
-				       : rdzv_backoff_ms(a);
+		int64_t d = m->nrefused ? rdzv_refused_ms(m->cfg.world, m->nrefused == 1)
+					: rdzv_backoff_ms(a);
 
 		m->retry1_id = gx_ev_timer(m->ev, d, retry1_fired, m);
 	}
@@ -189,9 +189,7 @@ static void io_fail(struct rdzv_member *m, struct mconn *c, int rc)
 /* refused: the coordinator's host is up, its gxboot is about to listen */
 static void note_refused(struct rdzv_member *m, int rc)
 {
-	m->refused = rc == -ECONNREFUSED;
-	if (!m->refused)
-		m->nrefused = 0;
+	m->nrefused = rc == -ECONNREFUSED ? m->nrefused + 1 : 0;
 }
 
 static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const union gx_sockaddr *dst,

@@ -49,8 +49,7 @@ struct rdzv_member {
 	int attempt1, attempt2, auth_failed, ever_answered;
 	uint64_t retry1_id, retry2_id, tick_id, deadline_id;
 	int grace_used;	   /* the deadline grace of a joined member was given */
-	int refused;	   /* the last phase-1 connect was refused */
-	unsigned nrefused; /* refused retries in a row (the first waits a random phase) */
+	unsigned nrefused; /* phase-1 connects refused in a row (the first retry: a phase) */
 	int resolving;	   /* a resolve() answer is pending (rdzv_member_resolved) */
 	int rdma_checking; /* the RDMA-CM check() runs in the loop: VERIFY waits for it */
 	uint64_t round;

@@ -56,7 +56,7 @@ if ! command -v perf >/dev/null; then
   echo "profile: perf skipped: not installed (CPU per phase estimated from the trace)"
   perf=
 elif ! make --no-print-directory MODE=release BUILD="$B/prof" \
-  MODE_LDFLAGS="-static -Wl,-z,relro,-z,now -Wl,--eh-frame-hdr" "$PBENCH" >/dev/null; then
+  EXTRA_LDFLAGS=-Wl,--eh-frame-hdr "$PBENCH" >/dev/null; then
   echo "profile: perf skipped: cannot build $PBENCH (CPU per phase estimated from the trace)"
   perf=
 fi

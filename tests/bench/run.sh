@@ -186,8 +186,9 @@ if want a; then
     [ "$n" = 2 ] && MEMBER_RSS=$(cat "$tmp/rss.2")
     printf '%8s %10s %8s %16s %16s\n' "$n" "$med" "$p90" "$(cat "$tmp/rss.1")" "$(cat "$tmp/rss.2")"
   done
-  # start orders (issue 26): members retry a refused connect after max(5 ms, N/2000 s)
-  # +-50 %; the latency counts from the last process start (the coordinator's, when last)
+  # start orders (issue 26): members retry a refused connect every max(5 ms, N/2000 s), the
+  # first time after a random phase; the latency counts from the last process start (the
+  # coordinator's, when last)
   echo "  start orders: latency after the last start (ms), $REPS runs (N=1024: 3); syns/run ="
   echo "  member connect attempts in the run's own netns (nstat TcpActiveOpens), median;"
   echo "  from_listen: the coordinator's listen (its last log line before it, ms resolution)"

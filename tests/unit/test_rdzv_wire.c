@@ -317,8 +317,8 @@ static void test_backoff(void **state)
 	assert_true(rdzv_backoff_ms(10) >= RDZV_BACKOFF_MAX_MS / 2);
 }
 
-/* refused connects: 5 ms (+-50 %) for a small job, world/2000 s for a large one, so the
- * coordinator sees ~2,000 SYN/s in all; over many draws the mean is the middle */
+/* refused connects: every d = 5 ms for a small job, world/2000 s for a large one, so the
+ * coordinator sees ~2,000 SYN/s in all; the first after a random phase in [0, d) */
 static void test_refused_pace(void **state)
 {
 	static const uint32_t worlds[] = {2, 8, 64, 1024, 16384};
