@@ -180,6 +180,9 @@ struct rdzv_result {
 	 * agent's hints decide from it, never from err's text.
 	 */
 	int conn_err;
+	/* coordinator: secondary VERIFYs that came with the ASSIGN's ticket, no second
+	 * handshake (issue 26; a member falls back to one when its ticket fails) */
+	uint32_t ntickets;
 };
 
 struct rdzv_coord;

@@ -66,6 +66,7 @@ void rdzv_rng_free(struct rdzv_rng *r)
 static const char member_label[] = "gxboot member";
 static const char coord_label[] = "gxboot coord";
 static const char session_label[] = "session";
+static const char ticket_label[] = "gxboot verify";
 
 /* label 1..5 of [a-z] before an optional ':' -> ctx "gxb<label>___". */
 static int purpose_ctx(const char *purpose, char ctx[crypto_kdf_CONTEXTBYTES + 1],
@@ -163,6 +164,17 @@ void rdzv_session_key(const unsigned char k[RDZV_KEY_LEN], const unsigned char n
 	crypto_auth_hmacsha256_update(&st, nm, RDZV_NONCE_LEN);
 	crypto_auth_hmacsha256_update(&st, nc, RDZV_NONCE_LEN);
 	crypto_auth_hmacsha256_final(&st, s);
+	sodium_memzero(&st, sizeof(st));
+}
+
+void rdzv_ticket_key(const unsigned char s1[RDZV_KEY_LEN], const unsigned char vn[RDZV_TICKET_LEN],
+		     unsigned char out[RDZV_KEY_LEN])
+{
+	crypto_auth_hmacsha256_state st;
+
+	hmac_start(&st, s1, ticket_label);
+	crypto_auth_hmacsha256_update(&st, vn, RDZV_TICKET_LEN);
+	crypto_auth_hmacsha256_final(&st, out);
 	sodium_memzero(&st, sizeof(st));
 }
 
@@ -293,9 +305,12 @@ static int co_auth(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len)
 {
-	struct rdzv_msg *m = malloc(sizeof(*m));
+	struct rdzv_msg *m;
 	int rc = 1;
 
+	if (cc->rc.state == RC_HELLO && type == RDZV_TVERIFY) /* body, then its MAC */
+		return rdzv_co_tverify(co, cc, body, len);
+	m = malloc(sizeof(*m));
 	if (!m || rdzv_msg_decode(type, body, len, m) < 0) {
 		gx_rl_log(&co->rl_pre, "rdzv: malformed handshake from %s: dropped",
 			  cc->rc.peer_str);
@@ -305,6 +320,7 @@ int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		rc = co_hello(co, cc, m);
 	} else if (cc->rc.state == RC_AUTH && type == RDZV_AUTH) {
 		rc = co_auth(co, cc, m);
+
 	} else {
 		gx_rl_log(&co->rl_pre,
 			  "rdzv: unexpected message type %u from %s before authentication: dropped",

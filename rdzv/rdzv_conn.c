@@ -54,6 +54,16 @@ void rdzv_conn_session_tx(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LE
 	c->seq_tx = 0;
 }
 
+void rdzv_conn_session_ticket(struct rdzv_conn *c, const unsigned char vkey[RDZV_KEY_LEN])
+{
+	memcpy(c->skey, vkey, RDZV_KEY_LEN);
+	c->tx_early = 0;
+	c->session = 1;
+	c->seq_tx = 0;
+	c->seq_rx = c->is_coord; /* the ticket frame was the member's 0 */
+	c->state = RC_SESSION;
+}
+
 /* recv into buf+*off up to want; 1 complete, 0 EAGAIN, < 0 error. A buffered
  * connection (the coordinator's) takes its bytes from c->in (one recv per readiness,
  * conn_event) instead: 0 there means that input is used up. */

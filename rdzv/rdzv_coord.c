@@ -224,11 +224,19 @@ static void put_common(struct rdzv_coord *co, struct rdzv_buf *b, uint32_t rank)
 	rdzv_put_peer(b, T_PEER, &co->tab[0]);
 }
 
+/* ASSIGN, with a fresh phase-2 ticket (issue 26): the member may open phase 2 with one
+ * VERIFY MAC'd under it instead of a second handshake; a new ASSIGN replaces it. */
 void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc)
 {
+	struct cpeer *sp = &co->st[cc->peer];
+	unsigned char vn[RDZV_TICKET_LEN];
 	struct rdzv_buf b = {0};
 
 	put_common(co, &b, (uint32_t)cc->peer);
+	rdzv_rng_buf(co->rng, vn, sizeof(vn));
+	rdzv_ticket_key(cc->rc.skey, vn, sp->vkey);
+	sp->vt = 1;
+	rdzv_put(&b, T_VTICKET, vn, sizeof(vn));
 	rdzv_co_send(co, cc, RDZV_ASSIGN, &b);
 	rdzv_buf_free(&b);
 }
@@ -293,7 +301,8 @@ void rdzv_co_check_commit(struct rdzv_coord *co)
 	co->commit_wait_until = co->res.t_commit_ms + RDZV_COMMIT_WAIT_MS;
 	co->res.ntable = co->nassigned; /* elastic: the slots in use so far */
 	rdzv_co_compare_peers(co);
-	gx_debug("rdzv: all %u peers joined and verified; COMMIT", co->world);
+	gx_debug("rdzv: all %u peers joined and verified (%u with a phase-2 ticket); COMMIT",
+		 co->world, co->res.ntickets);
 	for (i = 1; i < co->world; i++)
 		rdzv_co_commit_one(co, i);
 	for (cc = co->conns; cc; cc = next) {
@@ -794,8 +803,10 @@ void rdzv_coord_free(struct rdzv_coord *co)
 		co->cfg.rdma->close(co->cfg.rdma->arg);
 	gx_ev_timer_cancel(co->ev, co->sweep_id);
 	gx_ev_timer_cancel(co->ev, co->deadline_id);
-	for (i = 0; co->st && i < co->world; i++)
+	for (i = 0; co->st && i < co->world; i++) {
 		free(co->st[i].note);
+		sodium_memzero(co->st[i].vkey, sizeof(co->st[i].vkey)); /* unused tickets */
+	}
 	free(co->st);
 	free(co->enames);
 	free(co->tab);

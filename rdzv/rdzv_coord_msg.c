@@ -233,6 +233,46 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	return 0;
 }
 
+/*
+ * Phase 2 with a ticket (issue 26, PROTOCOL.md "Phase-2 ticket"): the first frame of the
+ * connection is VERIFY MAC'd under the key the ASSIGN on the member's phase-1 session
+ * handed out. Only the claimed index is read before the MAC is checked, to pick the key;
+ * a ticket proves once. Anything wrong drops the connection without an answer: the member
+ * then retries phase 2 with the full handshake.
+ */
+int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len)
+{
+	struct rdzv_msg *m = malloc(sizeof(*m));
+	const char *why = NULL;
+	struct cpeer *sp = NULL;
+	size_t blen = len - RDZV_MAC_LEN;
+	int rc = 1;
+
+	if (!m || len < RDZV_MAC_LEN || rdzv_msg_decode(RDZV_VERIFY, body, blen, m) < 0)
+		why = "malformed ticket VERIFY";
+	else if (m->index == 0 || m->index >= co->world || strcmp(co->names[m->index], m->name))
+		why = "ticket VERIFY for an unknown peer";
+	else if (!(sp = &co->st[m->index])->vt)
+		why = "no unused ticket for it";
+	else if (rdzv_mac_verify(sp->vkey, 'M', 0, RDZV_TVERIFY, body, blen, body + blen) < 0)
+		why = "wrong ticket";
+	if (why) {
+		gx_rl_log(&co->rl_pre, "rdzv: %s from %s: dropped", why, cc->rc.peer_str);
+		rdzv_co_drop(co, cc, why);
+		goto out;
+	}
+	rdzv_conn_session_ticket(&cc->rc, sp->vkey);
+	sp->vt = 0;
+	sodium_memzero(sp->vkey, sizeof(sp->vkey));
+	gx_pa_del(&co->pa, &cc->pa); /* authenticated: out of the budget */
+	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
+	co->res.ntickets++;
+	rc = co_verify(co, cc, m);
+out:
+	free(m);
+	return rc;
+}
+
 static size_t rail_count(const char *s)
 {
 	size_t n = s[0] ? 1 : 0;

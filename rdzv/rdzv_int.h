@@ -61,6 +61,9 @@ enum rdzv_type {
 	RDZV_PING = 18,
 	RDZV_PONG = 19,
 	RDZV_END = 20, /* after COMMIT: the job ended (T_CODE status), both ways (issue 17) */
+	/* M->C, the first frame of a phase-2 connection: VERIFY MAC'd under the ticket key
+	 * from the ASSIGN, no handshake (PROTOCOL.md "Phase-2 ticket", issue 26) */
+	RDZV_TVERIFY = 21,
 };
 
 /* ---- TLV types ---------------------------------------------------------- */
@@ -96,7 +99,10 @@ enum rdzv_tlv {
 	T_MTU = 29,
 	T_RAILS = 30,
 	T_PRIMARY = 31,
+	T_VTICKET = 32, /* ASSIGN: the phase-2 ticket's nonce (RDZV_TICKET_LEN) */
 };
+
+#define RDZV_TICKET_LEN 16
 
 struct rdzv_hdr {
 	uint32_t magic;
@@ -126,6 +132,8 @@ struct rdzv_msg {
 	char master[46];
 	struct rdzv_peer peer; /* JOIN: the sender; ASSIGN/COMMIT: the coordinator */
 	int has_peer;
+	unsigned char vticket[RDZV_TICKET_LEN]; /* ASSIGN: T_VTICKET */
+	int has_vticket;
 	const unsigned char *table; /* COMMIT: first T_PEER entry of the table */
 	size_t table_len;
 	uint32_t ntable;
@@ -177,6 +185,10 @@ void rdzv_mac(const unsigned char s[RDZV_KEY_LEN], uint8_t dir, uint64_t seq, ui
 	      const unsigned char *body, size_t len, unsigned char out[RDZV_MAC_LEN]);
 int rdzv_mac_verify(const unsigned char s[RDZV_KEY_LEN], uint8_t dir, uint64_t seq, uint16_t type,
 		    const unsigned char *body, size_t len, const unsigned char mac[RDZV_MAC_LEN]);
+/* The phase-2 ticket key (issue 26): HMAC(S1, "gxboot verify\0" | nonce), S1 the phase-1
+ * session key of the connection that carried the ASSIGN with the nonce. */
+void rdzv_ticket_key(const unsigned char s1[RDZV_KEY_LEN], const unsigned char vn[RDZV_TICKET_LEN],
+		     unsigned char out[RDZV_KEY_LEN]);
 
 /* ---- rdzv_conn.c: non-blocking buffered connection ----------------------- */
 enum rdzv_conn_state {
@@ -240,6 +252,9 @@ void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN])
  * (names and addresses, no secret: PROTOCOL.md "Threat model").
  */
 void rdzv_conn_session_tx(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN]);
+/* The session of a phase-2 connection opened with a ticket: skey = the ticket key, both
+ * sequences from 0 (the coordinator's receiving one from 1: the ticket frame was its 0). */
+void rdzv_conn_session_ticket(struct rdzv_conn *c, const unsigned char vkey[RDZV_KEY_LEN]);
 
 /* ---- rdzv_auth.c: nonces without a syscall each (issue 26) --------------- */
 /* A ChaCha20 keystream under a key from randombytes_buf, one stream nonce per call.
@@ -283,7 +298,9 @@ struct cpeer {
 	struct cconn *pending; /* newer connection with the same name */
 	uint8_t joined, verified, told;
 	uint8_t commit_sent; /* its COMMIT went out on a live session */
-	char *note;	     /* why it is missing: rejection / verification failure */
+	uint8_t vt;	     /* vkey holds an unused phase-2 ticket (issue 26) */
+	unsigned char vkey[RDZV_KEY_LEN];
+	char *note; /* why it is missing: rejection / verification failure */
 };
 
 struct rdzv_coord {
@@ -349,7 +366,9 @@ int rdzv_co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
 int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		   const unsigned char *body, size_t len);
-/* rdzv_auth.c: HELLO -> CHALLENGE, AUTH -> PROOF | REJECT. Same return. */
+/* A ticket VERIFY (RDZV_TVERIFY: body, then the MAC) as the first frame. Same return. */
+int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
+/* rdzv_auth.c: HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len);
 /* rdzv_conn.c: listeners (wildcard v4 + v6, or cfg.listen_addr). */

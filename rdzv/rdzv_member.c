@@ -285,6 +285,8 @@ void rdzv_mb_p2_connect(struct rdzv_member *m)
 		    m, "no secondary address of ours in the address family of the coordinator");
 		return;
 	}
+	if (rdzv_mb_rdma_first(m))
+		return;
 	rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen);
 	if (rc < 0)
 		rdzv_mb_fail(m, &m->c2, gx_strerror(rc));
@@ -330,8 +332,10 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		if (rc == 0 && !(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
 			return;
 		if (rc == 0)
-			rc = rdzv_mb_send_hello(m, c);
-		note_refused(m, rc);
+			rc = c->phase == 2 && m->vt ? rdzv_mb_send_tverify(m, c)
+						    : rdzv_mb_send_hello(m, c);
+		if (c->phase == 1) /* the pace of phase-1 retries: phase 2 has its backoff */
+			note_refused(m, rc);
 		if (rc < 0)
 			io_fail(m, c, rc);
 		return;
@@ -494,6 +498,7 @@ void rdzv_member_free(struct rdzv_member *m)
 	rdzv_mb_close(m, &m->c2);
 	free(m->res.table);
 	sodium_memzero(m->k, sizeof(m->k));
+	sodium_memzero(m->vkey, sizeof(m->vkey));
 	free(m);
 }
 

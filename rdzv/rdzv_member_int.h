@@ -52,6 +52,11 @@ struct rdzv_member {
 	unsigned nrefused; /* phase-1 connects refused in a row (the first retry: a phase) */
 	int resolving;	   /* a resolve() answer is pending (rdzv_member_resolved) */
 	int rdma_checking; /* the RDMA-CM check() runs in the loop: VERIFY waits for it */
+	/* the phase-2 ticket of the last ASSIGN (issue 26), unused yet; rdma_pre: its RDMA-CM
+	 * check passed before the TCP connection (a ticket VERIFY is the connection's first
+	 * frame, so the check cannot sit between a handshake and the VERIFY) */
+	int vt, rdma_pre;
+	unsigned char vkey[RDZV_KEY_LEN];
 	uint64_t round;
 	char err1[300], err2[300];
 	char rejected[300]; /* a clear REJECT before the session (retried, issue 25), or "" */
@@ -74,6 +79,10 @@ void rdzv_mb_fail(struct rdzv_member *m, struct mconn *c, const char *why);
 void rdzv_mb_ended(struct rdzv_member *m, int status, const char *why);
 void rdzv_mb_p2_connect(struct rdzv_member *m);
 int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c);
+/* Phase 2 connected with an unused ticket: the session is up, VERIFY goes at once. */
+int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c);
+/* 1 when phase 2 waits for an RDMA-CM check started now (ticket path), else 0. */
+int rdzv_mb_rdma_first(struct rdzv_member *m);
 /* A frame on c: 0 go on, 1 the member is done or c was closed, < 0 protocol error. */
 int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 		     const unsigned char *body, size_t len);

@@ -37,7 +37,7 @@ static void auth_fail(struct rdzv_member *m, struct mconn *c, const char *why)
 }
 
 static int send_join(struct rdzv_member *m, struct mconn *c);
-static int put_verify(struct rdzv_member *m, struct mconn *c);
+static int put_verify(struct rdzv_member *m, struct mconn *c, uint16_t type);
 
 /* Phase 2 runs the RDMA-CM check between the PROOF and VERIFY when both ends have a device. */
 static int rdma_check_due(const struct rdzv_member *m)
@@ -61,7 +61,7 @@ static int send_auth(struct rdzv_member *m, struct mconn *c, struct rdzv_buf *b)
 	rc = rdzv_mb_send(m, c, RDZV_AUTH, b);
 	if (rc == 0 && early) {
 		rdzv_conn_session_tx(&c->rc, m->k);
-		rc = c->phase == 1 ? send_join(m, c) : put_verify(m, c);
+		rc = c->phase == 1 ? send_join(m, c) : put_verify(m, c, RDZV_VERIFY);
 	}
 	if (c->rc.cork) {
 		c->rc.cork = 0;
@@ -102,7 +102,7 @@ static int send_join(struct rdzv_member *m, struct mconn *c)
 	return rdzv_mb_send(m, c, RDZV_JOIN, &b);
 }
 
-static int put_verify(struct rdzv_member *m, struct mconn *c)
+static int put_verify(struct rdzv_member *m, struct mconn *c, uint16_t type)
 {
 	struct rdzv_buf b = {0};
 
@@ -113,7 +113,21 @@ static int put_verify(struct rdzv_member *m, struct mconn *c)
 	rdzv_put_u64(&b, T_INCARNATION, m->self.incarnation);
 	rdzv_put_u64(&b, T_ROUND, m->round);
 	rdzv_put_u32(&b, T_FLAGS, (uint32_t)m->res.rdma_verified);
-	return rdzv_mb_send(m, c, RDZV_VERIFY, &b);
+	return rdzv_mb_send(m, c, type, &b);
+}
+
+/*
+ * Phase 2 with the ASSIGN's ticket (issue 26): no HELLO, CHALLENGE, AUTH, PROOF. The
+ * ticket key comes from the phase-1 session, which proved both sides, so a VERIFY MAC'd
+ * under it proves this member and the VERIFIED MAC'd back proves the coordinator. Used
+ * once: a retry (refused, dropped, refused VERIFIED) does the full handshake.
+ */
+int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c)
+{
+	rdzv_conn_session_ticket(&c->rc, m->vkey);
+	m->vt = 0;
+	sodium_memzero(m->vkey, sizeof(m->vkey));
+	return put_verify(m, c, RDZV_TVERIFY);
 }
 
 static void rdma_failed(struct rdzv_member *m, int rc, const char *why)
@@ -136,7 +150,12 @@ static void rdma_checked(void *arg, int rc, const char *why)
 		return;
 	}
 	m->res.rdma_verified = 1;
-	rc = put_verify(m, &m->c2);
+	if (m->c2.rc.fd < 0) { /* the ticket path checks first, then connects */
+		m->rdma_pre = 1;
+		rdzv_mb_p2_connect(m);
+		return;
+	}
+	rc = put_verify(m, &m->c2, RDZV_VERIFY);
 	if (rc < 0)
 		rdzv_mb_fail(m, &m->c2, gx_strerror(rc));
 }
@@ -148,7 +167,7 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 	int rc;
 
 	if (!rdma_check_due(m))
-		return put_verify(m, c);
+		return put_verify(m, c, RDZV_VERIFY);
 	rc = ops->check(ops->arg, m->ev, &m->self, &m->res.coord, m->cfg.port,
 			gx_now_ms() + RDZV_HANDSHAKE_MS, rdma_checked, m);
 	if (rc < 0) {
@@ -157,6 +176,22 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 	}
 	m->rdma_checking = 1;
 	return 0;
+}
+
+int rdzv_mb_rdma_first(struct rdzv_member *m)
+{
+	const struct rdzv_rdma_ops *ops = m->cfg.rdma;
+	int rc;
+
+	if (!m->vt || m->rdma_pre || !rdma_check_due(m))
+		return 0;
+	rc = ops->check(ops->arg, m->ev, &m->self, &m->res.coord, m->cfg.port,
+			gx_now_ms() + RDZV_HANDSHAKE_MS, rdma_checked, m);
+	if (rc < 0)
+		rdma_failed(m, rc, NULL);
+	else
+		m->rdma_checking = 1;
+	return 1;
 }
 
 static int on_proof(struct rdzv_member *m, struct mconn *c, const struct rdzv_msg *msg)
@@ -214,6 +249,10 @@ static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
 		return GX_EPROTO;
 	m->round = msg->round;
 	m->res.round = msg->round;
+	m->vt = msg->has_vticket && (m->self.flags & RDZV_PF_OBSERVER) == 0;
+	m->rdma_pre = 0;
+	if (m->vt)
+		rdzv_ticket_key(m->c1.rc.skey, msg->vticket, m->vkey);
 	m->res.coord = msg->peer;
 	m->res.rank = (int)msg->rank;
 	m->res.world = msg->world;

@@ -304,6 +304,11 @@ static int msg_field(struct rdzv_msg *m, uint16_t t, const unsigned char *v, uin
 		if (m->has_nonce)
 			memcpy(m->nonce, v, n);
 		return m->has_nonce ? 0 : GX_EPROTO;
+	case T_VTICKET:
+		m->has_vticket = n == RDZV_TICKET_LEN;
+		if (m->has_vticket)
+			memcpy(m->vticket, v, n);
+		return m->has_vticket ? 0 : GX_EPROTO;
 	case T_PROOF:
 		m->has_proof = n == RDZV_MAC_LEN;
 		if (m->has_proof)

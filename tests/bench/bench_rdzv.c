@@ -40,12 +40,14 @@ struct shared {
 	long rss_kb[65];	/* [0..P-1] member processes, [64] coordinator */
 	int64_t coord_cpu_us;	/* the coordinator's user + system CPU time */
 	int failed;
+	uint32_t tickets; /* phase-2 VERIFYs that came with a ticket (no second handshake) */
 };
 
 struct mstate {
 	int *left;
 	int *failed;
 	struct gx_ev *ev;
+	uint32_t tickets; /* coordinator: rdzv_result.ntickets */
 };
 
 /* a member process's start phase: members next, next + nproc, ... < n */
@@ -88,7 +90,7 @@ static void coord_done(void *arg, int rc, const struct rdzv_result *res)
 {
 	struct mstate *s = arg;
 
-	(void)res;
+	s->tickets = res->ntickets;
 	if (rc != 0)
 		(*s->failed)++;
 	gx_ev_stop(s->ev, 0);
@@ -117,7 +119,7 @@ static int run_coord(char **names, uint32_t n, uint16_t port, struct shared *sh)
 	struct rdzv_coord *co = NULL;
 	struct gx_ev *ev = NULL;
 	int left = 1, failed = 0;
-	struct mstate s = {&left, &failed, NULL};
+	struct mstate s = {&left, &failed, NULL, 0};
 	struct rusage ru;
 
 	gx_raise_nofile();
@@ -133,6 +135,7 @@ static int run_coord(char **names, uint32_t n, uint16_t port, struct shared *sh)
 		return 1;
 	gx_ev_run_until(ev, c.deadline_ms);
 	sh->rss_kb[64] = peak_rss_kb();
+	sh->tickets = s.tickets;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		sh->coord_cpu_us = (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
 				   ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
@@ -184,7 +187,7 @@ static int run_members(char **names, uint32_t n, uint16_t port, int p, int nproc
 	struct rdzv_member **ms = calloc(n, sizeof(*ms));
 	struct gx_ev *ev = NULL;
 	int left = 0, failed = 0;
-	struct mstate s = {&left, &failed, NULL};
+	struct mstate s = {&left, &failed, NULL, 0};
 	struct starter st = {names, ms, &s, sh, n, 1 + (uint32_t)p, port, p, nproc, 0};
 	uint32_t i;
 
@@ -241,10 +244,10 @@ static void report(uint32_t n, int nproc, const struct shared *sh)
 	}
 	printf("N=%u member_procs=%d latency_ms=%.1f coord_peak_rss_kb=%ld "
 	       "member_proc_peak_rss_kb=%ld (%u members each) start_ms=%.0f coord_cpu_ms=%.0f "
-	       "failed=%d\n",
+	       "tickets=%u failed=%d\n",
 	       n, nproc, (double)(last_done - last_start) / 1000.0, sh->rss_kb[64], mrss,
 	       (n - 1 + (uint32_t)nproc - 1) / (uint32_t)nproc, (double)start_us / 1000.0,
-	       (double)sh->coord_cpu_us / 1000.0, sh->failed);
+	       (double)sh->coord_cpu_us / 1000.0, sh->tickets, sh->failed);
 }
 
 int main(int argc, char **argv)

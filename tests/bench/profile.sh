@@ -134,7 +134,7 @@ function add(p, s, w, c) { cnt[p " " s] += w; busy[p] += c }
 BEGIN {
   for (i = 0; i < 256; i++) hx[sprintf("%02x", i)] = i
   for (t = 1; t <= 5; t++) ph[t] = "handshake"
-  ph[10] = ph[11] = "JOIN"; ph[12] = ph[13] = ph[14] = "VERIFY"; ph[15] = "COMMIT"
+  ph[10] = ph[11] = "JOIN"; ph[12] = ph[13] = ph[14] = ph[21] = "VERIFY"; ph[15] = "COMMIT"
 }
 $2 ~ /^[a-z_0-9]+\(/ {
   s = $2; sub(/\(.*/, "", s)
@@ -218,7 +218,7 @@ if [ -n "$perf" ]; then
   BEGIN {
     mark["on_accept"] = "accept"; mark["rdzv_co_handshake"] = "handshake"
     mark["rdzv_co_accept_join"] = mark["rdzv_co_assign"] = "JOIN"
-    mark["verify_reply"] = "VERIFY"
+    mark["verify_reply"] = mark["rdzv_co_tverify"] = "VERIFY"
     mark["rdzv_co_check_commit"] = mark["rdzv_co_commit_conn"] = "COMMIT"
     mark["rdzv_co_commit_one"] = "COMMIT"; mark["rdzv_coord_free"] = "end"
   }

@@ -292,7 +292,9 @@ if want b; then
     echo "  N=$n: median ${med} ms, p90 ${p90} ms over $nrun runs, failed runs $fails," \
       "coordinator peak RSS ${crss} kB and CPU ${cpu} ms (median, $((cpu * 1000 / n)) us/member)," \
       "member process peak RSS ${mrss} kB ($(((n + $(procs "$n") - 1) / $(procs "$n"))) members)"
-    tot="resets $(sum EstabResets), listen overflows $(sum ListenOverflows), SYN retransmits $(sum SynRetrans)"
+    tk=$(grep -o 'tickets=[0-9]*' "$tmp/b.$n" | cut -d= -f2 | sort -n | head -1)
+    tot="resets $(sum EstabResets), listen overflows $(sum ListenOverflows), SYN retransmits $(sum SynRetrans),"
+    tot+=" phase-2 tickets ${tk:-?} of $((n - 1)) in the worst run (the rest: a second handshake)"
     echo "  N=$n over $nrun runs: $tot"
     case $n in
     1024) LAT_1024=$med ;;

@@ -21,7 +21,11 @@
  *                       job); bad 1: wrong job id, 2: wrong token, 3: no AUTH
  *   1 JOIN  inc flags a  entry of the connection's name (incarnation inc,
  *                       RDZV_PF_* flags, addr4 127.0.0.a or none, nd_err bit)
- *   2 VERIFY inc flags  with the round from ASSIGN (flags & 0x80: a wrong round)
+ *   2 VERIFY inc flags  with the round from ASSIGN (flags & 0x80: a wrong round);
+ *                       the only op besides OPEN on a closed connection, for this:
+ *                       flags & 0x40: as TVERIFY on a new connection under the ticket
+ *                       of the last ASSIGN any connection got (flags & 0x20: a wrong
+ *                       key), the connection taking that member's name
  *   3 FRAME type len body...   raw frame (MAC'd in a session)
  *   4 CLOSE
  *   5 RAW   len bytes...       unframed bytes on the socket
@@ -53,6 +57,8 @@ struct fconn {
 	char name[32];
 	uint64_t round;
 	int has_round;
+	unsigned char vkey[RDZV_KEY_LEN]; /* the ticket of its last ASSIGN (issue 26) */
+	int has_ticket;
 };
 
 struct fin {
@@ -160,6 +166,9 @@ static void drain(struct fconn *f)
 			if (type == RDZV_ASSIGN) {
 				f->round = m->round;
 				f->has_round = 1;
+				f->has_ticket = m->has_vticket;
+				if (m->has_vticket)
+					rdzv_ticket_key(f->c.skey, m->vticket, f->vkey);
 			}
 		}
 		free(body);
@@ -180,29 +189,38 @@ static void fc_send(struct fz *z, struct fconn *f, uint16_t type, const struct r
 	drain(f);
 }
 
-static void op_open(struct fz *z, struct fconn *f, struct fin *in)
+/* A new loopback connection in f (the old one closed), accepted by the coordinator. */
+static int fc_connect(struct fz *z, struct fconn *f)
 {
-	uint8_t a = in_byte(in), who = a % 4, bad = (a / 4) % 4;
-	unsigned char proof[RDZV_MAC_LEN], k[RDZV_KEY_LEN];
 	struct linger lg = {.l_onoff = 1, .l_linger = 0};
-	struct rdzv_buf b = {0};
 	struct pollfd pf;
 	int fd = -1;
 
 	fc_close(f);
 	if (gx_tcp_connect(&z->sa, z->salen, NULL, 0, &fd) < 0)
-		return;
+		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	pf.fd = fd;
 	pf.events = POLLOUT;
 	if (poll(&pf, 1, 1000) != 1) {
 		close(fd);
-		return;
+		return -1;
 	}
 	pump(z); /* accept */
 	memset(f, 0, sizeof(*f));
 	rdzv_conn_init(&f->c, fd, 0);
 	f->open = 1;
+	return 0;
+}
+
+static void op_open(struct fz *z, struct fconn *f, struct fin *in)
+{
+	uint8_t a = in_byte(in), who = a % 4, bad = (a / 4) % 4;
+	unsigned char proof[RDZV_MAC_LEN], k[RDZV_KEY_LEN];
+	struct rdzv_buf b = {0};
+
+	if (fc_connect(z, f) < 0)
+		return;
 	f->index = who == 3 ? 7 : who;
 	snprintf(f->name, sizeof(f->name), "job-worker-%u", f->index);
 	randombytes_buf(f->c.nm, RDZV_NONCE_LEN);
@@ -265,12 +283,35 @@ static void op_verify(struct fz *z, struct fconn *f, struct fin *in)
 			round = z->fc[i].round; /* the round is one per rendezvous */
 	if (flags & 0x80)
 		round ^= 1;
+	if (!f->open && !(flags & 0x40))
+		return;
+	if (flags & 0x40) { /* phase 2 with a ticket: a new connection, no handshake */
+		const struct fconn *t = NULL;
+		unsigned char vkey[RDZV_KEY_LEN];
+		uint32_t index;
+		char name[32];
+
+		for (i = 0; i < NCONN; i++)
+			if (z->fc[i].has_ticket && (!t || &z->fc[i] == f))
+				t = &z->fc[i];
+		if (!t)
+			return;
+		memcpy(vkey, t->vkey, sizeof(vkey));
+		vkey[0] ^= (flags & 0x20) != 0;
+		index = t->index;
+		memcpy(name, t->name, sizeof(name));
+		if (fc_connect(z, f) < 0)
+			return;
+		f->index = index;
+		memcpy(f->name, name, sizeof(f->name));
+		rdzv_conn_session_ticket(&f->c, vkey);
+	}
 	rdzv_put_str(&b, T_NAME, f->name);
 	rdzv_put_u32(&b, T_INDEX, f->index);
 	rdzv_put_u64(&b, T_INCARNATION, inc);
 	rdzv_put_u64(&b, T_ROUND, round);
 	rdzv_put_u32(&b, T_FLAGS, flags & 1);
-	fc_send(z, f, RDZV_VERIFY, &b);
+	fc_send(z, f, flags & 0x40 ? RDZV_TVERIFY : RDZV_VERIFY, &b);
 	rdzv_buf_free(&b);
 }
 
@@ -363,7 +404,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t b = in_byte(&in);
 		struct fconn *f = &z.fc[(b / 8) % NCONN];
 
-		if (b % 8 != 0 && !f->open)
+		if (b % 8 != 0 && b % 8 != 2 && !f->open) /* VERIFY may open one (ticket) */
 			continue;
 		switch (b % 8) {
 		case 0:

@@ -1061,6 +1061,128 @@ static void test_commit_waits_for_lost_session(void **state)
 	gx_ev_free(ev2);
 }
 
+/* ---- the phase-2 ticket (issue 26) ------------------------------------------ */
+/* The next frame decoded into m: its type, 0 when the coordinator closed the connection
+ * without one, -1 when nothing came within ms. */
+static int cli_msg(struct rh *h, struct cli *x, int64_t ms, struct rdzv_msg *m)
+{
+	int64_t until = gx_now_ms() + ms;
+	unsigned char *body = NULL;
+	uint16_t type = 0;
+	size_t len;
+	int rc;
+
+	for (;;) {
+		rc = rdzv_conn_read(&x->c, &type, &body, &len);
+		if (rc != 0 || gx_now_ms() >= until)
+			break;
+		pump(h, 20);
+	}
+	if (rc == 1)
+		assert_int_equal(rdzv_msg_decode(type, body, len, m), 0);
+	free(body);
+	return rc == 1 ? type : rc < 0 ? 0 : -1;
+}
+
+/* A phase-2 connection whose first frame is member 1's VERIFY MAC'd under vkey. */
+static void cli_tverify(struct rh *h, struct cli *x, const unsigned char vkey[RDZV_KEY_LEN],
+			uint64_t round)
+{
+	struct rdzv_buf b = {0};
+
+	cli_open(h, x);
+	rdzv_conn_session_ticket(&x->c, vkey);
+	rdzv_put_str(&b, T_NAME, "job-worker-1");
+	rdzv_put_u32(&b, T_INDEX, 1);
+	rdzv_put_u64(&b, T_INCARNATION, 42);
+	rdzv_put_u64(&b, T_ROUND, round);
+	rdzv_put_u32(&b, T_FLAGS, 0);
+	cli_send(x, RDZV_TVERIFY, b.p, b.len);
+	rdzv_buf_free(&b);
+}
+
+/*
+ * The ASSIGN carries a ticket; a VERIFY MAC'd under its key, as the first frame of a
+ * connection, verifies without a handshake and is answered under the same key. A MAC
+ * under another key is dropped unanswered and spends nothing; the ticket proves once.
+ */
+static void test_phase2_ticket(void **state)
+{
+	struct rdzv_msg *m = malloc(sizeof(*m));
+	unsigned char vkey[RDZV_KEY_LEN], bad[RDZV_KEY_LEN];
+	struct cli p1, p2, replay, wrong;
+	uint64_t round;
+	struct rh h;
+
+	(void)state;
+	assert_non_null(m);
+	h_init(&h, 3, 20000); /* member 2 never comes: no COMMIT closes the listener */
+	start_coord(&h);
+	cli_session(&h, &p1);
+	cli_join(&p1, 256);
+	assert_int_equal(cli_msg(&h, &p1, 3000, m), RDZV_ASSIGN);
+	assert_true(m->has_vticket);
+	rdzv_ticket_key(p1.c.skey, m->vticket, vkey);
+	round = m->round;
+
+	memcpy(bad, vkey, sizeof(bad));
+	bad[0] ^= 1;
+	cli_tverify(&h, &wrong, bad, round);
+	assert_int_equal(cli_msg(&h, &wrong, 3000, m), 0);
+	assert_int_equal(h.co->nverified, 0);
+
+	cli_tverify(&h, &p2, vkey, round);
+	assert_int_equal(cli_msg(&h, &p2, 3000, m), RDZV_VERIFIED);
+	assert_int_equal(m->code, 0);
+	assert_int_equal(h.co->nverified, 1);
+	assert_int_equal(h.co->res.ntickets, 1);
+
+	cli_tverify(&h, &replay, vkey, round);
+	assert_int_equal(cli_msg(&h, &replay, 3000, m), 0);
+	assert_int_equal(h.co->res.ntickets, 1);
+
+	rdzv_conn_reset(&p1.c);
+	rdzv_conn_reset(&p2.c);
+	rdzv_conn_reset(&replay.c);
+	rdzv_conn_reset(&wrong.c);
+	rh_free(&h);
+	free(m);
+}
+
+/* A member whose ticket the coordinator no longer holds (dropped unanswered) verifies
+ * with the full handshake on its retry: the ticket saves work, it is never needed. */
+static void test_phase2_ticket_fallback(void **state)
+{
+	struct rdzv_config cfg;
+	struct gx_ev *ev2 = NULL;
+	int64_t until;
+	struct rh h;
+
+	(void)state;
+	h_init(&h, 2, 20000);
+	assert_int_equal(gx_ev_new(&ev2), 0);
+	start_coord(&h);
+	member_cfg(&h, 1, &cfg);
+	rh_start_member_in(&h, ev2, 1, &cfg);
+	until = gx_now_ms() + 5000;
+	while (!h.co->st[1].vt && gx_now_ms() < until) {
+		rh_pump_ev(ev2, 10, NULL);
+		rh_pump_ev(h.ev, 10, NULL); /* the member reads the ASSIGN only in ev2 */
+	}
+	assert_true(h.co->st[1].vt);
+	h.co->st[1].vt = 0; /* as if replaced: its TVERIFY finds no ticket */
+	until = gx_now_ms() + 8000;
+	while ((!h.s[1].done || !h.co_done) && gx_now_ms() < until) {
+		rh_pump_ev(ev2, 10, NULL);
+		pump(&h, 10);
+	}
+	assert_int_equal(h.s[1].rc, 0);
+	assert_int_equal(h.co_rc, 0);
+	assert_int_equal(h.co_res.ntickets, 0);
+	rh_free(&h);
+	gx_ev_free(ev2);
+}
+
 /* ---- RDZV_LIST_NAMES: names quoted in one line ----------------------------- */
 static void list_names(uint32_t missing, const char *tail)
 {
@@ -1189,6 +1311,8 @@ int main(void)
 	    cmocka_unit_test(test_member_deadlines),
 	    cmocka_unit_test(test_member_pipelined_join),
 	    cmocka_unit_test(test_commit_waits_for_lost_session),
+	    cmocka_unit_test(test_phase2_ticket),
+	    cmocka_unit_test(test_phase2_ticket_fallback),
 	    cmocka_unit_test(test_list_names),
 	    cmocka_unit_test(test_field_sizes),
 	    cmocka_unit_test(test_rdma_acc_bounds),

@@ -114,6 +114,7 @@ static void run_n(uint32_t n)
 	       n, (long long)(t1 - t0), (long long)(gx_now_ms() - t1));
 	expect_all_ok(&w);
 	assert_int_equal(w.co_res.ntable, n);
+	assert_int_equal(w.co_res.ntickets, n - 1); /* phase 2 without a second handshake */
 	for (i = 1; i < n; i++) {
 		assert_string_equal(w.co_res.table[i].name, w.names[i]);
 		assert_string_equal(w.co_res.table[i].seen_from, w.co_res.table[i].addr4);
@@ -658,6 +659,7 @@ static void run_rdma(int fail)
 	} else {
 		expect_all_ok(&w);
 		assert_int_equal(w.s[1].res.rdma_verified, 1);
+		assert_int_equal(w.co_res.ntickets, 1); /* RDMA-CM first, then the ticket */
 	}
 	rh_free(&w);
 }
