@@ -264,9 +264,12 @@ int agent_write_file_atomic(const char *dir, const char *name, const char *data,
 		snprintf(err, errlen, "cannot create a file in %s: %s", dir, strerror(-rc));
 		goto out;
 	}
+	/* No fsync (issue 26: 12 per pod, 3 ms on this machine's disk, ~30 ms with 64 pods
+	 * writing at once, in every pod's start and in the serving coordinator's loop). The
+	 * rename alone makes a reader see the old file or the whole new one; durability over
+	 * a node crash buys nothing: every start writes these files again, and a pod whose
+	 * node crashed runs its init containers again. */
 	rc = fchmod(fd, mode) < 0 ? -errno : write_all(fd, data, len);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
 	if (rc == 0 && close(fd) < 0)
 		rc = -errno;
 	fd = -1;
@@ -277,8 +280,6 @@ int agent_write_file_atomic(const char *dir, const char *name, const char *data,
 		goto out;
 	}
 	tmp[0] = '\0';
-	if (fsync(dfd) < 0)
-		gx_debug("fsync %s: %s", dir, strerror(errno));
 out:
 	if (fd >= 0)
 		close(fd);

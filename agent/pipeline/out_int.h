@@ -106,8 +106,9 @@ int agent_env_load(const char *path, struct agent_env *out, char *err, size_t er
 /* ---- files ------------------------------------------------------------------------ */
 /*
  * Writes dir/name atomically: a temp file in dir (O_CREAT|O_EXCL|O_NOFOLLOW),
- * fsync, rename over name (a symlink planted at name is replaced, never
- * followed), fsync of dir. dir must be a directory. -errno / GX_EUSAGE.
+ * rename over name (a symlink planted at name is replaced, never followed); no
+ * fsync: readers see whole files, and every start writes them again (issue 26).
+ * dir must be a directory. -errno / GX_EUSAGE.
  */
 int agent_write_file_atomic(const char *dir, const char *name, const char *data, size_t len,
 			    mode_t mode, char *err, size_t errlen);
