@@ -320,7 +320,6 @@ int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		rc = co_hello(co, cc, m);
 	} else if (cc->rc.state == RC_AUTH && type == RDZV_AUTH) {
 		rc = co_auth(co, cc, m);
-
 	} else {
 		gx_rl_log(&co->rl_pre,
 			  "rdzv: unexpected message type %u from %s before authentication: dropped",

@@ -186,7 +186,17 @@ static void note_set(struct cpeer *sp, const char *text)
 	sp->note = strdup(buf);
 }
 
-static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m)
+/* The slot's phase-2 ticket ends: used, or the member's phase 2 went another way (a VERIFY
+ * through the handshake, a VFAIL). Bytes of a TVERIFY the member gave up on, seen on the
+ * secondary network, then prove nothing (PROTOCOL.md "Phase-2 ticket"). */
+static void ticket_end(struct cpeer *sp)
+{
+	sp->vt = 0;
+	sodium_memzero(sp->vkey, sizeof(sp->vkey));
+}
+
+/* *ok (may be NULL): 1 when the VERIFY was accepted (the member is verified now). */
+static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m, int *ok)
 {
 	uint32_t i = m->index;
 	struct cpeer *sp;
@@ -200,6 +210,7 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	sp = &co->st[i];
 	t = &co->tab[i];
 	cc->peer = -1; /* a VERIFY connection never holds the slot */
+	ticket_end(sp);
 	if (!sp->joined || !sp->conn || m->incarnation != t->incarnation || m->round != co->round) {
 		verify_reply(co, cc, GX_ERDZV, "stale VERIFY: not joined in this round");
 		return 0;
@@ -219,6 +230,8 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	sp->verified = 1;
 	free(sp->note);
 	sp->note = NULL;
+	if (ok)
+		*ok = 1;
 	verify_reply(co, cc, 0, NULL);
 	if (co->committed) {
 		rdzv_co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
@@ -236,9 +249,9 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 /*
  * Phase 2 with a ticket (issue 26, PROTOCOL.md "Phase-2 ticket"): the first frame of the
  * connection is VERIFY MAC'd under the key the ASSIGN on the member's phase-1 session
- * handed out. Only the claimed index is read before the MAC is checked, to pick the key;
- * a ticket proves once. Anything wrong drops the connection without an answer: the member
- * then retries phase 2 with the full handshake.
+ * handed out. The frame is decoded (bounded) before the MAC is checked, and only its
+ * claimed index is used then, to pick the key; a ticket proves once. Anything wrong drops the
+ * connection without an answer: the member then retries phase 2 with the full handshake.
  */
 int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len)
 {
@@ -246,7 +259,7 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 	const char *why = NULL;
 	struct cpeer *sp = NULL;
 	size_t blen = len - RDZV_MAC_LEN;
-	int rc = 1;
+	int rc = 1, ok = 0;
 
 	if (!m || len < RDZV_MAC_LEN || rdzv_msg_decode(RDZV_VERIFY, body, blen, m) < 0)
 		why = "malformed ticket VERIFY";
@@ -262,12 +275,11 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 		goto out;
 	}
 	rdzv_conn_session_ticket(&cc->rc, sp->vkey);
-	sp->vt = 0;
-	sodium_memzero(sp->vkey, sizeof(sp->vkey));
+	ticket_end(sp);
 	gx_pa_del(&co->pa, &cc->pa); /* authenticated: out of the budget */
 	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
-	co->res.ntickets++;
-	rc = co_verify(co, cc, m);
+	rc = co_verify(co, cc, m, &ok);
+	co->res.ntickets += (uint32_t)ok;
 out:
 	free(m);
 	return rc;
@@ -408,7 +420,7 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 	} else if (type == RDZV_JOIN) {
 		rc = co_join(co, cc, m);
 	} else if (type == RDZV_VERIFY) {
-		rc = co_verify(co, cc, m);
+		rc = co_verify(co, cc, m, NULL);
 	} else if (type == RDZV_PONG) {
 		co_pong(co, cc);
 	} else if (type == RDZV_END && cc->role == ROLE_OBSERVER && co->committed) {
@@ -419,6 +431,7 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		char text[300];
 
 		rdzv_sanitize(text, sizeof(text), m->text);
+		ticket_end(&co->st[cc->peer]); /* it forgot its ticket too */
 		note_set(&co->st[cc->peer], text);
 		if (co->cfg.soft_verify)
 			rdzv_co_soft_fail(co, (uint32_t)cc->peer, text);

@@ -105,6 +105,13 @@ static void retry2_fired(struct gx_ev *ev, uint64_t id, void *arg)
 		rdzv_mb_p2_connect(m);
 }
 
+void rdzv_mb_ticket_end(struct rdzv_member *m)
+{
+	m->vt = 0;
+	m->rdma_pre = 0;
+	sodium_memzero(m->vkey, sizeof(m->vkey));
+}
+
 /* Phase 1 lost: start again from JOIN after a backoff. */
 void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 {
@@ -113,6 +120,7 @@ void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 		gx_strlcpy(m->err1, why, sizeof(m->err1));
 	rdzv_mb_close(m, &m->c1);
 	rdzv_mb_close(m, &m->c2);
+	rdzv_mb_ticket_end(m); /* the next ASSIGN brings a new one */
 	gx_ev_timer_cancel(m->ev, m->retry2_id);
 	m->retry2_id = 0;
 	m->st = M_CONNECT;
@@ -135,6 +143,9 @@ void rdzv_mb_fail2(struct rdzv_member *m, const char *why)
 	if (why != m->err2)
 		gx_strlcpy(m->err2, why, sizeof(m->err2));
 	rdzv_mb_close(m, &m->c2);
+	/* a phase-2 failure ends the ticket on both sides (the VFAIL tells the coordinator):
+	 * the retry does the handshake, and bytes of a TVERIFY that went astray prove nothing */
+	rdzv_mb_ticket_end(m);
 	if (m->c1.rc.state == RC_SESSION) {
 		rdzv_put_str(&b, T_TEXT, m->err2);
 		rdzv_mb_send(m, &m->c1, RDZV_VFAIL, &b);

@@ -81,6 +81,8 @@ void rdzv_mb_p2_connect(struct rdzv_member *m);
 int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c);
 /* Phase 2 connected with an unused ticket: the session is up, VERIFY goes at once. */
 int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c);
+/* Forget the phase-2 ticket (used, or phase 2 failed / phase 1 lost). */
+void rdzv_mb_ticket_end(struct rdzv_member *m);
 /* 1 when phase 2 waits for an RDMA-CM check started now (ticket path), else 0. */
 int rdzv_mb_rdma_first(struct rdzv_member *m);
 /* A frame on c: 0 go on, 1 the member is done or c was closed, < 0 protocol error. */

@@ -120,13 +120,12 @@ static int put_verify(struct rdzv_member *m, struct mconn *c, uint16_t type)
  * Phase 2 with the ASSIGN's ticket (issue 26): no HELLO, CHALLENGE, AUTH, PROOF. The
  * ticket key comes from the phase-1 session, which proved both sides, so a VERIFY MAC'd
  * under it proves this member and the VERIFIED MAC'd back proves the coordinator. Used
- * once: a retry (refused, dropped, refused VERIFIED) does the full handshake.
+ * once; any phase-2 failure ends it (rdzv_mb_fail2): the retry does the full handshake.
  */
 int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c)
 {
 	rdzv_conn_session_ticket(&c->rc, m->vkey);
-	m->vt = 0;
-	sodium_memzero(m->vkey, sizeof(m->vkey));
+	rdzv_mb_ticket_end(m);
 	return put_verify(m, c, RDZV_TVERIFY);
 }
 

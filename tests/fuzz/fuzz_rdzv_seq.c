@@ -23,9 +23,11 @@
  *                       RDZV_PF_* flags, addr4 127.0.0.a or none, nd_err bit)
  *   2 VERIFY inc flags  with the round from ASSIGN (flags & 0x80: a wrong round);
  *                       the only op besides OPEN on a closed connection, for this:
- *                       flags & 0x40: as TVERIFY on a new connection under the ticket
- *                       of the last ASSIGN any connection got (flags & 0x20: a wrong
- *                       key), the connection taking that member's name
+ *                       flags & 0x40: as TVERIFY on a new connection under a ticket
+ *                       an ASSIGN handed out (the connection's own, else the first
+ *                       connection's that holds one; flags & 0x20: a wrong key), the
+ *                       connection taking that member's name (its own ticket is stale
+ *                       then: the new connection replaced its phase-1 session)
  *   3 FRAME type len body...   raw frame (MAC'd in a session)
  *   4 CLOSE
  *   5 RAW   len bytes...       unframed bytes on the socket

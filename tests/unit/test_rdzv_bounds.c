@@ -1149,20 +1149,78 @@ static void test_phase2_ticket(void **state)
 	free(m);
 }
 
-/* A member whose ticket the coordinator no longer holds (dropped unanswered) verifies
- * with the full handshake on its retry: the ticket saves work, it is never needed. */
-static void test_phase2_ticket_fallback(void **state)
+/* A fake RDMA-CM check that passes 1 ms later, from the loop. */
+struct tk_rdma {
+	struct gx_ev *ev;
+	rdzv_rdma_check_fn *done;
+	void *done_arg;
+	uint64_t timer;
+	int calls, cancels;
+};
+
+static void tk_answer(struct gx_ev *ev, uint64_t id, void *arg)
 {
+	struct tk_rdma *f = arg;
+
+	(void)ev;
+	(void)id;
+	f->timer = 0;
+	f->done(f->done_arg, 0, NULL);
+}
+
+static int tk_check(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
+		    const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
+		    rdzv_rdma_check_fn *done, void *done_arg)
+{
+	struct tk_rdma *f = arg;
+
+	(void)self;
+	(void)coord;
+	(void)port;
+	(void)deadline_ms;
+	f->calls++;
+	f->ev = ev;
+	f->done = done;
+	f->done_arg = done_arg;
+	f->timer = gx_ev_timer(ev, 1, tk_answer, f);
+	return 0;
+}
+
+static void tk_cancel(void *arg)
+{
+	struct tk_rdma *f = arg;
+
+	f->cancels++;
+	gx_ev_timer_cancel(f->ev, f->timer);
+	f->timer = 0;
+}
+
+/*
+ * A member whose ticket the coordinator no longer holds (its TVERIFY is dropped
+ * unanswered) verifies with the full handshake on its retry: the ticket saves work, it is
+ * never needed. With RDMA-CM due, the check runs before the ticket's connect, and again
+ * on the retry after the PROOF (the path without a ticket).
+ */
+static void ticket_fallback(int rdma)
+{
+	struct tk_rdma f = {0};
+	const struct rdzv_rdma_ops ops = {.check = tk_check, .cancel = tk_cancel, .arg = &f};
 	struct rdzv_config cfg;
 	struct gx_ev *ev2 = NULL;
 	int64_t until;
 	struct rh h;
 
-	(void)state;
 	h_init(&h, 2, 20000);
 	assert_int_equal(gx_ev_new(&ev2), 0);
-	start_coord(&h);
+	rh_coord_cfg(&h, &cfg);
+	if (rdma)
+		snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_0");
+	rh_start_coord_cfg(&h, &cfg);
 	member_cfg(&h, 1, &cfg);
+	if (rdma) {
+		snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_1");
+		cfg.rdma = &ops;
+	}
 	rh_start_member_in(&h, ev2, 1, &cfg);
 	until = gx_now_ms() + 5000;
 	while (!h.co->st[1].vt && gx_now_ms() < until) {
@@ -1179,8 +1237,53 @@ static void test_phase2_ticket_fallback(void **state)
 	assert_int_equal(h.s[1].rc, 0);
 	assert_int_equal(h.co_rc, 0);
 	assert_int_equal(h.co_res.ntickets, 0);
+	assert_int_equal(h.s[1].m->attempt2, 1); /* one failed phase 2: the dropped TVERIFY */
+	if (rdma) {
+		assert_int_equal(f.calls, 2);
+		assert_int_equal(h.s[1].res.rdma_verified, 1);
+	}
 	rh_free(&h);
 	gx_ev_free(ev2);
+}
+
+static void test_phase2_ticket_fallback(void **state)
+{
+	(void)state;
+	ticket_fallback(0);
+	ticket_fallback(1);
+}
+
+/* A VFAIL ends the member's ticket on the coordinator too: a TVERIFY it gave up on (its
+ * bytes seen on the secondary network) is dropped later. */
+static void test_phase2_ticket_vfail(void **state)
+{
+	struct rdzv_msg *m = malloc(sizeof(*m));
+	unsigned char vkey[RDZV_KEY_LEN];
+	struct rdzv_buf b = {0};
+	struct cli p1, late;
+	struct rh h;
+
+	(void)state;
+	assert_non_null(m);
+	h_init(&h, 3, 20000);
+	start_coord(&h);
+	cli_session(&h, &p1);
+	cli_join(&p1, 256);
+	assert_int_equal(cli_msg(&h, &p1, 3000, m), RDZV_ASSIGN);
+	assert_true(m->has_vticket);
+	rdzv_ticket_key(p1.c.skey, m->vticket, vkey);
+	rdzv_put_str(&b, T_TEXT, "connect: timed out");
+	cli_send(&p1, RDZV_VFAIL, b.p, b.len);
+	rdzv_buf_free(&b);
+	pump(&h, 100);
+	assert_false(h.co->st[1].vt);
+	cli_tverify(&h, &late, vkey, m->round);
+	assert_int_equal(cli_msg(&h, &late, 3000, m), 0);
+	assert_int_equal(h.co->nverified, 0);
+	rdzv_conn_reset(&p1.c);
+	rdzv_conn_reset(&late.c);
+	rh_free(&h);
+	free(m);
 }
 
 /* ---- RDZV_LIST_NAMES: names quoted in one line ----------------------------- */
@@ -1313,6 +1416,7 @@ int main(void)
 	    cmocka_unit_test(test_commit_waits_for_lost_session),
 	    cmocka_unit_test(test_phase2_ticket),
 	    cmocka_unit_test(test_phase2_ticket_fallback),
+	    cmocka_unit_test(test_phase2_ticket_vfail),
 	    cmocka_unit_test(test_list_names),
 	    cmocka_unit_test(test_field_sizes),
 	    cmocka_unit_test(test_rdma_acc_bounds),
