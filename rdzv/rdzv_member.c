@@ -108,7 +108,6 @@ static void retry2_fired(struct gx_ev *ev, uint64_t id, void *arg)
 void rdzv_mb_ticket_end(struct rdzv_member *m)
 {
 	m->vt = 0;
-	m->rdma_pre = 0;
 	sodium_memzero(m->vkey, sizeof(m->vkey));
 }
 
@@ -296,8 +295,6 @@ void rdzv_mb_p2_connect(struct rdzv_member *m)
 		    m, "no secondary address of ours in the address family of the coordinator");
 		return;
 	}
-	if (rdzv_mb_rdma_first(m))
-		return;
 	rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen);
 	if (rc < 0)
 		rdzv_mb_fail(m, &m->c2, gx_strerror(rc));

@@ -52,10 +52,9 @@ struct rdzv_member {
 	unsigned nrefused; /* phase-1 connects refused in a row (the first retry: a phase) */
 	int resolving;	   /* a resolve() answer is pending (rdzv_member_resolved) */
 	int rdma_checking; /* the RDMA-CM check() runs in the loop: VERIFY waits for it */
-	/* the phase-2 ticket of the last ASSIGN (issue 26), unused yet; rdma_pre: its RDMA-CM
-	 * check passed before the TCP connection (a ticket VERIFY is the connection's first
-	 * frame, so the check cannot sit between a handshake and the VERIFY) */
-	int vt, rdma_pre;
+	/* the phase-2 ticket of the last ASSIGN (issue 26), unused yet; none when RDMA-CM
+	 * must be checked (the check sits between the phase-2 handshake and VERIFY) */
+	int vt;
 	unsigned char vkey[RDZV_KEY_LEN];
 	uint64_t round;
 	char err1[300], err2[300];
@@ -83,8 +82,6 @@ int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c);
 int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c);
 /* Forget the phase-2 ticket (used, or phase 2 failed / phase 1 lost). */
 void rdzv_mb_ticket_end(struct rdzv_member *m);
-/* 1 when phase 2 waits for an RDMA-CM check started now (ticket path), else 0. */
-int rdzv_mb_rdma_first(struct rdzv_member *m);
 /* A frame on c: 0 go on, 1 the member is done or c was closed, < 0 protocol error. */
 int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 		     const unsigned char *body, size_t len);
