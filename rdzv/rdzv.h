@@ -55,8 +55,9 @@ struct rdzv_peer {
  * RDMA-CM verification seam (issue 5, phase 2). Called only when BOTH ends
  * report a usable RDMA device and the ops pointer is not NULL; otherwise
  * phase 2 is TCP-only and rdzv_result.rdma_verified stays 0.
- * check() starts on a member after its phase-2 handshake, inside ev (a member that
- * checks RDMA-CM takes no phase-2 ticket: PROTOCOL.md "Phase-2 ticket"): resolve
+ * check() starts on a member once its phase-2 TCP connection is in session (after the
+ * handshake, or after a TVERIFY that says the check follows: PROTOCOL.md "Phase-2
+ * ticket"), inside ev: resolve
  * address and route to the coordinator's secondary address, rdma_connect, one
  * small send/recv, by deadline_ms. done(done_arg, rc, why) follows once from
  * the loop (never from inside check): 0, or a negative code and its one line.

@@ -278,6 +278,14 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 	ticket_end(sp);
 	gx_pa_del(&co->pa, &cc->pa); /* authenticated: out of the budget */
 	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
+	if (m->flags & RDZV_VF_RDMA_PENDING) {
+		/* the member checks RDMA-CM now (its TCP connection warmed the neighbour
+		 * cache) and sends VERIFY, seq 1, in this session: as after a PROOF */
+		cc->ticketed = 1;
+		cc->claimed = (int)m->index;
+		rc = 0;
+		goto out;
+	}
 	rc = co_verify(co, cc, m, &ok);
 	co->res.ntickets += (uint32_t)ok;
 out:
@@ -417,10 +425,17 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 	if ((type == RDZV_JOIN || type == RDZV_VERIFY) && cc->role != ROLE_HANDSHAKE) {
 		rdzv_co_drop(co, cc, "second JOIN/VERIFY on one connection");
 		rc = 1;
+	} else if (cc->ticketed && (type != RDZV_VERIFY || m->index != (uint32_t)cc->claimed)) {
+		/* a ticket's session carries its member's VERIFY, nothing else */
+		rdzv_co_drop(co, cc, "a ticket's session carries only its member's VERIFY");
+		rc = 1;
 	} else if (type == RDZV_JOIN) {
 		rc = co_join(co, cc, m);
 	} else if (type == RDZV_VERIFY) {
-		rc = co_verify(co, cc, m, NULL);
+		int ok = 0, tk = cc->ticketed;
+
+		rc = co_verify(co, cc, m, &ok);
+		co->res.ntickets += (uint32_t)(ok && tk);
 	} else if (type == RDZV_PONG) {
 		co_pong(co, cc);
 	} else if (type == RDZV_END && cc->role == ROLE_OBSERVER && co->committed) {

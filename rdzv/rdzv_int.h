@@ -66,6 +66,10 @@ enum rdzv_type {
 	RDZV_TVERIFY = 21,
 };
 
+/* VERIFY / TVERIFY T_FLAGS */
+#define RDZV_VF_RDMA 1u		/* the member's RDMA-CM check to the coordinator passed */
+#define RDZV_VF_RDMA_PENDING 2u /* TVERIFY only: the session is up, VERIFY follows the check */
+
 /* ---- TLV types ---------------------------------------------------------- */
 enum rdzv_tlv {
 	T_NONCE = 1,
@@ -291,6 +295,7 @@ struct cconn {
 	int64_t ping_at;      /* PING sent to this (older) connection */
 	struct rdzv_peer *pj; /* PENDING: its JOIN, until promoted */
 	struct gx_pa_ent pa;  /* in co->pa until the session is up */
+	uint8_t ticketed;     /* session from a TVERIFY (RDMA pending): its VERIFY counts one */
 };
 
 struct cpeer {

@@ -78,7 +78,8 @@ void rdzv_mb_fail(struct rdzv_member *m, struct mconn *c, const char *why);
 void rdzv_mb_ended(struct rdzv_member *m, int status, const char *why);
 void rdzv_mb_p2_connect(struct rdzv_member *m);
 int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c);
-/* Phase 2 connected with an unused ticket: the session is up, VERIFY goes at once. */
+/* Phase 2 connected with an unused ticket: the session is up, VERIFY goes at once, or
+ * after the RDMA-CM check it starts (TVERIFY flagged RDZV_VF_RDMA_PENDING). */
 int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c);
 /* Forget the phase-2 ticket (used, or phase 2 failed / phase 1 lost). */
 void rdzv_mb_ticket_end(struct rdzv_member *m);

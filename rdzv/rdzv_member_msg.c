@@ -37,7 +37,7 @@ static void auth_fail(struct rdzv_member *m, struct mconn *c, const char *why)
 }
 
 static int send_join(struct rdzv_member *m, struct mconn *c);
-static int put_verify(struct rdzv_member *m, struct mconn *c, uint16_t type);
+static int put_verify(struct rdzv_member *m, struct mconn *c, uint16_t type, uint32_t flags);
 
 /* Phase 2 runs the RDMA-CM check between the PROOF and VERIFY when both ends have a device. */
 static int rdma_check_due(const struct rdzv_member *m)
@@ -61,7 +61,7 @@ static int send_auth(struct rdzv_member *m, struct mconn *c, struct rdzv_buf *b)
 	rc = rdzv_mb_send(m, c, RDZV_AUTH, b);
 	if (rc == 0 && early) {
 		rdzv_conn_session_tx(&c->rc, m->k);
-		rc = c->phase == 1 ? send_join(m, c) : put_verify(m, c, RDZV_VERIFY);
+		rc = c->phase == 1 ? send_join(m, c) : put_verify(m, c, RDZV_VERIFY, 0);
 	}
 	if (c->rc.cork) {
 		c->rc.cork = 0;
@@ -102,7 +102,7 @@ static int send_join(struct rdzv_member *m, struct mconn *c)
 	return rdzv_mb_send(m, c, RDZV_JOIN, &b);
 }
 
-static int put_verify(struct rdzv_member *m, struct mconn *c, uint16_t type)
+static int put_verify(struct rdzv_member *m, struct mconn *c, uint16_t type, uint32_t flags)
 {
 	struct rdzv_buf b = {0};
 
@@ -112,21 +112,8 @@ static int put_verify(struct rdzv_member *m, struct mconn *c, uint16_t type)
 		     m->self.index == RDZV_ELASTIC ? (uint32_t)m->res.rank : m->self.index);
 	rdzv_put_u64(&b, T_INCARNATION, m->self.incarnation);
 	rdzv_put_u64(&b, T_ROUND, m->round);
-	rdzv_put_u32(&b, T_FLAGS, (uint32_t)m->res.rdma_verified);
+	rdzv_put_u32(&b, T_FLAGS, flags | (m->res.rdma_verified ? RDZV_VF_RDMA : 0));
 	return rdzv_mb_send(m, c, type, &b);
-}
-
-/*
- * Phase 2 with the ASSIGN's ticket (issue 26): no HELLO, CHALLENGE, AUTH, PROOF. The
- * ticket key comes from the phase-1 session, which proved both sides, so a VERIFY MAC'd
- * under it proves this member and the VERIFIED MAC'd back proves the coordinator. Used
- * once; any phase-2 failure ends it (rdzv_mb_fail2): the retry does the full handshake.
- */
-int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c)
-{
-	rdzv_conn_session_ticket(&c->rc, m->vkey);
-	rdzv_mb_ticket_end(m);
-	return put_verify(m, c, RDZV_TVERIFY);
 }
 
 static void rdma_failed(struct rdzv_member *m, int rc, const char *why)
@@ -149,7 +136,7 @@ static void rdma_checked(void *arg, int rc, const char *why)
 		return;
 	}
 	m->res.rdma_verified = 1;
-	rc = put_verify(m, &m->c2, RDZV_VERIFY);
+	rc = put_verify(m, &m->c2, RDZV_VERIFY, 0);
 	if (rc < 0)
 		rdzv_mb_fail(m, &m->c2, gx_strerror(rc));
 }
@@ -161,7 +148,7 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 	int rc;
 
 	if (!rdma_check_due(m))
-		return put_verify(m, c, RDZV_VERIFY);
+		return put_verify(m, c, RDZV_VERIFY, 0);
 	rc = ops->check(ops->arg, m->ev, &m->self, &m->res.coord, m->cfg.port,
 			gx_now_ms() + RDZV_HANDSHAKE_MS, rdma_checked, m);
 	if (rc < 0) {
@@ -170,6 +157,28 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 	}
 	m->rdma_checking = 1;
 	return 0;
+}
+
+/*
+ * Phase 2 with the ASSIGN's ticket (issue 26): no HELLO, CHALLENGE, AUTH, PROOF. The
+ * ticket key comes from the phase-1 session, which proved both sides, so a VERIFY MAC'd
+ * under it proves this member and the VERIFIED MAC'd back proves the coordinator. Used
+ * once; any phase-2 failure ends it (rdzv_mb_fail2): the retry does the full handshake.
+ * With RDMA-CM due, the TVERIFY only opens the session (RDZV_VF_RDMA_PENDING): the check
+ * runs now, after this TCP connection filled the neighbour cache on both ends, and VERIFY
+ * follows in the session as after a PROOF. Returns 1 when the check failed at once (phase
+ * 2 already failed).
+ */
+int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c)
+{
+	int due = rdma_check_due(m), rc;
+
+	rdzv_conn_session_ticket(&c->rc, m->vkey);
+	rdzv_mb_ticket_end(m);
+	rc = put_verify(m, c, RDZV_TVERIFY, due ? RDZV_VF_RDMA_PENDING : 0);
+	if (rc == 0 && due)
+		rc = send_verify(m, c);
+	return rc;
 }
 
 static int on_proof(struct rdzv_member *m, struct mconn *c, const struct rdzv_msg *msg)
@@ -228,11 +237,9 @@ static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
 	m->round = msg->round;
 	m->res.round = msg->round;
 	m->res.coord = msg->peer;
-	/* the phase-2 ticket, unless RDMA-CM must be checked: the check then runs after the
-	 * phase-2 handshake as before. Checked first, before any TCP packet on the secondary
-	 * network, its address resolution found the neighbour cache cold and took ~2 s in 6 of
-	 * 10 soft-RoCE runs (vs 13-30 ms after the TCP connection) */
-	m->vt = msg->has_vticket && (m->self.flags & RDZV_PF_OBSERVER) == 0 && !rdma_check_due(m);
+	/* the phase-2 ticket; with RDMA-CM due the check follows the ticket's TCP connect
+	 * (rdzv_mb_send_tverify) */
+	m->vt = msg->has_vticket && (m->self.flags & RDZV_PF_OBSERVER) == 0;
 	if (m->vt)
 		rdzv_ticket_key(m->c1.rc.skey, msg->vticket, m->vkey);
 	m->res.rank = (int)msg->rank;

@@ -27,7 +27,8 @@
  *                       an ASSIGN handed out (the connection's own, else the first
  *                       connection's that holds one; flags & 0x20: a wrong key), the
  *                       connection taking that member's name (its own ticket is stale
- *                       then: the new connection replaced its phase-1 session)
+ *                       then: the new connection replaced its phase-1 session);
+ *                       flags & 3: T_FLAGS (2 on a TVERIFY: VERIFY follows in its session)
  *   3 FRAME type len body...   raw frame (MAC'd in a session)
  *   4 CLOSE
  *   5 RAW   len bytes...       unframed bytes on the socket
@@ -312,7 +313,7 @@ static void op_verify(struct fz *z, struct fconn *f, struct fin *in)
 	rdzv_put_u32(&b, T_INDEX, f->index);
 	rdzv_put_u64(&b, T_INCARNATION, inc);
 	rdzv_put_u64(&b, T_ROUND, round);
-	rdzv_put_u32(&b, T_FLAGS, flags & 1);
+	rdzv_put_u32(&b, T_FLAGS, flags & 3); /* RDZV_VF_RDMA, RDZV_VF_RDMA_PENDING */
 	fc_send(z, f, flags & 0x40 ? RDZV_TVERIFY : RDZV_VERIFY, &b);
 	rdzv_buf_free(&b);
 }

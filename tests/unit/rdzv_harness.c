@@ -161,3 +161,50 @@ void rh_pump_ev(struct gx_ev *ev, int64_t ms, const int *flag)
 	while ((!flag || !*flag) && gx_now_ms() < until)
 		gx_ev_run_until(ev, gx_now_ms() + 20 < until ? gx_now_ms() + 20 : until);
 }
+
+static void rh_rdma_answer(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct rh_rdma *f = arg;
+
+	(void)ev;
+	(void)id;
+	f->timer = 0;
+	f->done(f->done_arg, f->rc, f->rc ? "rdma_resolve_route: timed out" : "");
+}
+
+static int rh_rdma_check(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
+			 const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
+			 rdzv_rdma_check_fn *done, void *done_arg)
+{
+	struct rh_rdma *f = arg;
+
+	(void)port;
+	(void)deadline_ms;
+	f->calls++;
+	assert_string_equal(coord->rdma_dev, "mlx5_0");
+	assert_string_equal(self->rdma_dev, "mlx5_1");
+	assert_int_equal(f->timer, 0); /* one at a time */
+	f->ev = ev;
+	f->done = done;
+	f->done_arg = done_arg;
+	if (!f->hang)
+		f->timer = gx_ev_timer(ev, f->delay_ms, rh_rdma_answer, f);
+	return 0;
+}
+
+static void rh_rdma_cancel(void *arg)
+{
+	struct rh_rdma *f = arg;
+
+	f->cancels++;
+	gx_ev_timer_cancel(f->ev, f->timer);
+	f->timer = 0;
+}
+
+void rh_rdma_ops(struct rh_rdma *f, struct rdzv_rdma_ops *ops)
+{
+	memset(ops, 0, sizeof(*ops));
+	ops->check = rh_rdma_check;
+	ops->cancel = rh_rdma_cancel;
+	ops->arg = f;
+}

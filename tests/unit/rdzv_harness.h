@@ -63,6 +63,21 @@ void rh_start_coord_cfg(struct rh *h, const struct rdzv_config *cfg);
 void rh_start_member_in(struct rh *h, struct gx_ev *ev, uint32_t slot,
 			const struct rdzv_config *cfg);
 
+/*
+ * A fake RDMA-CM check (rdzv_rdma_ops) for a member "mlx5_1" against a coordinator
+ * "mlx5_0" (asserted): it answers rc from a timer of the loop delay_ms later, or never
+ * (hang); one check at a time. rh_rdma_ops fills ops with it.
+ */
+struct rh_rdma {
+	int rc, hang, delay_ms;
+	int calls, cancels;
+	struct gx_ev *ev;
+	uint64_t timer;
+	rdzv_rdma_check_fn *done;
+	void *done_arg;
+};
+void rh_rdma_ops(struct rh_rdma *f, struct rdzv_rdma_ops *ops);
+
 /* Run ev in 20 ms slices for ms, or until *flag becomes nonzero. */
 void rh_pump_ev(struct gx_ev *ev, int64_t ms, const int *flag);
 
