@@ -410,24 +410,44 @@ static int waiting_input(const struct cconn *cc)
 		return 0;
 	return ioctl(cc->rc.fd, FIONREAD, &n) == 0 && n > 0;
 }
+/*
+ * A deadline passed. Authenticated: closed unless its frames wait for us. Before the
+ * proof, once per step: spared RDZV_PREAUTH_GRACE_MS when the awaited frame waits unread
+ * (we were behind), or up to RDZV_HANDSHAKE_MS from the step's start when nothing came
+ * but few connections are unauthenticated (a slow member, not a flood); else closed.
+ */
+static void conn_deadline(struct rdzv_coord *co, struct cconn *cc, int64_t now, int room)
+{
+	unsigned step = 1u << cc->rc.state;
+	int waiting = waiting_input(cc);
+
+	room = room && (cc->rc.state == RC_HELLO || cc->rc.state == RC_AUTH);
+
+	if (cc->pa.in && !(cc->spared & step) && (waiting || room)) {
+		cc->spared |= step;
+		co->res.nslow += !waiting;
+		cc->deadline = now + (waiting ? RDZV_PREAUTH_GRACE_MS
+					      : RDZV_HANDSHAKE_MS - (cc->rc.state == RC_HELLO
+									 ? RDZV_HELLO_MS
+									 : RDZV_PROOF_MS));
+	} else if (!waiting || cc->pa.in) {
+		co->res.nhs_late += cc->rc.state != RC_CLOSING;
+		rdzv_co_drop(co, cc, "handshake deadline");
+	}
+}
+
 static void sweep_conns(struct rdzv_coord *co, int64_t now)
 {
+	/* once per sweep, so that a flood's late connections all go, not all but a share */
+	int room = co->pa.n * RDZV_PREAUTH_ROOM_DIV < co->maxconns;
 	struct cconn *cc, *next;
 
 	for (cc = co->conns; cc; cc = next) {
 		next = cc->next;
 		if (cc->ping_at && now - cc->ping_at >= RDZV_PING_MS)
 			rdzv_co_drop(co, cc, "no PONG: replaced by the newer connection");
-		else if (cc->deadline && now >= cc->deadline) {
-			unsigned step = 1u << cc->rc.state;
-
-			if (!waiting_input(cc) || (cc->pa.in && (cc->spared & step)))
-				rdzv_co_drop(co, cc, "handshake deadline");
-			else if (cc->pa.in) {
-				cc->spared |= step;
-				cc->deadline = now + RDZV_PREAUTH_GRACE_MS;
-			}
-		}
+		else if (cc->deadline && now >= cc->deadline)
+			conn_deadline(co, cc, now, room);
 	}
 }
 
@@ -471,6 +491,7 @@ static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 			  "rdzv: closed the oldest unauthenticated connection (from %s) for one "
 			  "from %s: %zu open",
 			  oc->rc.peer_str, cc->rc.peer_str, co->nconns);
+		co->res.nevicted++;
 		rdzv_co_drop(co, oc, NULL);
 	}
 	gx_pa_add(&co->pa, &cc->pa, cc->rc.peer_str, 0);

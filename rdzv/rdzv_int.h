@@ -28,6 +28,12 @@
  * step by this much, so a stranger lives at most 1 + 1 + 2 + 1 s unauthenticated, no
  * longer than an authenticated peer's silence (RDZV_HANDSHAKE_MS) (issue 26). */
 #define RDZV_PREAUTH_GRACE_MS 1000
+/* A pre-authentication deadline that passes with nothing unread (the member is slow: its
+ * node loaded, its process starved) is extended once per step to RDZV_HANDSHAKE_MS from
+ * the step's start while fewer than 1/RDZV_PREAUTH_ROOM_DIV of the connection bound are
+ * unauthenticated: closing it would only make the member reconnect (a RST and one more
+ * handshake, issue 26). Past that share (a flood) the deadlines hold as above. */
+#define RDZV_PREAUTH_ROOM_DIV 4
 #define RDZV_HELLO_MS 1000	    /* accept -> HELLO (a member sends it at once) */
 #define RDZV_PROOF_MS 2000	    /* HELLO -> AUTH: the first proof (issue 25) */
 #define RDZV_PREAUTH_PER_SRC 4	    /* unauthenticated connections per address (a member needs 2) */

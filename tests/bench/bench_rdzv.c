@@ -41,11 +41,17 @@ struct shared {
 	int64_t coord_cpu_us;	/* the coordinator's user + system CPU time */
 	int failed;
 	uint32_t tickets; /* phase-2 VERIFYs that came with a ticket (no second handshake) */
+	/* members whose phase 1 failed before they joined, by the last failure: closed or
+	 * reset, timed out (their own deadline), anything else; the coordinator's closes at a
+	 * handshake deadline and evictions at its connection bound */
+	int retry_reset, retry_timeout, retry_other;
+	uint32_t hs_late, evicted, slow;
 };
 
 struct mstate {
 	int *left;
 	int *failed;
+	struct shared *sh;
 	struct gx_ev *ev;
 	uint32_t tickets; /* coordinator: rdzv_result.ntickets */
 };
@@ -79,9 +85,13 @@ static void member_done(void *arg, int rc, const struct rdzv_result *res)
 {
 	struct mstate *s = arg;
 
-	(void)res;
 	if (rc != 0)
 		(*s->failed)++;
+	if (res->conn_err && s->sh)
+		__atomic_fetch_add(res->conn_err == -ECONNRESET	 ? &s->sh->retry_reset
+				   : res->conn_err == -ETIMEDOUT ? &s->sh->retry_timeout
+								 : &s->sh->retry_other,
+				   1, __ATOMIC_SEQ_CST);
 	if (--*s->left == 0)
 		gx_ev_stop(s->ev, 0);
 }
@@ -91,6 +101,11 @@ static void coord_done(void *arg, int rc, const struct rdzv_result *res)
 	struct mstate *s = arg;
 
 	s->tickets = res->ntickets;
+	if (s->sh) {
+		s->sh->hs_late = res->nhs_late;
+		s->sh->evicted = res->nevicted;
+		s->sh->slow = res->nslow;
+	}
 	if (rc != 0)
 		(*s->failed)++;
 	gx_ev_stop(s->ev, 0);
@@ -119,7 +134,7 @@ static int run_coord(char **names, uint32_t n, uint16_t port, struct shared *sh)
 	struct rdzv_coord *co = NULL;
 	struct gx_ev *ev = NULL;
 	int left = 1, failed = 0;
-	struct mstate s = {&left, &failed, NULL, 0};
+	struct mstate s = {&left, &failed, sh, NULL, 0};
 	struct rusage ru;
 
 	gx_raise_nofile();
@@ -187,7 +202,7 @@ static int run_members(char **names, uint32_t n, uint16_t port, int p, int nproc
 	struct rdzv_member **ms = calloc(n, sizeof(*ms));
 	struct gx_ev *ev = NULL;
 	int left = 0, failed = 0;
-	struct mstate s = {&left, &failed, NULL, 0};
+	struct mstate s = {&left, &failed, sh, NULL, 0};
 	struct starter st = {names, ms, &s, sh, n, 1 + (uint32_t)p, port, p, nproc, 0};
 	uint32_t i;
 
@@ -244,10 +259,12 @@ static void report(uint32_t n, int nproc, const struct shared *sh)
 	}
 	printf("N=%u member_procs=%d latency_ms=%.1f coord_peak_rss_kb=%ld "
 	       "member_proc_peak_rss_kb=%ld (%u members each) start_ms=%.0f coord_cpu_ms=%.0f "
-	       "tickets=%u failed=%d\n",
+	       "tickets=%u failed=%d retried=reset:%d,timeout:%d,other:%d coord_hs_late=%u "
+	       "coord_evicted=%u coord_slow_spared=%u\n",
 	       n, nproc, (double)(last_done - last_start) / 1000.0, sh->rss_kb[64], mrss,
 	       (n - 1 + (uint32_t)nproc - 1) / (uint32_t)nproc, (double)start_us / 1000.0,
-	       (double)sh->coord_cpu_us / 1000.0, sh->tickets, sh->failed);
+	       (double)sh->coord_cpu_us / 1000.0, sh->tickets, sh->failed, sh->retry_reset,
+	       sh->retry_timeout, sh->retry_other, sh->hs_late, sh->evicted, sh->slow);
 }
 
 int main(int argc, char **argv)

@@ -294,7 +294,8 @@ if want b; then
       "member process peak RSS ${mrss} kB ($(((n + $(procs "$n") - 1) / $(procs "$n"))) members)"
     tk=$(grep -o 'tickets=[0-9]*' "$tmp/b.$n" | cut -d= -f2 | sort -n | head -1)
     tot="resets $(sum EstabResets), listen overflows $(sum ListenOverflows), SYN retransmits $(sum SynRetrans),"
-    tot+=" phase-2 tickets ${tk:-?} of $((n - 1)) in the worst run (the rest: a second handshake)"
+    tot+=" phase-2 tickets ${tk:-?} of $((n - 1)) in the worst run (the rest: a second handshake),"
+    tot+=" closed at a handshake deadline $(sum coord_hs_late), slow members spared $(sum coord_slow_spared)"
     echo "  N=$n over $nrun runs: $tot"
     case $n in
     1024) LAT_1024=$med ;;
