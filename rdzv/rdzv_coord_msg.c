@@ -195,8 +195,9 @@ static void ticket_end(struct cpeer *sp)
 	sodium_memzero(sp->vkey, sizeof(sp->vkey));
 }
 
-/* *ok (may be NULL): 1 when the VERIFY was accepted (the member is verified now). */
-static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m, int *ok)
+/* ticket: the VERIFY came in a ticket's session; counted in ntickets when accepted, before
+ * the COMMIT it may complete (whose line reports the count). */
+static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m, int ticket)
 {
 	uint32_t i = m->index;
 	struct cpeer *sp;
@@ -230,8 +231,7 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	sp->verified = 1;
 	free(sp->note);
 	sp->note = NULL;
-	if (ok)
-		*ok = 1;
+	co->res.ntickets += (uint32_t)(ticket != 0);
 	verify_reply(co, cc, 0, NULL);
 	if (co->committed) {
 		rdzv_co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
@@ -259,7 +259,7 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 	const char *why = NULL;
 	struct cpeer *sp = NULL;
 	size_t blen = len - RDZV_MAC_LEN;
-	int rc = 1, ok = 0;
+	int rc = 1;
 
 	if (!m || len < RDZV_MAC_LEN || rdzv_msg_decode(RDZV_VERIFY, body, blen, m) < 0)
 		why = "malformed ticket VERIFY";
@@ -286,8 +286,7 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 		rc = 0;
 		goto out;
 	}
-	rc = co_verify(co, cc, m, &ok);
-	co->res.ntickets += (uint32_t)ok;
+	rc = co_verify(co, cc, m, 1);
 out:
 	free(m);
 	return rc;
@@ -432,10 +431,7 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 	} else if (type == RDZV_JOIN) {
 		rc = co_join(co, cc, m);
 	} else if (type == RDZV_VERIFY) {
-		int ok = 0, tk = cc->ticketed;
-
-		rc = co_verify(co, cc, m, &ok);
-		co->res.ntickets += (uint32_t)(ok && tk);
+		rc = co_verify(co, cc, m, cc->ticketed);
 	} else if (type == RDZV_PONG) {
 		co_pong(co, cc);
 	} else if (type == RDZV_END && cc->role == ROLE_OBSERVER && co->committed) {

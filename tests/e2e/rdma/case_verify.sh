@@ -4,7 +4,7 @@
 #  a) 3 pods, rxe on each net1, `init --rdma require`: every pod exits 0, NCCL_IB_HCA names
 #     the pod's OWN rxe device (shared mode: every pod sees all three), GXBOOT_RDMA_VERIFIED=1
 #     in env and env.json, rendezvous.json says verified, the coordinator's line counts the
-#     members that verified to it.
+#     members that verified to it, both with the phase-2 ticket (-v: its COMMIT line).
 #  b) the coordinator has no RDMA device (its rxe deleted; it runs --rdma auto): a member with
 #     --rdma require exits 5 with one line naming the coordinator (before the fix: exit 0, a
 #     device was present); a member with --rdma auto exits 0, says so once, and writes
@@ -19,8 +19,11 @@ T=$(cluster_token)
 P=(init --peers 'job-worker-{0..2}' --token-file "$T" --out @OUT@)
 
 # a)
-rxe_run 120 "${P[@]}" --timeout 60 --rdma require
+rxe_run 120 "${P[@]}" --timeout 60 --rdma require -v
 gx_expect_rc 0 0 1 2
+# issue 26: the members' phase 2 used the ASSIGN's ticket (TVERIFY, then the check, then
+# VERIFY in that session), not a second handshake
+gx_expect_in 0 'all 3 peers joined and verified \(2 with a phase-2 ticket\)'
 for i in 0 1 2; do
   hca=$(gx_env "$GX_DIR/out$i/env" NCCL_IB_HCA)
   [ "$hca" = "=rxe$i:1" ] || fail "job-worker-$i: NCCL_IB_HCA '$hca', want '=rxe$i:1'" "$GX_DIR/pod$i.log"
