@@ -185,8 +185,8 @@ struct rdzv_result {
 	/* coordinator: secondary VERIFYs that came with the ASSIGN's ticket, no second
 	 * handshake (issue 26; a member falls back to one when its ticket fails) */
 	uint32_t ntickets;
-	/* coordinator: connections it closed at a handshake deadline (a HELLO or AUTH late,
-	 * also after the grace for its own lag), evicted at the connection bound, and
+	/* coordinator: unauthenticated connections it closed at a handshake deadline (a
+	 * HELLO or AUTH late, also after the grace for its own lag), evicted at the bound, and
 	 * handshake deadlines it extended for a slow member (RDZV_PREAUTH_ROOM_DIV) */
 	uint32_t nhs_late, nevicted, nslow;
 };

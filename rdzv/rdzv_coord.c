@@ -431,16 +431,21 @@ static void conn_deadline(struct rdzv_coord *co, struct cconn *cc, int64_t now, 
 									 ? RDZV_HELLO_MS
 									 : RDZV_PROOF_MS));
 	} else if (!waiting || cc->pa.in) {
-		co->res.nhs_late += cc->rc.state != RC_CLOSING;
+		co->res.nhs_late += cc->pa.in && cc->rc.state != RC_CLOSING;
 		rdzv_co_drop(co, cc, "handshake deadline");
 	}
 }
 
 static void sweep_conns(struct rdzv_coord *co, int64_t now)
 {
-	/* once per sweep, so that a flood's late connections all go, not all but a share */
-	int room = co->pa.n * RDZV_PREAUTH_ROOM_DIV < co->maxconns;
 	struct cconn *cc, *next;
+	int room;
+
+	/* once per sweep, and not again for RDZV_HANDSHAKE_MS after a flood: its late
+	 * connections all go, not all but the share a sweep leaves under the mark */
+	if (co->pa.n * RDZV_PREAUTH_ROOM_DIV >= co->maxconns)
+		co->flood_until = now + RDZV_HANDSHAKE_MS;
+	room = now >= co->flood_until;
 
 	for (cc = co->conns; cc; cc = next) {
 		next = cc->next;

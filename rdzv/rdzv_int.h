@@ -32,7 +32,8 @@
  * node loaded, its process starved) is extended once per step to RDZV_HANDSHAKE_MS from
  * the step's start while fewer than 1/RDZV_PREAUTH_ROOM_DIV of the connection bound are
  * unauthenticated: closing it would only make the member reconnect (a RST and one more
- * handshake, issue 26). Past that share (a flood) the deadlines hold as above. */
+ * handshake, issue 26). Past that share (a flood) the deadlines hold as above, and for
+ * RDZV_HANDSHAKE_MS after the last sweep that saw it (the tail of a flood gets none). */
 #define RDZV_PREAUTH_ROOM_DIV 4
 #define RDZV_HELLO_MS 1000	    /* accept -> HELLO (a member sends it at once) */
 #define RDZV_PROOF_MS 2000	    /* HELLO -> AUTH: the first proof (issue 25) */
@@ -294,7 +295,7 @@ struct cconn {
 	struct cconn *prev, *next;
 	enum cc_role role;
 	int peer;	      /* slot index for MEMBER / PENDING / VERIFY, else -1 */
-	int claimed;	      /* index named in HELLO (for rejection notes), else -1 */
+	int claimed;	      /* index named in HELLO (rejection notes) or TVERIFY, else -1 */
 	int out_pending;      /* counted in co->nout */
 	int64_t deadline;     /* handshake / close deadline, 0 = none */
 	unsigned spared;      /* 1 << RC_HELLO / RC_AUTH: that step's deadline was extended */
@@ -333,6 +334,7 @@ struct rdzv_coord {
 	struct cconn *conns;
 	size_t nconns, nout, maxconns;
 	int64_t next_report, finish_by;
+	int64_t flood_until; /* no slow-member extension before (RDZV_PREAUTH_ROOM_DIV) */
 	int committed, aborted, finishing, done_called, deadline_passed, linger;
 	uint32_t ncommit_sent; /* members whose COMMIT went out */
 	int commit_wait_logged;

@@ -603,6 +603,29 @@ static void test_hello_deadline(void **state)
 	rh_free(&h);
 }
 
+/* The same for AUTH: due RDZV_PROOF_MS after the HELLO, a slow member's comes later and is
+ * answered while there is room. */
+static void test_auth_deadline_slow(void **state)
+{
+	struct cli x;
+	struct rh h;
+
+	(void)state;
+	h_init(&h, 2, 20000);
+	start_coord(&h);
+	cli_open(&h, &x);
+	cli_hello(&x, 128);
+	assert_int_equal(cli_expect(&h, &x, 3000), RDZV_CHALLENGE);
+	pump(&h, RDZV_PROOF_MS + 700);
+	assert_false(cli_closed(&x));
+	cli_auth(&x, 64);
+	assert_int_equal(cli_expect(&h, &x, 1000), RDZV_PROOF);
+	assert_true(h.co->res.nslow >= 1);
+	assert_int_equal(h.co->res.nhs_late, 0);
+	rdzv_conn_reset(&x.c);
+	rh_free(&h);
+}
+
 /* A flood (a quarter of the connection bound unauthenticated, RDZV_PREAUTH_ROOM_DIV):
  * no slow-member extension, every silent connection is closed at RDZV_HELLO_MS. */
 #define T_FLOOD 300 /* > 1024 / 4: the bound of a small job is RDZV_MIN_CONNS */
@@ -1208,9 +1231,9 @@ static void test_phase2_ticket(void **state)
  * With RDMA-CM due the TVERIFY says the check follows (RDZV_VF_RDMA_PENDING): the ticket is
  * spent and the session is up, but nothing is verified or answered until the member's
  * VERIFY comes in it (seq 1), and only the ticket's own member's VERIFY: one for another
- * peer drops the connection.
+ * peer, or a JOIN, drops the connection.
  */
-static void ticket_pending(uint32_t vi)
+static void ticket_pending(uint32_t vi, int join)
 {
 	struct rdzv_msg *m = malloc(sizeof(*m));
 	unsigned char vkey[RDZV_KEY_LEN];
@@ -1225,12 +1248,16 @@ static void ticket_pending(uint32_t vi)
 	assert_int_equal(cli_msg(&h, &p2, 300, m), -1); /* open, unanswered */
 	assert_false(h.co->st[1].vt);			/* spent */
 	assert_int_equal(h.co->nverified, 0);
-	cli_verify(&p2, RDZV_VERIFY, vi, h.co->round, RDZV_VF_RDMA);
-	assert_int_equal(cli_msg(&h, &p2, 3000, m), vi == 1 ? RDZV_VERIFIED : 0);
-	if (vi == 1)
+	if (join)
+		cli_join(&p2, 256); /* a JOIN in the ticket's session: dropped */
+	else
+		cli_verify(&p2, RDZV_VERIFY, vi, h.co->round, RDZV_VF_RDMA);
+	assert_int_equal(cli_msg(&h, &p2, 3000, m), vi == 1 && !join ? RDZV_VERIFIED : 0);
+	if (vi == 1 && !join)
 		assert_int_equal(m->code, 0);
-	assert_int_equal(h.co->nverified, vi == 1);
-	assert_int_equal(h.co->res.ntickets, vi == 1);
+	assert_int_equal(h.co->njoined, 1);
+	assert_int_equal(h.co->nverified, vi == 1 && !join);
+	assert_int_equal(h.co->res.ntickets, vi == 1 && !join);
 	rdzv_conn_reset(&p1.c);
 	rdzv_conn_reset(&p2.c);
 	rh_free(&h);
@@ -1240,8 +1267,9 @@ static void ticket_pending(uint32_t vi)
 static void test_phase2_ticket_pending(void **state)
 {
 	(void)state;
-	ticket_pending(1);
-	ticket_pending(2);
+	ticket_pending(1, 0);
+	ticket_pending(2, 0);
+	ticket_pending(1, 1);
 }
 
 /*
@@ -1455,6 +1483,7 @@ int main(void)
 	    cmocka_unit_test(test_max_conns),
 	    cmocka_unit_test(test_hello_deadline),
 	    cmocka_unit_test(test_hello_deadline_flood),
+	    cmocka_unit_test(test_auth_deadline_slow),
 	    cmocka_unit_test(test_hello_deadline_slow_loop),
 	    cmocka_unit_test(test_handshake_deadline),
 	    cmocka_unit_test(test_ping_window),
