@@ -373,7 +373,7 @@ static void unauth_note(struct rdzv_coord *co)
 static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct rdzv_coord *co = arg;
-	char list[900];
+	char list[900], why[200] = "";
 	long secs = (long)((co->cfg.deadline_ms - co->res.t_start_ms + 999) / 1000);
 
 	(void)ev;
@@ -386,7 +386,14 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	}
 	if (co->njoined + 1 < co->world) {
 		missing_list(co, list, sizeof(list), 0);
-		rdzv_co_abort(co, GX_EPEERS, 0, "peers missing after %lds: %s", secs, list);
+		/* first, where a long list cannot cut it off */
+		if (co->nofile)
+			snprintf(
+			    why, sizeof(why),
+			    " (this coordinator can hold %zu connections, open-file limit %ld, "
+			    "and %u pods need %u: raise the pod's nofile limit)",
+			    co->maxconns, co->nofile, co->world, co->world);
+		rdzv_co_abort(co, GX_EPEERS, 0, "peers missing after %lds%s: %s", secs, why, list);
 		unauth_note(co);
 	} else {
 		missing_list(co, list, sizeof(list), 1);
@@ -726,6 +733,16 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 		co->maxconns = RDZV_MAX_CONNS;
 	if (nofile > 128 && (size_t)nofile - 64 < co->maxconns)
 		co->maxconns = (size_t)nofile - 64;
+	/* every member holds its session until the COMMIT, and one more connection verifies:
+	 * below world connections the star cannot commit (issue 26) */
+	if (co->maxconns < co->world) {
+		co->nofile = nofile;
+		gx_warn(
+		    "rdzv: the open-file limit (%ld) lets this coordinator hold %zu connections; "
+		    "%u pods need %u at once: the rendezvous cannot complete (raise the pod's "
+		    "nofile limit)",
+		    nofile, co->maxconns, co->world, co->world);
+	}
 	co->next_report = gx_now_ms() + RDZV_REPORT_MS;
 	co->rl_pre.what = "rdzv: unauthenticated connections refused or closed";
 	rc = gx_pa_init(&co->pa, co->maxconns, RDZV_PREAUTH_PER_SRC);

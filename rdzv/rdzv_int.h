@@ -335,6 +335,7 @@ struct rdzv_coord {
 	size_t nconns, nout, maxconns;
 	int64_t next_report, finish_by;
 	int64_t flood_until; /* no slow-member extension before (RDZV_PREAUTH_ROOM_DIV) */
+	long nofile;	     /* the open-file limit at start, when it bounds maxconns below world */
 	int committed, aborted, finishing, done_called, deadline_passed, linger;
 	uint32_t ncommit_sent; /* members whose COMMIT went out */
 	int commit_wait_logged;
