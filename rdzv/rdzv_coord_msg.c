@@ -258,7 +258,7 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 	struct rdzv_msg *m = malloc(sizeof(*m));
 	const char *why = NULL;
 	struct cpeer *sp = NULL;
-	size_t blen = len - RDZV_MAC_LEN;
+	size_t blen = len >= RDZV_MAC_LEN ? len - RDZV_MAC_LEN : 0; /* checked below */
 	int rc = 1;
 
 	if (!m || len < RDZV_MAC_LEN || rdzv_msg_decode(RDZV_VERIFY, body, blen, m) < 0)

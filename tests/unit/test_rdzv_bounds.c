@@ -674,35 +674,52 @@ static void test_auth_deadline_slow(void **state)
 	rh_free(&h);
 }
 
+/* n connections that send nothing yet, all accepted (their HELLO deadlines run). */
+static struct cli *cli_open_many(struct rh *h, int n)
+{
+	struct cli *f = calloc((size_t)n, sizeof(*f));
+	int i;
+
+	assert_non_null(f);
+	for (i = 0; i < n; i++)
+		cli_open(h, &f[i]);
+	pump(h, 300);
+	assert_int_equal(h->co->nconns, n);
+	return f;
+}
+
+static void cli_free_many(struct cli *f, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		rdzv_conn_reset(&f[i].c);
+	free(f);
+}
+
 /* A flood (a quarter of the connection bound unauthenticated, RDZV_PREAUTH_ROOM_DIV):
  * no slow-member extension, every silent connection is closed at RDZV_HELLO_MS. */
 #define T_FLOOD 300 /* > 1024 / 4: the bound of a small job is RDZV_MIN_CONNS */
 static void test_hello_deadline_flood(void **state)
 {
-	struct cli *f = calloc(T_FLOOD, sizeof(*f));
+	struct cli *f;
 	int64_t t0;
 	int i;
 	struct rh h;
 
 	(void)state;
-	assert_non_null(f);
 	h_init(&h, 2, 20000);
 	start_coord(&h);
 	assert_true(T_FLOOD * RDZV_PREAUTH_ROOM_DIV >= h.co->maxconns);
 	t0 = gx_now_ms();
-	for (i = 0; i < T_FLOOD; i++)
-		cli_open(&h, &f[i]);
-	pump(&h, 300);
-	assert_int_equal(h.co->nconns, T_FLOOD);
+	f = cli_open_many(&h, T_FLOOD);
 	for (i = 0; i < T_FLOOD; i++) /* closed by the sweeps after RDZV_HELLO_MS (slack 2 s) */
 		assert_true(wait_readable(&h, f[i].c.fd, t0 + T_HELLO_MS + 2000 - gx_now_ms()) >=
 			    0);
 	assert_true(gx_now_ms() - t0 >= T_HELLO_MS);
 	assert_int_equal(h.co->res.nslow, 0);
 	assert_int_equal(h.co->res.nhs_late, T_FLOOD);
-	for (i = 0; i < T_FLOOD; i++)
-		rdzv_conn_reset(&f[i].c);
-	free(f);
+	cli_free_many(f, T_FLOOD);
 	rh_free(&h);
 }
 
@@ -713,29 +730,22 @@ static void test_hello_deadline_flood(void **state)
 #define T_FILLERS 260 /* > the 256 events one gx_ev iteration handles */
 static void test_hello_deadline_slow_loop(void **state)
 {
-	struct cli *f = calloc(T_FILLERS, sizeof(*f)), last;
+	struct cli *f, *last;
 	int i;
 	struct rh h;
 
 	(void)state;
-	assert_non_null(f);
 	h_init(&h, 2, 20000);
 	start_coord(&h);
-	for (i = 0; i < T_FILLERS; i++)
-		cli_open(&h, &f[i]);
-	cli_open(&h, &last);
-	pump(&h, 300); /* all accepted: their HELLO deadlines run */
-	assert_int_equal(h.co->nconns, T_FILLERS + 1);
+	f = cli_open_many(&h, T_FILLERS + 1); /* the fillers, then the last one */
+	last = &f[T_FILLERS];
 	for (i = 0; i < T_FILLERS; i++)
 		cli_hello(&f[i], 128);
-	cli_hello(&last, 128); /* ready last: not in the first epoll_wait's 256 */
+	cli_hello(last, 128); /* ready last: not in the first epoll_wait's 256 */
 	usleep((T_HELLO_MS + 300) * 1000);
 	/* first iteration: 256 fillers, then the sweep with the last HELLO unread */
-	assert_int_equal(cli_expect(&h, &last, 1500), RDZV_CHALLENGE);
-	for (i = 0; i < T_FILLERS; i++)
-		rdzv_conn_reset(&f[i].c);
-	rdzv_conn_reset(&last.c);
-	free(f);
+	assert_int_equal(cli_expect(&h, last, 1500), RDZV_CHALLENGE);
+	cli_free_many(f, T_FILLERS + 1);
 	rh_free(&h);
 }
 

@@ -844,12 +844,11 @@ static void test_soft_verify(void **state)
 	rh_free(&w);
 }
 
+/* The coordinator's listen()/close() fake; check()/cancel() are the harness's (rh_rdma,
+ * first: one ops arg serves both). */
 struct fake_listen {
-	int rc, listens, closes, checks;
-	struct gx_ev *ev;
-	uint64_t timer;
-	rdzv_rdma_check_fn *done;
-	void *done_arg;
+	struct rh_rdma chk;
+	int rc, listens, closes;
 };
 
 static int fl_listen(void *arg, struct gx_ev *ev, const struct rdzv_peer *self, uint16_t port,
@@ -871,56 +870,18 @@ static void fl_close(void *arg)
 	((struct fake_listen *)arg)->closes++;
 }
 
-static void fl_answer(struct gx_ev *ev, uint64_t id, void *arg)
-{
-	struct fake_listen *f = arg;
-
-	(void)ev;
-	(void)id;
-	f->timer = 0;
-	f->done(f->done_arg, 0, "");
-}
-
-static void fl_cancel(void *arg)
-{
-	struct fake_listen *f = arg;
-
-	gx_ev_timer_cancel(f->ev, f->timer);
-	f->timer = 0;
-}
-
-static int fl_check(void *arg, struct gx_ev *ev, const struct rdzv_peer *self,
-		    const struct rdzv_peer *coord, uint16_t port, int64_t deadline_ms,
-		    rdzv_rdma_check_fn *done, void *done_arg)
-{
-	struct fake_listen *f = arg;
-
-	(void)self;
-	(void)coord;
-	(void)port;
-	(void)deadline_ms;
-	f->checks++;
-	f->done = done;
-	f->done_arg = done_arg;
-	f->ev = ev;
-	f->timer = gx_ev_timer(ev, 0, fl_answer, f);
-	assert_true(f->timer != 0);
-	return 0;
-}
-
 /* DECISIONS 9: the coordinator's RDMA-CM listener; when it cannot start,
  * members verify over TCP only and the result carries one warning. */
 static void run_listen(int fail)
 {
 	struct fake_listen f = {.rc = fail ? -ENODEV : 0};
-	const struct rdzv_rdma_ops ops = {.check = fl_check,
-					  .cancel = fl_cancel,
-					  .listen = fl_listen,
-					  .close = fl_close,
-					  .arg = &f};
+	struct rdzv_rdma_ops ops;
 	struct rdzv_config cfg;
 	struct rh w;
 
+	rh_rdma_ops(&f.chk, &ops);
+	ops.listen = fl_listen;
+	ops.close = fl_close;
 	w_init(&w, 2, 10000);
 	rh_coord_cfg(&w, &cfg);
 	snprintf(cfg.self.rdma_dev, sizeof(cfg.self.rdma_dev), "mlx5_0");
@@ -933,7 +894,7 @@ static void run_listen(int fail)
 	pump(&w, 2, 9000);
 	expect_all_ok(&w);
 	assert_int_equal(f.listens, 1);
-	assert_int_equal(f.checks, fail ? 0 : 1);
+	assert_int_equal(f.chk.calls, fail ? 0 : 1);
 	assert_int_equal(w.s[1].res.rdma_verified, !fail);
 	if (fail)
 		assert_non_null(strstr(w.co_res.rdma_warning, "rdma_bind_addr: No such device"));
