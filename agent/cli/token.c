@@ -155,27 +155,14 @@ static int hex_bits(const unsigned char *t, size_t len)
 	return !(lower && upper) && looks_drawn(t, len) ? (int)(4 * len) : 0;
 }
 
-static int is_vowel(unsigned char c)
-{
-	return c != '\0' && strchr("aeiouyAEIOUY", c) != NULL;
-}
-
-static int has_vowel(const unsigned char *t, size_t from, size_t to)
-{
-	for (; from < to; from++)
-		if (is_vowel(t[from]))
-			return 1;
-	return 0;
-}
-
 /*
- * Words: every run of letters is capitalised or lower-case words of 2+ letters
- * ("CorrectHorse", "staple") or capitals only ("HORSE"), each word with a vowel
- * (a e i o u y), and letters are 80% of it. The base64 of random bytes is read so
- * with a chance of 1.9e-5 for 16 bytes and 2.1e-9 for 32 (exact, by dynamic
- * programming over the character classes, and 763 in 40M draws measured; about
- * 1.9e-4 and 9.5e-8 without the vowel): refusing those costs a drawn token nothing
- * worth counting, and `gxboot token` draws again rather than print one.
+ * Words: every run of letters is capitalised or lower-case words of 2+ lower-case
+ * letters ("CorrectHorse", "staple") or capitals only ("HORSE"), and letters are 80%
+ * of it. The base64 of random bytes is read so with a chance of 1.8e-4 for 16 bytes
+ * and 9.1e-8 for 32 (exact, by dynamic programming over the character classes);
+ * refusing those costs a drawn token nothing worth counting, and `gxboot token`
+ * draws again rather than print one. A vowel in every word would cut both 10 to 40
+ * times but let "AcmeClusterSvcTknSecretProd" through (review of ba05550).
  */
 static int wordlike(const unsigned char *t, size_t len)
 {
@@ -191,13 +178,13 @@ static int wordlike(const unsigned char *t, size_t len)
 		letters += j - i;
 		for (k = i; k < j && is_upper(t[k]); k++)
 			;
-		if (!(k == j && j - i >= 3 && has_vowel(t, i, j))) {
+		if (!(k == j && j - i >= 3)) {
 			for (k = i; k < j;) {
 				size_t w = k + (is_upper(t[k]) ? 1 : 0), e = w;
 
 				while (e < j && is_lower(t[e]))
 					e++;
-				if (e - w < 2 || !has_vowel(t, k, e))
+				if (e - w < 2)
 					return 0;
 				k = e;
 			}
@@ -266,8 +253,8 @@ int agent_token_draw(void (*fill)(void *buf, size_t len), char *text, size_t tex
 
 	if (textlen < AGENT_TOKEN_TEXT_LEN)
 		return -ENOBUFS;
-	/* A draw that would be refused (it reads as words, about 2e-9) is drawn again. */
-	for (tries = 0; tries < 16; tries++) {
+	/* A draw that would be refused (it reads as words, about 1e-7) is drawn again. */
+	for (tries = 0; tries < AGENT_TOKEN_DRAWS; tries++) {
 		fill(raw, sizeof(raw));
 		sodium_bin2base64(text, textlen, raw, sizeof(raw), sodium_base64_VARIANT_ORIGINAL);
 		if (agent_token_bits((const unsigned char *)text, strlen(text)) >=
@@ -293,7 +280,9 @@ int agent_cmd_token(char *err, size_t errlen)
 	}
 	rc = agent_token_draw(randombytes_buf, text, sizeof(text));
 	if (rc < 0) {
-		snprintf(err, errlen, "the random source gave 16 draws that read as words");
+		snprintf(err, errlen,
+			 "the random source gave %d draws in a row that would be refused",
+			 AGENT_TOKEN_DRAWS);
 		return rc;
 	}
 	printf("%s\n", text);

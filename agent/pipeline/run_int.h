@@ -24,12 +24,14 @@ void agent_token_free(struct agent_token *t);
  * (4 bits a character) or standard base64 of 16+ bytes (6 bits) gets full credit. */
 int agent_token_bits(const unsigned char *t, size_t len);
 #define AGENT_TOKEN_MIN_BITS 128
-/* gxboot token: 32 random bytes (randombytes_buf), base64, on stdout. */
+/* gxboot token: AGENT_TOKEN_RAW random bytes (randombytes_buf), base64, on stdout. */
 int agent_cmd_token(char *err, size_t errlen);
 #define AGENT_TOKEN_RAW 32
 #define AGENT_TOKEN_TEXT_LEN 45 /* 44 base64 characters and the NUL */
+#define AGENT_TOKEN_DRAWS 16
 /* Fill text with base64 of AGENT_TOKEN_RAW bytes from fill, drawn again while the token would be
- * refused (at most 16 draws, else -EAGAIN); -ENOBUFS if textlen < AGENT_TOKEN_TEXT_LEN. */
+ * refused (at most AGENT_TOKEN_DRAWS draws, else -EAGAIN and text zeroed); -ENOBUFS if
+ * textlen < AGENT_TOKEN_TEXT_LEN. */
 int agent_token_draw(void (*fill)(void *buf, size_t len), char *text, size_t textlen);
 
 /*
