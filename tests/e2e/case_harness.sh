@@ -18,8 +18,9 @@ got=$(pod_exec 1 getent hosts job-worker-1 | awk '{print $1}')
 [ "$got" = "$(pod_eth0 1)" ] || fail "the pod's own name resolves to '$got' (/etc/hosts), want $(pod_eth0 1)"
 pod_exec 1 getent hosts job-worker-2.job >/dev/null && fail "unpublished job-worker-2 resolves"
 cluster_publish 2
-sleep 0.3
-got=$(pod_exec 1 getent hosts job-worker-2.job | awk '{print $1}')
+got=
+resolves2() { got=$(pod_exec 1 getent hosts job-worker-2.job | awk '{print $1}'); [ -n "$got" ]; }
+gx_wait_until 5 resolves2 # dnsmasq rereads its hosts on SIGHUP: waited for, not slept for
 [ "$got" = "$(pod_eth0 2)" ] || fail "late record: job-worker-2 resolves to '$got'"
 
 # TCP over eth0 works, then the cut closes it (but not DNS); net1 stays open.
@@ -32,8 +33,7 @@ import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("", 29411)); s.listen(8)
 while True: s.accept()[0].close()'
-sleep 1
-tcp_ok 1 "$(pod_eth0 0)" 29411 || fail "tcp over eth0 before the cut" "$GX_DIR/listen.log"
+gx_wait_until 10 tcp_ok 1 "$(pod_eth0 0)" 29411 || fail "tcp over eth0 before the cut" "$GX_DIR/listen.log"
 tcp_ok 1 "$(pod_net1 0)" 29411 || fail "tcp over net1"
 cluster_cut_eth0 1 none
 tcp_ok 1 "$(pod_eth0 0)" 29411 && fail "tcp over eth0 after the cut"

@@ -42,7 +42,8 @@ awk '/VmHWM/ {print \$2}' /proc/${GX_PIDS[1]}/status >\$R/hwm
 p=\$!; for k in 1 2 3 4 5 6 7 8 9 10; do grep -q ready \$R/sig && break; sleep 0.3; done
 kill -INT \$p; wait \$p; echo \$? >\$R/rcsig
 \$G rsh job-worker-2 'echo \$\$ >/tmp/$GX_P.orphan; exec sleep 301' &
-p=\$!; sleep 1; kill -KILL \$p; wait \$p 2>/dev/null
+p=\$!; for k in \$(seq 50); do [ -s /tmp/$GX_P.orphan ] && break; sleep 0.1; done
+kill -KILL \$p; wait \$p 2>/dev/null
 GXBOOT_RSH_KEY_FILE=\$R/bad.key \$G rsh --out $GX_DIR/out0 job-worker-1 true 2>\$R/bad.err; echo \$? >\$R/rcbad
 \$G rsh job-worker-9 true 2>\$R/unknown.err; echo \$? >\$R/rcunknown
 \$G hosts --out $GX_DIR/out0 >\$R/hosts

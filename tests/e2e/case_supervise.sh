@@ -36,11 +36,11 @@ echo "exit codes: OK"
 # 2. SIGTERM forwarded to CMD's process group; CMD's own code returned
 # (not through gx(): $! of a backgrounded function is a bash subshell, not gxboot)
 "$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" --timeout 10 --out "$tmp/o4" -q \
-  --supervise -- sh -c 'trap "echo got-TERM; exit 7" TERM; sleep 30 & wait' >"$tmp/fwd.log" 2>&1 &
+  --supervise -- sh -c 'trap "echo got-TERM; exit 7" TERM; echo trap-set; sleep 30 & wait' >"$tmp/fwd.log" 2>&1 &
 p=$!
 pids+=("$p")
-for _ in $(seq 50); do [ -s "$tmp/o4/env" ] && break; sleep 0.1; done
-sleep 0.5
+# CMD's trap is in place (waited for, not slept for: a TERM before it ends sh with 143)
+for _ in $(seq 100); do grep -q trap-set "$tmp/fwd.log" && break; sleep 0.1; done
 kill -TERM "$p"
 wait "$p"; rc=$?
 grep -q got-TERM "$tmp/fwd.log" || fail "SIGTERM did not reach CMD: $(cat "$tmp/fwd.log")"

@@ -639,7 +639,7 @@ static void test_hello_deadline(void **state)
 	p = (struct pollfd){.fd = silent.c.fd, .events = POLLIN};
 	assert_int_equal(poll(&p, 1, 0), 0); /* past RDZV_HELLO_MS, spared: still open */
 	cli_hello(&late, 128);		     /* the slow member's HELLO is answered */
-	assert_int_equal(cli_expect(&h, &late, 400), RDZV_CHALLENGE);
+	assert_int_equal(cli_expect(&h, &late, 1500), RDZV_CHALLENGE); /* 5 s from accept */
 	assert_true(h.co->res.nslow >= 1);
 	/* closed at RDZV_HANDSHAKE_MS from accept, by the next sweeps (slack 1 s) */
 	assert_true(wait_readable(&h, silent.c.fd, RDZV_HANDSHAKE_MS + 1000) >= 0);
@@ -778,7 +778,7 @@ static void ping_window(int answer)
 {
 	struct gx_ev *ev2 = NULL;
 	struct rdzv_config cfg;
-	int64_t until;
+	int64_t until, t_pend;
 	struct rh h;
 
 	h_init(&h, 3, 20000); /* job-worker-2 comes last: no COMMIT before it */
@@ -794,8 +794,12 @@ static void ping_window(int answer)
 	}
 	assert_int_equal(h.co->njoined, 1);
 	start_member(&h, 1); /* B: the same name, a new incarnation */
-	pump(&h, RDZV_PING_MS / 2);
+	/* waited for, not slept for: B's handshake under valgrind on a loaded machine */
+	until = gx_now_ms() + 5000;
+	while (!h.co->st[1].pending && gx_now_ms() < until)
+		pump(&h, 10);
 	assert_non_null(h.co->st[1].pending); /* B waits while A may answer */
+	t_pend = gx_now_ms();		      /* B's JOIN came at most one pump before */
 	if (answer == 2) {
 		/* fault-3: the last peer joins inside the window: no COMMIT while B waits
 		 * (the coordinator used to COMMIT with the frozen A; B then exited 3) */
@@ -816,9 +820,12 @@ static void ping_window(int answer)
 		assert_int_equal(h.co_rc, GX_ECONFLICT);
 		assert_non_null(strstr(h.co_err, "conflicting peers"));
 	} else {
-		pump(&h, RDZV_PING_MS / 2 + 2 * RDZV_SWEEP_MS + 200);
+		until = t_pend + RDZV_PING_MS + 2 * RDZV_SWEEP_MS + 5000;
+		while (h.co->st[1].pending && gx_now_ms() < until)
+			pump(&h, 10);
 		assert_int_equal(h.co_done, 0);
 		assert_null(h.co->st[1].pending); /* no PONG in the window: B took the slot */
+		assert_true(gx_now_ms() - t_pend >= RDZV_PING_MS - 50); /* after the window */
 		assert_non_null(h.co->st[1].conn);
 		start_member(&h, 2);
 		rh_pump_ev(h.ev, 5000, &h.co_done);

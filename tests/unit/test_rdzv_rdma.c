@@ -971,12 +971,14 @@ static void test_client_deadline(void **state)
 	struct fake *f = *state;
 	struct rdzv_rdma_probe p;
 
+	/* 1 s, not less: the steps before the one that hangs must not run out of it under
+	 * valgrind on a loaded machine (it would name another step) */
 	f->route_ev = -1; /* the route never resolves */
-	probe(0, 150, &p);
+	probe(0, 1000, &p);
 	expect_fail(&p, "resolve_route", "resolve_route: timed out");
 	f->route_ev = RDMA_CM_EVENT_ROUTE_RESOLVED;
 	f->reply = 0; /* connected, but nobody answers the PING */
-	probe(0, 150, &p);
+	probe(0, 1000, &p);
 	expect_fail(&p, "recv", "recv: timed out");
 	f->hangup = 1; /* the server hangs up instead of answering */
 	probe(0, 2000, &p);
