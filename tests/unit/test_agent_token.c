@@ -85,6 +85,8 @@ static void test_human_tokens_refused(void **state)
 	    "AcmeClusterSvcTknSecretProd", /* words and abbreviations (review of ba05550) */
 	    "TrainingJobMgmtSvcCfgSecret",
 	    "ProductionClusterPwdSecretKey",
+	    "DarkSideOfTheMoonPinkFloyd", /* capitalised two-letter words (156 bits before) */
+	    "MyDogIsCalledRex2024",
 	    NULL,
 	};
 	size_t i;
