@@ -76,9 +76,9 @@ struct nd_device {
 };
 
 struct nd_net {
-	char name[128];
+	char name[320]; /* "namespace/name": 63 + 1 + 253 */
 	char iface[ND_IFNAMSIZ];
-	char mac[32];
+	char mac[96]; /* as text; IPoIB's is 20 bytes (59 characters), MAX_ADDR_LEN 32 */
 	int is_default;
 	char **ips;
 	size_t nips;

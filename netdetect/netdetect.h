@@ -89,7 +89,7 @@ struct nd_result {
 	char addr6[ND_ADDR6SIZ]; /* first global IPv6, "" none */
 	int prefix4, prefix6;
 	int family;	   /* AF_INET when addr4 is set, else AF_INET6, 0 for no address */
-	char network[128]; /* the Multus network name when network-status chose it */
+	char network[320]; /* the Multus network name when network-status chose it */
 	/* its RDMA port (when one is bound to it) */
 	char rdma_dev[ND_DEVSIZ];
 	int rdma_port;

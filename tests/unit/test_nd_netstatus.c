@@ -101,6 +101,37 @@ static void test_annotations_without_status(void **state)
 	assert_null(nets);
 }
 
+/* ipoib-cni / ib-sriov-cni: Multus copies the 20-byte IPoIB hardware address into "mac"
+ * (59 characters), and a network's "namespace/name" may be 317 bytes long: both parse. */
+static void test_ipoib_long_fields(void **state)
+{
+	char text[2048], name[320], err[256];
+	struct nd_net *nets = NULL;
+	size_t n = 0;
+
+	(void)state;
+	memset(name, 'n', sizeof(name));
+	memset(name, 's', 63);
+	name[63] = '/';
+	name[317] = '\0';
+	snprintf(text, sizeof(text),
+		 "[{\"name\": \"cbr0\", \"interface\": \"eth0\", \"ips\": [\"10.244.1.5\"], "
+		 "\"mac\": \"0a:58:0a:f4:01:05\", \"default\": true, \"dns\": {}},"
+		 " {\"name\": \"%s\", \"interface\": \"net1\", \"ips\": [\"192.168.5.10\"], "
+		 "\"mac\": \"00:00:10:87:fe:80:00:00:00:00:00:00:b8:59:9f:03:00:c2:1e:4c\", "
+		 "\"dns\": {}, \"device-info\": {\"type\": \"pci\", \"version\": \"1.1.0\", "
+		 "\"pci\": {\"pci-address\": \"0000:41:00.2\", \"rdma-device\": \"mlx5_4\"}}}]",
+		 name);
+	assert_int_equal(parse_str(text, &nets, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(nets[1].name, name);
+	assert_string_equal(nets[1].iface, "net1");
+	assert_string_equal(nets[1].mac,
+			    "00:00:10:87:fe:80:00:00:00:00:00:00:b8:59:9f:03:00:c2:1e:4c");
+	assert_string_equal(nets[1].rdma_dev, "mlx5_4");
+	nd_nets_free(nets, n);
+}
+
 static void test_malformed(void **state)
 {
 	static const char *const bad[] = {
@@ -179,6 +210,7 @@ int main(void)
 	    cmocka_unit_test(test_sriov_device_info),
 	    cmocka_unit_test(test_annotations_escaping),
 	    cmocka_unit_test(test_annotations_without_status),
+	    cmocka_unit_test(test_ipoib_long_fields),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_truncated_every_length),
 	    cmocka_unit_test(test_load_into_inventory),
