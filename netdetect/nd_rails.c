@@ -327,11 +327,18 @@ static int nd_rails_auto(struct nd_ctx *c)
 		return -ENOMEM;
 	for (i = 0; i < c->inv->nlinks; i++) {
 		const struct nd_link *l = &c->inv->links[i];
+		const char *why = l == c->chosen ? NULL : nd_secondary_why(l);
 
-		if ((l == c->chosen || !nd_secondary_why(l)) &&
-		    nd_link_port(c->inv, l, &d, &p) == 0 && p->state == ND_PORT_ACTIVE &&
-		    nd_dev_usable(d))
+		if (nd_link_port(c->inv, l, &d, &p) < 0 || p->state != ND_PORT_ACTIVE ||
+		    !nd_dev_usable(d))
+			continue;
+		if (!why)
 			v[n++] = l;
+		else if (!l->is_loopback && !l->is_default && nd_rail_listed(c, l, d, p))
+			/* an active port whose netdev cannot carry the bootstrap (IPoIB down or
+			 * without an address): said, not dropped in silence (one rail less) */
+			nd_result_warn(c->r, "%s:%d left out of the rails: its netdev %s %s",
+				       d->name, p->num, l->name, why);
 	}
 	qsort(v, n, sizeof(*v), nd_name_cmp);
 	for (i = 0; i < n && rc == 0; i++) {

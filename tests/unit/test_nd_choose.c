@@ -294,6 +294,23 @@ static void test_ib(void **state)
 	nd_result_free(r);
 }
 
+/* An IB rail whose IPoIB netdev is down: left out of the rails, with a warning naming it. */
+static void test_ib_rail_netdev_down(void **state)
+{
+	struct nd_request q = {0};
+	struct nd_result *r = detect("ib_rail_down.inv", &q, 0);
+
+	(void)state;
+	assert_string_equal(r->iface, "ib0");
+	assert_int_equal(r->nrails, 1);
+	assert_string_equal(r->rails[0].dev, "mlx5_2");
+	assert_int_equal(r->nwarnings, 1);
+	assert_string_equal(
+	    r->warnings[0],
+	    "mlx5_3:1 left out of the rails: its netdev ib1 is down (administratively)");
+	nd_result_free(r);
+}
+
 static void test_network_status_step(void **state)
 {
 	struct nd_request q = {0};
@@ -467,6 +484,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_rdma_dev_is_the_rail_set, teardown),
 	    cmocka_unit_test_teardown(test_mixed_rails, teardown),
 	    cmocka_unit_test_teardown(test_ib, teardown),
+	    cmocka_unit_test_teardown(test_ib_rail_netdev_down, teardown),
 	    cmocka_unit_test_teardown(test_network_status_step, teardown),
 	    cmocka_unit_test_teardown(test_network_status_rdma_device, teardown),
 	    cmocka_unit_test_teardown(test_memlock, teardown),
