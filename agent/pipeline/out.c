@@ -349,6 +349,12 @@ static int same_selection(const char *a, const char *b)
 	return strcmp(a + (*a == '='), b + (*b == '=')) == 0;
 }
 
+/* The user's u is ours without NCCL's '=': NCCL reads it as a prefix (FIELD.md). */
+static int prefix_form_of(const char *u, const char *ours)
+{
+	return ours[0] == '=' && u[0] != '=' && strcmp(u, ours + 1) == 0;
+}
+
 /* The value CMD gets for ours: kv, against the user's value u. */
 static const char *rule(const struct agent_kv *kv, const char *u, int override_env)
 {
@@ -358,7 +364,12 @@ static const char *rule(const struct agent_kv *kv, const char *u, int override_e
 		gx_info("%s: %s -> %s", kv->name, u, kv->value);
 		return kv->value;
 	}
-	if (!same_selection(u, kv->value))
+	if (prefix_form_of(u, kv->value))
+		gx_warn("keeping the user's %s=%s: NCCL matches it as a prefix, so it also "
+			"takes names that begin with it (gxboot's exact form is %s; "
+			"--override-env replaces it)",
+			kv->name, u, kv->value);
+	else if (!same_selection(u, kv->value))
 		gx_warn("keeping the user's %s=%s (gxboot chose %s; --override-env replaces it)",
 			kv->name, u, kv->value);
 	return u;

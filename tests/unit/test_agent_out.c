@@ -340,6 +340,48 @@ static void test_env_user_rules(void **state)
 	assert_false(agent_env_is_selection("MASTER_PORT"));
 }
 
+/* The log lines of one merge (stderr to a temporary file for its duration). */
+static void merge_logged(const char *user_value, char *log, size_t loglen)
+{
+	struct agent_env_input in = input();
+	struct agent_env e = {0};
+	char var[64], *user[] = {var, NULL};
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t got;
+
+	assert_non_null(f);
+	assert_true(saved >= 0);
+	snprintf(var, sizeof(var), "NCCL_SOCKET_IFNAME=%s", user_value);
+	assert_int_equal(dup2(fileno(f), STDERR_FILENO), STDERR_FILENO);
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	assert_string_equal(agent_env_get(&e, "NCCL_SOCKET_IFNAME"), user_value); /* kept */
+	agent_env_free(&e);
+	rewind(f);
+	got = fread(log, 1, loglen - 1, f);
+	log[got] = '\0';
+	fclose(f);
+}
+
+/* A user's NCCL_SOCKET_IFNAME=net1 is our =net1 in NCCL's prefix form: kept, and said. */
+static void test_env_user_prefix_form(void **state)
+{
+	char log[2048];
+
+	(void)state;
+	merge_logged("net1", log, sizeof(log));
+	assert_non_null(strstr(log, "keeping the user's NCCL_SOCKET_IFNAME=net1: NCCL matches "
+				    "it as a prefix"));
+	assert_non_null(strstr(log, "gxboot's exact form is =net1"));
+	merge_logged("=net1", log, sizeof(log)); /* ours exactly */
+	assert_null(strstr(log, "NCCL_SOCKET_IFNAME"));
+	merge_logged("net10", log, sizeof(log)); /* another interface: the plain warning */
+	assert_non_null(strstr(log, "keeping the user's NCCL_SOCKET_IFNAME=net10 (gxboot chose "
+				    "=net1"));
+}
+
 static void test_env_apply(void **state)
 {
 	struct agent_env e = {0};
@@ -805,6 +847,7 @@ int main(void)
 	    cmocka_unit_test(test_env_each_once),
 	    cmocka_unit_test(test_env_bad_input),
 	    cmocka_unit_test(test_env_user_rules),
+	    cmocka_unit_test(test_env_user_prefix_form),
 	    cmocka_unit_test(test_env_apply),
 	    cmocka_unit_test(test_env_roundtrip),
 	    cmocka_unit_test(test_env_malformed),
