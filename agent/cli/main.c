@@ -6,6 +6,7 @@
 #include "agent/agent.h"
 #include "agent/check/check_int.h"
 #include "agent/cli/cmd_netdetect.h"
+#include "agent/launch/exec_int.h"
 #include "agent/remote/rsh_int.h"
 #include "agent/pipeline/run_int.h"
 #include "rdzv/gx/gx.h"
@@ -18,19 +19,6 @@
 #include <unistd.h>
 
 static struct agent_opts g_opts;
-
-/* The one clear line for a non-zero exit, also to /dev/termination-log. */
-static void fail_line(const char *line)
-{
-	int fd;
-
-	dprintf(STDERR_FILENO, "gxboot: %s\n", line);
-	fd = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
-	if (fd >= 0) {
-		dprintf(fd, "gxboot: %s\n", line);
-		close(fd);
-	}
-}
 
 static int cmd_version(void)
 {
@@ -146,7 +134,7 @@ int main(int argc, char **argv)
 	}
 	rc = agent_opts_parse(argc, argv, NULL, &g_opts, err, sizeof(err));
 	if (rc < 0) {
-		fail_line(err);
+		agent_fail_line(err);
 		exit(2);
 	}
 	gx_log_set_level(GX_LOG_INFO + g_opts.verbosity);
@@ -166,7 +154,7 @@ int main(int argc, char **argv)
 				 "internal error in '%s': %s (errno %d); please report it with "
 				 "the lines above",
 				 agent_cmd_name(g_opts.cmd), strerror(-rc), -rc);
-		fail_line(err[0] ? err : gx_strerror(rc));
+		agent_fail_line(err[0] ? err : gx_strerror(rc));
 		exit(gx_exit_code(rc));
 	}
 	exit(rc);

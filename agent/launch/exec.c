@@ -52,6 +52,18 @@ void agent_signals_block(int block)
 	sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
 
+void agent_fail_line(const char *line)
+{
+	int fd;
+
+	dprintf(STDERR_FILENO, "gxboot: %s\n", line);
+	fd = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0) {
+		dprintf(fd, "gxboot: %s\n", line);
+		close(fd);
+	}
+}
+
 int agent_exec(char **argv, char **envp)
 {
 	sigset_t none;
@@ -162,15 +174,25 @@ static void sup_signal(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	reap(ev, s);
 }
 
+/*
+ * In the child: its own process group, which gets the terminal when there is one (as
+ * tini: else a CMD that reads it stops on SIGTTIN and nobody continues it), the
+ * dispositions and mask gxboot found, then CMD. An exec failure is the job's one line,
+ * to the termination log too (the parent only sees 126/127).
+ */
 static void child_exec(char **argv, char **envp, const sigset_t *old)
 {
 	char line[512];
 	int code;
 
 	setpgid(0, 0);
+	if (isatty(STDIN_FILENO) && tcsetpgrp(STDIN_FILENO, getpgrp()) < 0)
+		gx_debug("tcsetpgrp: %s", strerror(errno)); /* SIGTTOU ignored here */
+	signal(SIGTTIN, SIG_DFL);
+	signal(SIGTTOU, SIG_DFL);
 	sigprocmask(SIG_SETMASK, old, NULL);
 	code = agent_exec_failed(argv[0], agent_exec(argv, envp), line, sizeof(line));
-	gx_error("%s", line);
+	agent_fail_line(line);
 	_exit(gx_exit_code(code));
 }
 
@@ -264,18 +286,38 @@ static void stop_tick(struct gx_ev *ev, uint64_t id, void *arg)
 		s->tick = gx_ev_timer(ev, 200, stop_tick, s);
 }
 
+/*
+ * Every signal is CMD's (as tini): all are read from the signalfd and forwarded, except
+ * SIGCHLD (ours), the terminal's job control (SIGTTIN, SIGTTOU: ignored while CMD holds
+ * the terminal), SIGPIPE (our own writes to a closed socket) and the synchronous faults.
+ * Before, only 7 were: as PID 1 the others were lost, and with --supervise a SIGALRM or
+ * SIGPWR ended gxboot and left CMD orphaned.
+ */
+static void sup_signal_set(sigset_t *set)
+{
+	static const int own[] = {SIGCHLD, SIGTTIN, SIGTTOU, SIGPIPE, SIGSEGV, SIGBUS, SIGFPE,
+				  SIGILL,  SIGTRAP, SIGSYS,  SIGABRT, SIGKILL, SIGSTOP};
+	size_t i;
+
+	sigfillset(set);
+	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		sigdelset(set, own[i]);
+	sigaddset(set, SIGCHLD); /* read too, for reaping */
+}
+
 int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct agent_sup_hooks *h)
 {
-	static const int fwd[] = AGENT_FWD_SIGNALS;
 	struct sup s = {.child = -1, .sfd = -1, .h = h};
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+	struct sigaction old_chld, old_ttin, old_ttou;
 	sigset_t set, old;
-	size_t i;
 	int rc = 0;
 
-	sigemptyset(&set);
-	for (i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
-		sigaddset(&set, fwd[i]);
-	sigaddset(&set, SIGCHLD);
+	/* an inherited SIGCHLD SIG_IGN reaps CMD in the kernel: waitpid would never see it */
+	sigaction(SIGCHLD, &dfl, &old_chld);
+	sigaction(SIGTTIN, &ign, &old_ttin);
+	sigaction(SIGTTOU, &ign, &old_ttou);
+	sup_signal_set(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	s.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (s.sfd < 0) {
@@ -312,5 +354,8 @@ out:
 		close(s.sfd);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
+	sigaction(SIGTTIN, &old_ttin, NULL);
+	sigaction(SIGTTOU, &old_ttou, NULL);
 	return rc;
 }

@@ -7,12 +7,6 @@
 
 #include <sys/types.h>
 
-/* Signals that stop gxboot while it waits, and that it forwards while supervising. */
-#define AGENT_FWD_SIGNALS                                                                          \
-	{                                                                                          \
-		SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGWINCH                       \
-	}
-
 /*
  * While waiting: SIGTERM/SIGINT/SIGHUP end gxboot at once with 128+n (also as
  * PID 1, where the default action would be to ignore them). No files are
@@ -22,6 +16,8 @@ int agent_signals_wait_mode(void);
 /* Block / unblock the terminating signals around a critical section. */
 void agent_signals_block(int block);
 
+/* The one clear line for a non-zero exit: stderr, and /dev/termination-log when writable. */
+void agent_fail_line(const char *line);
 /* execvpe(argv[0], argv, envp). Returns only on failure: -errno. */
 int agent_exec(char **argv, char **envp);
 /*
@@ -54,12 +50,12 @@ struct agent_sup_hooks {
 };
 
 /*
- * Fork CMD into its own process group and supervise it on ev (which may carry
- * other work, e.g. a coordinator that keeps serving): forward signals to the
- * child's process group, reap every zombie, and return the child's exit code
- * (128+n when it died of signal n) once it exits. Returns -errno when CMD could
- * not be started; exec failure in the child gives 126/127. argv NULL: no CMD;
- * run until hooks->stop() says so or SIGTERM / SIGINT / SIGHUP (128+n).
+ * Fork CMD into its own process group (given the terminal when there is one) and
+ * supervise it on ev (which may carry other work, e.g. a coordinator that keeps
+ * serving): forward every signal but its own to the child's process group, reap every zombie, and
+ * return the child's exit code (128+n when it died of signal n) once it exits. Returns -errno when
+ * CMD could not be started; exec failure in the child gives 126/127. argv NULL: no CMD; run until
+ * hooks->stop() says so or SIGTERM / SIGINT / SIGHUP (128+n).
  */
 int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct agent_sup_hooks *h);
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Issue 6: exec and PID-1 duties, on loopback (a one-pod job: --peers 127.0.0.1 --iface lo).
 # Asserts: CMD's exit code comes back (and 128+n for a signal); SIGTERM to gxboot reaches
-# CMD's process group and its exit code comes back; as PID 1 of a PID namespace, orphaned
-# zombies are reaped; exec failures give 127 / 126; SIGTERM while waiting for peers ends
-# gxboot at once with 143 and leaves no files.
+# CMD's process group and its exit code comes back, and so does every other signal (SIGALRM);
+# an inherited SIGCHLD SIG_IGN changes nothing; CMD gets the terminal; as PID 1 of a PID
+# namespace, orphaned zombies are reaped; exec failures give 127 / 126, supervised with the
+# termination log's line; SIGTERM while waiting for peers ends gxboot at once with 143 and
+# leaves no files.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 GXBOOT=${GXBOOT:-build/gxboot}
@@ -47,6 +49,34 @@ grep -q got-TERM "$tmp/fwd.log" || fail "SIGTERM did not reach CMD: $(cat "$tmp/
 [ $rc -eq 7 ] || fail "forwarded SIGTERM: gxboot exited $rc (want CMD's 7)"
 echo "signal forwarding: OK"
 
+# 2b. every signal is CMD's, not only the 7 gxboot used to forward (SIGALRM ended a
+# supervising gxboot and orphaned CMD); an inherited SIGCHLD SIG_IGN does not hide CMD's exit
+"$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" --timeout 10 --out "$tmp/o4b" -q \
+  --supervise -- sh -c 'trap "echo got-ALRM; exit 9" ALRM; echo trap-set; sleep 30 & wait' \
+  >"$tmp/alrm.log" 2>&1 &
+p=$!
+pids+=("$p")
+for _ in $(seq 100); do grep -q trap-set "$tmp/alrm.log" && break; sleep 0.1; done
+kill -ALRM "$p"
+wait "$p"; rc=$?
+grep -q got-ALRM "$tmp/alrm.log" || fail "SIGALRM did not reach CMD: $(cat "$tmp/alrm.log")"
+[ $rc -eq 9 ] || fail "forwarded SIGALRM: gxboot exited $rc (want CMD's 9)"
+timeout 20 /usr/bin/python3 -c 'import signal, os, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" \
+  --timeout 10 --out "$tmp/o4c" -q --supervise -- sh -c 'exit 7'
+rc=$?
+[ $rc -eq 7 ] || fail "SIGCHLD ignored by the parent: gxboot exited $rc (want CMD's 7)"
+# a terminal: CMD's process group gets it (else a CMD that reads it stops on SIGTTIN for ever)
+if command -v script >/dev/null; then
+  (sleep 1; echo hi) | timeout 20 script -qec "$GXBOOT --peers 127.0.0.1 --iface lo --port $port \
+    --timeout 10 --out $tmp/o4d -q --supervise -- sh -c 'read x; echo got-\$x'" /dev/null \
+    >"$tmp/tty.log" 2>&1
+  rc=$?
+  grep -q got-hi "$tmp/tty.log" || fail "CMD could not read the terminal (rc $rc): $(cat "$tmp/tty.log")"
+fi
+echo "every signal, SIGCHLD ignored, terminal: OK"
+
 # 3. PID 1 of a PID namespace: orphans reaped, no zombie left
 out=$(unshare -fp --mount-proc "$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" \
   --timeout 10 --out "$tmp/o5" -q -- sh -c \
@@ -62,6 +92,15 @@ gx "$tmp/o6" -- /nonexistent/cmd 2>/dev/null; rc=$?
 printf 'x' >"$tmp/notexec"
 gx "$tmp/o7" -- "$tmp/notexec" 2>/dev/null; rc=$?
 [ $rc -eq 126 ] || fail "non-executable CMD gave $rc (want 126)"
+# supervised (as PID 1 in a pod), the failure is the termination log's line too: the
+# parent sees only 127 (a /dev of our own in a mount namespace, for the log to exist)
+unshare -m bash -c "mount -t tmpfs -o size=1m gxdev /dev && mknod -m 666 /dev/null c 1 3 &&
+  touch /dev/termination-log && $GXBOOT --peers 127.0.0.1 --iface lo --port $port --timeout 10 \
+  --out $tmp/o7b -q --supervise -- /nonexistent/cmd 2>/dev/null; echo rc=\$?;
+  cat /dev/termination-log" >"$tmp/tlog" 2>&1
+grep -q '^rc=127$' "$tmp/tlog" || fail "supervised missing CMD: $(cat "$tmp/tlog")"
+grep -q '^gxboot: cannot run /nonexistent/cmd' "$tmp/tlog" ||
+  fail "no termination-log line for a supervised exec failure: $(cat "$tmp/tlog")"
 echo "exec failures: OK"
 
 # 5. SIGTERM while waiting for a peer that never comes: 143, no files
