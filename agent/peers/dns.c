@@ -10,6 +10,7 @@
 
 #include <ares.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -152,6 +153,34 @@ static int dns_channel(struct agent_dns *d, const char *server)
 	if (server && ares_set_servers_ports_csv(d->ch, server) != ARES_SUCCESS)
 		return GX_EUSAGE;
 	return 0;
+}
+
+int agent_dns_server_check(const char *server, char *err, size_t errlen)
+{
+	ares_channel ch = NULL;
+	int rc = 0;
+
+	if (!server)
+		return 0;
+	if (ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
+		return GX_EDNS;
+	if (ares_init(&ch) != ARES_SUCCESS) {
+		ch = NULL;
+		rc = GX_EDNS;
+		goto out;
+	}
+	if (!*server || ares_set_servers_ports_csv(ch, server) != ARES_SUCCESS) {
+		snprintf(err, errlen,
+			 "--dns-server / GXBOOT_DNS_SERVER '%s': not IP, IP:PORT or [IPv6]:PORT "
+			 "(a comma list)",
+			 server);
+		rc = GX_EUSAGE;
+	}
+out:
+	if (ch)
+		ares_destroy(ch);
+	ares_library_cleanup();
+	return rc;
 }
 
 int agent_dns_start(struct gx_ev *ev, const char *name, const char *dns_server, uint16_t port,

@@ -25,6 +25,9 @@ typedef void agent_dns_fn(void *arg, int rc, const struct agent_dns_answer *ans)
  */
 int agent_dns_start(struct gx_ev *ev, const char *name, const char *dns_server, uint16_t port,
 		    agent_dns_fn *fn, void *arg, struct agent_dns **ret);
+/* 0 when server (NULL: none) is a list c-ares takes; GX_EUSAGE and the line in err when not:
+ * said at start (exit 2), not retried as a lookup that fails until --timeout. */
+int agent_dns_server_check(const char *server, char *err, size_t errlen);
 void agent_dns_free(struct agent_dns *d);
 
 #endif

@@ -406,6 +406,11 @@ int agent_name_match(const char *a, const char *b)
 		return 2;
 	if ((fa == la || fb == lb) && fa == fb && strncasecmp(a, b, fa) == 0)
 		return 1;
+	/* whole labels of the longer one (setHostnameAsFQDN: the host name is the FQDN) */
+	if (la < lb && b[la] == '.' && strncasecmp(a, b, la) == 0)
+		return 1;
+	if (lb < la && a[lb] == '.' && strncasecmp(a, b, lb) == 0)
+		return 1;
 	return 0;
 }
 

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #define FILE_MAX (4 << 20) /* an MPI hostfile of 16k workers is ~1 MB */
-#define TASKS_MAX 4096
+#define TASKS_MAX 16384	   /* TorchX: one Volcano task per replica, up to the largest world */
 
 /* 1 detected (p filled), 0 not this source (why in `why`), < 0 error. */
 typedef int source_fn(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
@@ -335,8 +335,10 @@ static int volcano_env_tasks(char **envp, struct task *t, size_t *n)
 		    strncmp(eq - 6, "_HOSTS", 6) != 0)
 			continue;
 		nl = (size_t)(eq - 6 - (*e + 3));
-		if (nl == 0 || nl >= sizeof(t->name) || *n >= TASKS_MAX)
+		if (nl == 0 || nl >= sizeof(t->name))
 			continue;
+		if (*n >= TASKS_MAX)
+			return -E2BIG; /* not a short world in silence */
 		memcpy(t[*n].name, *e + 3, nl);
 		t[*n].name[nl] = '\0';
 		t[(*n)++].hosts = eq + 1;
@@ -344,28 +346,35 @@ static int volcano_env_tasks(char **envp, struct task *t, size_t *n)
 	return 0;
 }
 
-/* Tasks from root/etc/volcano/<task>.host. */
-static void volcano_file_tasks(const struct agent_detect *c, struct task *t, size_t *n)
+/* Tasks from root/etc/volcano/<task>.host; -E2BIG past TASKS_MAX. */
+static int volcano_file_tasks(const struct agent_detect *c, struct task *t, size_t *n)
 {
 	char dir[4096];
 	struct dirent *d;
 	DIR *dp;
 	size_t l;
+	int rc = 0;
 
 	*n = 0;
 	snprintf(dir, sizeof(dir), "%s/etc/volcano", c->root);
 	dp = opendir(dir);
 	if (!dp)
-		return;
-	while ((d = readdir(dp)) && *n < TASKS_MAX) {
+		return 0;
+	while ((d = readdir(dp))) {
 		l = strlen(d->d_name);
 		if (l <= 5 || l - 5 >= sizeof(t->name) || strcmp(d->d_name + l - 5, ".host") != 0)
 			continue;
+		if (*n >= TASKS_MAX) {
+			rc = -E2BIG;
+			goto out;
+		}
 		memcpy(t[*n].name, d->d_name, l - 5);
 		t[*n].name[l - 5] = '\0';
 		t[(*n)++].hosts = NULL;
 	}
+out:
 	closedir(dp);
+	return rc;
 }
 
 static int volcano_task_hosts(const struct agent_detect *c, const struct task *t,
@@ -396,9 +405,17 @@ static int volcano_collect(const struct agent_detect *c, struct agent_names *l, 
 
 	if (!t)
 		return -ENOMEM;
-	volcano_env_tasks(c->envp, t, &n);
-	if (n == 0)
-		volcano_file_tasks(c, t, &n);
+	rc = volcano_env_tasks(c->envp, t, &n);
+	if (rc == 0 && n == 0)
+		rc = volcano_file_tasks(c, t, &n);
+	if (rc < 0) {
+		snprintf(err, errlen,
+			 "more than %d Volcano tasks (VC_<TASK>_HOSTS or "
+			 "/etc/volcano/<task>.host): give the peers with --peers",
+			 TASKS_MAX);
+		rc = GX_EUSAGE;
+		n = 0;
+	}
 	qsort(t, n, sizeof(*t), task_cmp);
 	for (i = 0; i < n && rc == 0; i++)
 		rc = volcano_task_hosts(c, &t[i], l, err, errlen);

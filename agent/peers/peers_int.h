@@ -39,7 +39,9 @@ int agent_peers_expand_max(const char *list, size_t max, char ***names, size_t *
 void agent_names_free(char **names, size_t n);
 
 /* Host names compared without case or a trailing dot: 2 the same full name, 1 the
- * same first label where one side is a single label (a pod name vs its FQDN), 0 no. */
+ * same first label where one side is a single label (a pod name vs its FQDN), or one
+ * the leading whole labels of the other ("w-1.svc" vs "w-1.svc.ns.svc.cluster.local",
+ * a pod with setHostnameAsFQDN), 0 no. */
 int agent_name_match(const char *a, const char *b);
 
 /*

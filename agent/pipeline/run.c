@@ -860,6 +860,9 @@ int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size
 	int rc;
 
 	r->o = o;
+	rc = agent_dns_server_check(o->dns_server, err, errlen);
+	if (rc < 0)
+		return rc;
 
 	if (gethostname(r->hostname, sizeof(r->hostname) - 1) < 0)
 		gx_strlcpy(r->hostname, "localhost", sizeof(r->hostname));

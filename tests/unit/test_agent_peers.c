@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/peers/dns_int.h"
 #include "agent/peers/peers_int.h"
 #include "rdzv/gx/gx.h"
 
@@ -424,6 +425,62 @@ static void test_discover_volcano_env(void **state)
 	assert_non_null(strstr(err, "Volcano gives 3 peers but --nnodes is 4"));
 }
 
+/* --dns-server is checked at start (exit 2), not retried as a failing lookup (review) */
+static void test_dns_server_check(void **state)
+{
+	(void)state;
+	assert_int_equal(agent_dns_server_check(NULL, err, sizeof(err)), 0);
+	assert_int_equal(agent_dns_server_check("10.96.0.10", err, sizeof(err)), 0);
+	assert_int_equal(agent_dns_server_check("10.96.0.10:5353,[fd00::a]:53", err, sizeof(err)),
+			 0);
+	assert_int_equal(agent_dns_server_check("bogus.example", err, sizeof(err)), GX_EUSAGE);
+	assert_non_null(strstr(err, "'bogus.example': not IP, IP:PORT or [IPv6]:PORT"));
+}
+
+/* setHostnameAsFQDN: true makes the host name the FQDN; the list has <pod>.<svc>[.ns.svc] */
+static void test_name_match_fqdn_hostname(void **state)
+{
+	(void)state;
+	assert_int_equal(agent_name_match("mj-worker-1.mj.default.svc",
+					  "mj-worker-1.mj.default.svc.cluster.local"),
+			 1);
+	assert_int_equal(
+	    agent_name_match("mj-worker-1.mj.default.svc.cluster.local.", "MJ-worker-1.mj"), 1);
+	assert_int_equal(agent_name_match("mj-worker-1", "mj-worker-1.mj.default.svc"), 1);
+	assert_int_equal(agent_name_match("mj-worker-1.mj", "mj-worker-1.mj"), 2);
+	/* not whole labels, or another namespace: no */
+	assert_int_equal(agent_name_match("mj-worker-1.m", "mj-worker-1.mj.default.svc"), 0);
+	assert_int_equal(agent_name_match("mj-worker-1.mj.ns1", "mj-worker-1.mj.ns2.svc"), 0);
+	assert_int_equal(agent_name_match("mj-worker-1.mj", "mj-worker-10.mj"), 0);
+}
+
+/* TorchX makes a Volcano task per replica: past the tasks gxboot reads, an error, never a
+ * world short of the tasks beyond (review: 4,096 were read and the rest dropped) */
+static void test_discover_volcano_too_many_tasks(void **state)
+{
+	enum {
+		NT = 16385
+	};
+	char **env = calloc(NT + 1, sizeof(*env));
+	struct agent_opts o;
+	struct agent_peers p;
+	size_t i;
+
+	(void)state;
+	assert_non_null(env);
+	for (i = 0; i < NT; i++) {
+		env[i] = malloc(64);
+		assert_non_null(env[i]);
+		snprintf(env[i], 64, "VC_T%zu_HOSTS=app-t%zu-0.app", i, i);
+	}
+	opts_init(&o);
+	assert_int_equal(discover(&o, env, FIX "bare", "app-t1-0", &p), GX_EUSAGE);
+	assert_non_null(strstr(err, "more than 16384 Volcano tasks"));
+	for (i = 0; i < NT; i++)
+		free(env[i]);
+	free(env);
+}
+
 static void test_discover_volcano_files(void **state)
 {
 	struct agent_opts o;
@@ -663,6 +720,9 @@ int main(void)
 	    cmocka_unit_test(test_discover_torchx_volcano),
 	    cmocka_unit_test(test_discover_torchx_indexed),
 	    cmocka_unit_test(test_discover_volcano_env),
+	    cmocka_unit_test(test_discover_volcano_too_many_tasks),
+	    cmocka_unit_test(test_name_match_fqdn_hostname),
+	    cmocka_unit_test(test_dns_server_check),
 	    cmocka_unit_test(test_discover_volcano_files),
 	    cmocka_unit_test(test_discover_mpi),
 	    cmocka_unit_test(test_discover_pytorchjob),
