@@ -150,6 +150,13 @@ static void log_end(struct sess *s, const char *how)
 		(double)(gx_now_ms() - s->t0) / 1000.0);
 }
 
+/* The command's process group; the command alone before its setsid() made the group. */
+static void kill_cmd(pid_t pid, int sig)
+{
+	if (kill(-pid, sig) < 0 && errno == ESRCH)
+		kill(pid, sig);
+}
+
 static void kill_fired(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct sess *s = arg;
@@ -158,7 +165,7 @@ static void kill_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)id;
 	s->kill_id = 0;
 	if (s->pid > 0)
-		kill(-s->pid, SIGKILL);
+		kill_cmd(s->pid, SIGKILL);
 }
 
 /* The client is gone (or we stop): end the command's whole process group. */
@@ -177,8 +184,8 @@ static void orphan(struct sess *s, const char *why)
 	}
 	s->st = S_ORPHAN;
 	log_end(s, why);
-	kill(-s->pid, SIGTERM);
-	kill(-s->pid, SIGCONT);
+	kill_cmd(s->pid, SIGTERM);
+	kill_cmd(s->pid, SIGCONT);
 	s->kill_id = gx_ev_timer(sv->ev, RSH_KILL_GRACE_MS, kill_fired, s);
 }
 
@@ -306,7 +313,9 @@ static int spawn(struct sess *s, const char *cmd)
 	}
 	if (s->pid == 0)
 		child(s, cmd, pin, pout, perr);
-	setpgid(s->pid, s->pid);
+	/* no setpgid(pid, pid) here: it made the child a group leader before its setsid(),
+	 * which then failed (EPERM) and left the command in our session; kill_cmd reaches
+	 * the child alone until its setsid() has run */
 	sv->nrunning++;
 	s->in_fd = pin[1], s->out_fd = pout[0], s->err_fd = perr[0];
 	pin[1] = pout[0] = perr[0] = -1;
@@ -394,7 +403,7 @@ static int on_frame(struct sess *s, uint8_t type, const unsigned char *p, size_t
 	case RSH_SIGNAL:
 		if (len == 1 && allowed_signal(p[0]) && s->pid > 0) {
 			s->client_sig = p[0];
-			kill(-s->pid, p[0]);
+			kill_cmd(s->pid, p[0]);
 		}
 		return 0;
 	default:
@@ -453,14 +462,19 @@ static int on_auth(struct sess *s)
 	return rc;
 }
 
-/* Everything the socket brought: 0 go on, 1 s is gone or closing, < 0 error. */
+/*
+ * Everything the socket brought: 0 go on, 1 s is gone or closing, < 0 error. Every complete
+ * frame in the buffer (at most one frame's worth of bytes, 4 + RSH_MAX_CT), unless the
+ * child's stdin is full: then the rest waits in the buffer and pipe_event resumes it once
+ * the child reads, since the socket may have nothing more to wake us with.
+ */
 static int sock_input(struct sess *s)
 {
 	uint8_t type;
 	size_t len;
-	int rc = 0, i;
+	int rc = 0;
 
-	for (i = 0; i < 64 && rc == 0; i++) {
+	while (rc == 0) {
 		if (s->st == S_HELLO)
 			rc = on_hello(s);
 		else if (s->st == S_AUTH)
@@ -575,6 +589,19 @@ static void pipe_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	if (s->st == S_RUN && s->pid < 0 && s->out_fd < 0 && s->err_fd < 0) {
 		maybe_exit(s);
 		return;
+	}
+	/* frames read before the child's stdin filled up (STDIN, STDIN_EOF, a SIGNAL): the
+	 * socket may be empty, so no EPOLLIN would bring them (the session hung) */
+	if (s->st == S_RUN && s->c.fd >= 0 && s->c.ilen && s->ilen < RSH_OUT_HIGH) {
+		int rc = sock_input(s);
+
+		if (rc == 1)
+			return; /* s may be gone */
+		if (rc < 0) {
+			gx_debug("rsh: %s: %s", s->peer, gx_strerror(rc));
+			orphan(s, "the client went away: session killed");
+			return;
+		}
 	}
 	update_sock(s);
 	update_pipes(s);
@@ -871,7 +898,7 @@ void agent_serve_free(struct agent_serve *sv)
 		return;
 	while (sv->list) {
 		if (sv->list->pid > 0)
-			kill(-sv->list->pid, SIGKILL);
+			kill_cmd(sv->list->pid, SIGKILL);
 		sess_free(sv->list);
 	}
 	for (i = 0; i < sv->nlfd; i++) {

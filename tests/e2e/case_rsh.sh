@@ -35,6 +35,11 @@ G=$GXBOOT; R=$R
 \$G rsh job-worker-1 echo "a  b" '\$GXBOOT_RANK' >\$R/join 2>&1
 printf 'hello\\nworld\\n' | \$G rsh job-worker-2 'tr a-z A-Z' >\$R/stdin 2>&1
 \$G rsh job-worker-1 'head -c 50000000 /dev/zero' | cksum >\$R/big 2>&1
+\$G rsh job-worker-1 'test "\$(ps -o sid= -p \$\$ | tr -d " ")" = "\$\$" && echo own-session' >\$R/sid 2>&1
+$PY -c 'import os, time
+os.write(1, b"\\0" * 400000)
+for _ in range(3000):
+    os.write(1, b"x"); time.sleep(0.0002)' | timeout 30 \$G rsh job-worker-2 'sleep 1.5; wc -c' >\$R/burst 2>&1
 awk '/VmHWM/ {print \$2}' /proc/${GX_PIDS[1]}/status >\$R/hwm
 \$G rsh job-worker-2 exit 7; echo \$? >\$R/rc7
 \$G rsh job-worker-2 'kill -TERM \$\$'; echo \$? >\$R/rc143
@@ -86,6 +91,10 @@ chk net1 job-worker-2 "HOST as net1 address with ssh flags"
 chk join "a b 1" "ssh-style joining"
 chk stdin "$(printf 'HELLO\nWORLD')" "stdin streaming"
 chk big "$(head -c 50000000 /dev/zero | cksum)" "50 MB of output"
+chk sid own-session "the remote command in a session of its own (setsid)"
+# stdin frames read while the command's stdin was full, then nothing more on the socket:
+# delivered when the command reads (the session hung before, review 2026-11-27)
+chk burst 403000 "stdin burst past the pipe while the command sleeps"
 chk rc7 7 "remote exit 7"
 chk rc143 143 "remote kill -TERM"
 chk rcsig 3 "SIGINT forwarded (the remote trap exits 3)"
