@@ -204,7 +204,20 @@ static void sent_all(struct sess *s)
 		return;
 	}
 	s->wr_shut = 1;
+	s->deadline = gx_now_ms() + 2000; /* for the client's EOF */
 	gx_ev_mod(s->sv->ev, s->c.fd, EPOLLIN);
+}
+
+/*
+ * Past its deadline: a handshake, a refusal, the linger. Not a command's session, nor one
+ * whose EXIT still waits behind CMD's output for a slow reader (authenticated, as while
+ * CMD ran: the tail of 30 MB was lost, exit 255, for a reader that paused 4 s).
+ */
+static int expired(struct sess *s, int64_t now)
+{
+	if (!s->deadline || now < s->deadline || s->st == S_RUN || s->st == S_ORPHAN)
+		return 0;
+	return !(s->st == S_CLOSING && s->linger && !s->wr_shut && rsh_conn_queued(&s->c));
 }
 
 /* Draining after the half-close: 1 when the client's EOF (or an error) has come. */
@@ -739,7 +752,7 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)id;
 	for (s = sv->list; s; s = next) {
 		next = s->next;
-		if (s->deadline && now >= s->deadline && s->st != S_RUN && s->st != S_ORPHAN) {
+		if (expired(s, now)) {
 			if (s->st != S_CLOSING)
 				gx_debug("rsh: %s: handshake deadline", s->peer);
 			sess_free(s);
