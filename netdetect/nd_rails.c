@@ -314,6 +314,51 @@ static int nd_rail_listed(struct nd_ctx *c, const struct nd_link *l, const struc
 	return 0;
 }
 
+/* 1 when one of v[0..n) (or of the links before idx) serves the same device port. */
+static int nd_port_served(struct nd_ctx *c, const struct nd_link **v, size_t n, size_t idx,
+			  const struct nd_device *d, const struct nd_port *p)
+{
+	const struct nd_device *d2;
+	const struct nd_port *p2;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (nd_link_port(c->inv, v[i], &d2, &p2) == 0 && d2 == d && p2 == p)
+			return 1;
+	for (i = 0; i < idx; i++) /* said once for a port */
+		if (nd_link_port(c->inv, &c->inv->links[i], &d2, &p2) == 0 && d2 == d && p2 == p &&
+		    nd_secondary_why(&c->inv->links[i]) && !c->inv->links[i].is_loopback &&
+		    !c->inv->links[i].is_default)
+			return 1;
+	return 0;
+}
+
+/*
+ * An active port of a usable device that no rail serves, because its netdev cannot carry
+ * the bootstrap (IPoIB down or without an address): said, not dropped in silence (one
+ * rail less). A port another netdev serves (a VLAN or pkey child) is not left out.
+ */
+static void nd_rails_left_out(struct nd_ctx *c, const struct nd_link **v, size_t n)
+{
+	const struct nd_device *d;
+	const struct nd_port *p;
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < c->inv->nlinks; i++) {
+		const struct nd_link *l = &c->inv->links[i];
+
+		why = l == c->chosen ? NULL : nd_secondary_why(l);
+		if (!why || l->is_loopback || l->is_default ||
+		    nd_link_port(c->inv, l, &d, &p) < 0 || p->state != ND_PORT_ACTIVE ||
+		    !nd_dev_usable(d) || !nd_rail_listed(c, l, d, p) ||
+		    nd_port_served(c, v, n, i, d, p))
+			continue;
+		nd_result_warn(c->r, "%s:%d left out of the rails: its netdev %s %s", d->name,
+			       p->num, l->name, why);
+	}
+}
+
 static int nd_rails_auto(struct nd_ctx *c)
 {
 	const struct nd_link **v = NULL;
@@ -327,19 +372,13 @@ static int nd_rails_auto(struct nd_ctx *c)
 		return -ENOMEM;
 	for (i = 0; i < c->inv->nlinks; i++) {
 		const struct nd_link *l = &c->inv->links[i];
-		const char *why = l == c->chosen ? NULL : nd_secondary_why(l);
 
-		if (nd_link_port(c->inv, l, &d, &p) < 0 || p->state != ND_PORT_ACTIVE ||
-		    !nd_dev_usable(d))
-			continue;
-		if (!why)
+		if ((l == c->chosen || !nd_secondary_why(l)) &&
+		    nd_link_port(c->inv, l, &d, &p) == 0 && p->state == ND_PORT_ACTIVE &&
+		    nd_dev_usable(d))
 			v[n++] = l;
-		else if (!l->is_loopback && !l->is_default && nd_rail_listed(c, l, d, p))
-			/* an active port whose netdev cannot carry the bootstrap (IPoIB down or
-			 * without an address): said, not dropped in silence (one rail less) */
-			nd_result_warn(c->r, "%s:%d left out of the rails: its netdev %s %s",
-				       d->name, p->num, l->name, why);
 	}
+	nd_rails_left_out(c, v, n);
 	qsort(v, n, sizeof(*v), nd_name_cmp);
 	for (i = 0; i < n && rc == 0; i++) {
 		nd_link_port(c->inv, v[i], &d, &p);

@@ -175,21 +175,23 @@ static void sup_signal(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 }
 
 /*
- * In the child: its own process group, which gets the terminal when there is one (as
- * tini: else a CMD that reads it stops on SIGTTIN and nobody continues it), the
- * dispositions and mask gxboot found, then CMD. An exec failure is the job's one line,
- * to the termination log too (the parent only sees 126/127).
+ * In the child: its own process group, which gets the terminal when gxboot is PID 1 and
+ * holds it (as tini: else a CMD that reads it stops on SIGTTIN and nobody continues it;
+ * under a shell's job control gxboot keeps it), the mask gxboot found, then CMD. An exec
+ * failure is the job's one line, to the termination log too (the parent sees 126/127).
  */
-static void child_exec(char **argv, char **envp, const sigset_t *old)
+static void child_exec(char **argv, char **envp, const sigset_t *old, int tty)
 {
 	char line[512];
 	int code;
 
 	setpgid(0, 0);
-	if (isatty(STDIN_FILENO) && tcsetpgrp(STDIN_FILENO, getpgrp()) < 0)
-		gx_debug("tcsetpgrp: %s", strerror(errno)); /* SIGTTOU ignored here */
-	signal(SIGTTIN, SIG_DFL);
-	signal(SIGTTOU, SIG_DFL);
+	if (tty) {
+		if (tcsetpgrp(STDIN_FILENO, getpgrp()) < 0) /* SIGTTOU ignored here */
+			gx_debug("tcsetpgrp: %s", strerror(errno));
+		signal(SIGTTIN, SIG_DFL);
+		signal(SIGTTOU, SIG_DFL);
+	}
 	sigprocmask(SIG_SETMASK, old, NULL);
 	code = agent_exec_failed(argv[0], agent_exec(argv, envp), line, sizeof(line));
 	agent_fail_line(line);
@@ -287,37 +289,53 @@ static void stop_tick(struct gx_ev *ev, uint64_t id, void *arg)
 }
 
 /*
- * Every signal is CMD's (as tini): all are read from the signalfd and forwarded, except
- * SIGCHLD (ours), the terminal's job control (SIGTTIN, SIGTTOU: ignored while CMD holds
- * the terminal), SIGPIPE (our own writes to a closed socket) and the synchronous faults.
- * Before, only 7 were: as PID 1 the others were lost, and with --supervise a SIGALRM or
- * SIGPWR ended gxboot and left CMD orphaned.
+ * With CMD, every signal is CMD's (as tini): all are read from the signalfd and forwarded,
+ * except SIGCHLD (ours), the terminal's job control (SIGTTIN, SIGTTOU), SIGPIPE (our own
+ * writes to a closed socket) and the synchronous faults. Before, only 7 were: as PID 1 the
+ * others were lost, and with --supervise a SIGALRM or SIGPWR ended gxboot and left CMD
+ * orphaned. Without CMD (serve), the 7 of before: the others keep their default action.
  */
-static void sup_signal_set(sigset_t *set)
+static void sup_signal_set(sigset_t *set, int cmd)
 {
 	static const int own[] = {SIGCHLD, SIGTTIN, SIGTTOU, SIGPIPE, SIGSEGV, SIGBUS, SIGFPE,
 				  SIGILL,  SIGTRAP, SIGSYS,  SIGABRT, SIGKILL, SIGSTOP};
+	static const int nocmd[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGWINCH};
 	size_t i;
 
-	sigfillset(set);
-	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		sigdelset(set, own[i]);
+	if (cmd) {
+		sigfillset(set);
+		for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+			sigdelset(set, own[i]);
+	} else {
+		sigemptyset(set);
+		for (i = 0; i < sizeof(nocmd) / sizeof(nocmd[0]); i++)
+			sigaddset(set, nocmd[i]);
+	}
 	sigaddset(set, SIGCHLD); /* read too, for reaping */
+}
+
+/* CMD gets the terminal: gxboot is PID 1 (a container's, no job control above it) and its
+ * process group holds the terminal. */
+static int hand_tty(void)
+{
+	return getpid() == 1 && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 }
 
 int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct agent_sup_hooks *h)
 {
 	struct sup s = {.child = -1, .sfd = -1, .h = h};
-	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
-	struct sigaction old_chld, old_ttin, old_ttou;
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_ttin, old_ttou;
 	sigset_t set, old;
-	int rc = 0;
+	int rc = 0, tty = argv && hand_tty();
 
-	/* an inherited SIGCHLD SIG_IGN reaps CMD in the kernel: waitpid would never see it */
-	sigaction(SIGCHLD, &dfl, &old_chld);
-	sigaction(SIGTTIN, &ign, &old_ttin);
-	sigaction(SIGTTOU, &ign, &old_ttou);
-	sup_signal_set(&set);
+	/* an inherited SIGCHLD SIG_IGN reaps CMD in the kernel: waitpid would never see it
+	 * (for the rest of gxboot's life: the serve drain reaps after this returns) */
+	signal(SIGCHLD, SIG_DFL);
+	if (tty) { /* in the background while CMD holds the terminal: never stopped by it */
+		sigaction(SIGTTIN, &ign, &old_ttin);
+		sigaction(SIGTTOU, &ign, &old_ttou);
+	}
+	sup_signal_set(&set, argv != NULL);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	s.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (s.sfd < 0) {
@@ -334,7 +352,7 @@ int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct age
 			goto out;
 		}
 		if (s.child == 0)
-			child_exec(argv, envp, &old);
+			child_exec(argv, envp, &old, tty);
 		setpgid(s.child, s.child); /* also here: no race with an early kill(-pgid) */
 	} else {
 		s.tick = gx_ev_timer(ev, 200, stop_tick, &s);
@@ -354,8 +372,10 @@ out:
 		close(s.sfd);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	sigaction(SIGCHLD, &old_chld, NULL);
-	sigaction(SIGTTIN, &old_ttin, NULL);
-	sigaction(SIGTTOU, &old_ttou, NULL);
+	if (tty) { /* the terminal back to gxboot's group, then its dispositions */
+		tcsetpgrp(STDIN_FILENO, getpgrp());
+		sigaction(SIGTTIN, &old_ttin, NULL);
+		sigaction(SIGTTOU, &old_ttou, NULL);
+	}
 	return rc;
 }

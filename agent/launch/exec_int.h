@@ -50,8 +50,8 @@ struct agent_sup_hooks {
 };
 
 /*
- * Fork CMD into its own process group (given the terminal when there is one) and
- * supervise it on ev (which may carry other work, e.g. a coordinator that keeps
+ * Fork CMD into its own process group (given the terminal when gxboot is PID 1 and holds
+ * it) and supervise it on ev (which may carry other work, e.g. a coordinator that keeps
  * serving): forward every signal but its own to the child's process group, reap every zombie, and
  * return the child's exit code (128+n when it died of signal n) once it exits. Returns -errno when
  * CMD could not be started; exec failure in the child gives 126/127. argv NULL: no CMD; run until

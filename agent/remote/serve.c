@@ -290,6 +290,8 @@ static void child(struct sess *s, const char *cmd, int pin[2], int pout[2], int 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
+	signal(SIGTTIN, SIG_DFL); /* ignored by a PID-1 gxboot whose CMD holds the terminal */
+	signal(SIGTTOU, SIG_DFL);
 	execve("/bin/sh", argv, s->sv->cfg.envp);
 	dprintf(2, "gxboot serve: cannot run /bin/sh: %s\n", strerror(errno));
 	_exit(127);

@@ -61,17 +61,18 @@ kill -ALRM "$p"
 wait "$p"; rc=$?
 grep -q got-ALRM "$tmp/alrm.log" || fail "SIGALRM did not reach CMD: $(cat "$tmp/alrm.log")"
 [ $rc -eq 9 ] || fail "forwarded SIGALRM: gxboot exited $rc (want CMD's 9)"
-timeout 20 /usr/bin/python3 -c 'import signal, os, sys
+timeout -k 5 20 /usr/bin/python3 -c 'import signal, os, sys
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
 os.execv(sys.argv[1], sys.argv[1:])' "$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" \
   --timeout 10 --out "$tmp/o4c" -q --supervise -- sh -c 'exit 7'
 rc=$?
 [ $rc -eq 7 ] || fail "SIGCHLD ignored by the parent: gxboot exited $rc (want CMD's 7)"
-# a terminal: CMD's process group gets it (else a CMD that reads it stops on SIGTTIN for ever)
+# a terminal, gxboot PID 1 (a pod with tty: true): CMD's process group gets it (else a CMD
+# that reads it stops on SIGTTIN for ever); under a shell's job control gxboot keeps it
 if command -v script >/dev/null; then
-  (sleep 1; echo hi) | timeout 20 script -qec "$GXBOOT --peers 127.0.0.1 --iface lo --port $port \
-    --timeout 10 --out $tmp/o4d -q --supervise -- sh -c 'read x; echo got-\$x'" /dev/null \
-    >"$tmp/tty.log" 2>&1
+  (sleep 1; echo hi) | timeout -k 5 20 script -qec "unshare -fp --mount-proc $GXBOOT \
+    --peers 127.0.0.1 --iface lo --port $port --timeout 10 --out $tmp/o4d -q -- \
+    sh -c 'read x; echo got-\$x'" /dev/null >"$tmp/tty.log" 2>&1
   rc=$?
   grep -q got-hi "$tmp/tty.log" || fail "CMD could not read the terminal (rc $rc): $(cat "$tmp/tty.log")"
 fi

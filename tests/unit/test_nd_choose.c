@@ -311,6 +311,20 @@ static void test_ib_rail_netdev_down(void **state)
 	nd_result_free(r);
 }
 
+/* A VLAN child serves the port: its link-local-only parent is not "left out". */
+static void test_vlan_rail_no_false_warning(void **state)
+{
+	struct nd_request q = {0};
+	struct nd_result *r = detect("vlan_rail.inv", &q, 0);
+
+	(void)state;
+	assert_string_equal(r->iface, "eth1.100");
+	assert_int_equal(r->nrails, 1);
+	assert_string_equal(r->rails[0].iface, "eth1.100");
+	assert_int_equal(r->nwarnings, 0);
+	nd_result_free(r);
+}
+
 static void test_network_status_step(void **state)
 {
 	struct nd_request q = {0};
@@ -485,6 +499,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_mixed_rails, teardown),
 	    cmocka_unit_test_teardown(test_ib, teardown),
 	    cmocka_unit_test_teardown(test_ib_rail_netdev_down, teardown),
+	    cmocka_unit_test_teardown(test_vlan_rail_no_false_warning, teardown),
 	    cmocka_unit_test_teardown(test_network_status_step, teardown),
 	    cmocka_unit_test_teardown(test_network_status_rdma_device, teardown),
 	    cmocka_unit_test_teardown(test_memlock, teardown),
