@@ -168,7 +168,7 @@ static void sup_signal(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 			continue;
 		}
 		gx_debug("forwarding signal %u to process group %d", si.ssi_signo, (int)s->child);
-		if (kill(-s->child, (int)si.ssi_signo) < 0)
+		if (kill(-s->child, (int)si.ssi_signo) < 0 && !s->done) /* done: reaped */
 			kill(s->child, (int)si.ssi_signo);
 	}
 	reap(ev, s);
@@ -314,11 +314,14 @@ static void sup_signal_set(sigset_t *set, int cmd)
 	sigaddset(set, SIGCHLD); /* read too, for reaping */
 }
 
-/* CMD gets the terminal: gxboot is PID 1 (a container's, no job control above it) and its
- * process group holds the terminal. */
+/* CMD gets the terminal: gxboot is PID 1 (a container's, no job control above it), leads
+ * its own process group (as a runtime's init after setsid: under a bare `unshare -fp` the
+ * group is outside the namespace and reads as 0, and so may the terminal's), and that
+ * group holds the terminal. */
 static int hand_tty(void)
 {
-	return getpid() == 1 && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+	return getpid() == 1 && getpgrp() == 1 && isatty(STDIN_FILENO) &&
+	       tcgetpgrp(STDIN_FILENO) == 1;
 }
 
 int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct agent_sup_hooks *h)
@@ -335,7 +338,7 @@ int agent_supervise(struct gx_ev *ev, char **argv, char **envp, const struct age
 		sigaction(SIGTTIN, &ign, &old_ttin);
 		sigaction(SIGTTOU, &ign, &old_ttou);
 	}
-	sup_signal_set(&set, argv != NULL);
+	sup_signal_set(&set, argv || (h && h->all_signals));
 	sigprocmask(SIG_BLOCK, &set, &old);
 	s.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (s.sfd < 0) {

@@ -47,6 +47,9 @@ struct agent_sup_hooks {
 	 */
 	int (*stop)(void *arg, int signo, int *code);
 	void *arg;
+	/* no CMD: read every signal as with CMD (a drain that must end its sessions' commands:
+	 * only SIGTERM / SIGINT / SIGHUP stop it), not only the 7 of a plain serve */
+	int all_signals;
 };
 
 /*

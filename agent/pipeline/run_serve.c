@@ -244,6 +244,7 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 	if (argv) { /* CMD exited with rc: tell, then drain */
 		start_drain(&c, rc);
 		h.stop = drain_stop;
+		h.all_signals = 1; /* a SIGALRM must not end gxboot before its sessions' commands */
 		if (agent_supervise(r->ev, NULL, envp, &h) < 0)
 			gx_debug("drain after CMD failed");
 	}

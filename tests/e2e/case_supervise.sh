@@ -67,10 +67,11 @@ os.execv(sys.argv[1], sys.argv[1:])' "$GXBOOT" --peers 127.0.0.1 --iface lo --po
   --timeout 10 --out "$tmp/o4c" -q --supervise -- sh -c 'exit 7'
 rc=$?
 [ $rc -eq 7 ] || fail "SIGCHLD ignored by the parent: gxboot exited $rc (want CMD's 7)"
-# a terminal, gxboot PID 1 (a pod with tty: true): CMD's process group gets it (else a CMD
-# that reads it stops on SIGTTIN for ever); under a shell's job control gxboot keeps it
+# a terminal, gxboot PID 1 and session leader (a pod with tty: true; setsid -c as a runtime
+# does): CMD's process group gets it (else a CMD that reads it stops on SIGTTIN for ever);
+# under a shell's job control gxboot keeps it
 if command -v script >/dev/null; then
-  (sleep 1; echo hi) | timeout -k 5 20 script -qec "unshare -fp --mount-proc $GXBOOT \
+  (sleep 1; echo hi) | timeout -k 5 20 script -qec "unshare -fp --mount-proc setsid -c $GXBOOT \
     --peers 127.0.0.1 --iface lo --port $port --timeout 10 --out $tmp/o4d -q -- \
     sh -c 'read x; echo got-\$x'" /dev/null >"$tmp/tty.log" 2>&1
   rc=$?
