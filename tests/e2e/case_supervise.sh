@@ -35,32 +35,28 @@ gx "$tmp/o3" --supervise -- sh -c 'kill -KILL $$'; rc=$?
 [ $rc -eq 137 ] || fail "supervise: CMD killed by SIGKILL gave $rc (want 137)"
 echo "exit codes: OK"
 
-# 2. SIGTERM forwarded to CMD's process group; CMD's own code returned
+# 2. a signal to gxboot reaches CMD's process group; CMD's own code returned
 # (not through gx(): $! of a backgrounded function is a bash subshell, not gxboot)
-"$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" --timeout 10 --out "$tmp/o4" -q \
-  --supervise -- sh -c 'trap "echo got-TERM; exit 7" TERM; echo trap-set; sleep 30 & wait' >"$tmp/fwd.log" 2>&1 &
-p=$!
-pids+=("$p")
-# CMD's trap is in place (waited for, not slept for: a TERM before it ends sh with 143)
-for _ in $(seq 100); do grep -q trap-set "$tmp/fwd.log" && break; sleep 0.1; done
-kill -TERM "$p"
-wait "$p"; rc=$?
-grep -q got-TERM "$tmp/fwd.log" || fail "SIGTERM did not reach CMD: $(cat "$tmp/fwd.log")"
-[ $rc -eq 7 ] || fail "forwarded SIGTERM: gxboot exited $rc (want CMD's 7)"
+fwd_check() { # fwd_check SIG CODE OUT: CMD traps SIG and exits CODE
+  local sig=$1 code=$2 out=$3 p rc
+  "$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" --timeout 10 --out "$tmp/$out" -q \
+    --supervise -- sh -c "trap 'echo got-$sig; exit $code' $sig; echo trap-set; sleep 30 & wait" \
+    >"$tmp/$out.log" 2>&1 &
+  p=$!
+  pids+=("$p")
+  # CMD's trap is in place (waited for, not slept for: a signal before it ends sh)
+  for _ in $(seq 100); do grep -q trap-set "$tmp/$out.log" && break; sleep 0.1; done
+  kill -"$sig" "$p"
+  wait "$p"; rc=$?
+  grep -q "got-$sig" "$tmp/$out.log" || fail "SIG$sig did not reach CMD: $(cat "$tmp/$out.log")"
+  [ $rc -eq "$code" ] || fail "forwarded SIG$sig: gxboot exited $rc (want CMD's $code)"
+}
+fwd_check TERM 7 o4
 echo "signal forwarding: OK"
 
 # 2b. every signal is CMD's, not only the 7 gxboot used to forward (SIGALRM ended a
 # supervising gxboot and orphaned CMD); an inherited SIGCHLD SIG_IGN does not hide CMD's exit
-"$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" --timeout 10 --out "$tmp/o4b" -q \
-  --supervise -- sh -c 'trap "echo got-ALRM; exit 9" ALRM; echo trap-set; sleep 30 & wait' \
-  >"$tmp/alrm.log" 2>&1 &
-p=$!
-pids+=("$p")
-for _ in $(seq 100); do grep -q trap-set "$tmp/alrm.log" && break; sleep 0.1; done
-kill -ALRM "$p"
-wait "$p"; rc=$?
-grep -q got-ALRM "$tmp/alrm.log" || fail "SIGALRM did not reach CMD: $(cat "$tmp/alrm.log")"
-[ $rc -eq 9 ] || fail "forwarded SIGALRM: gxboot exited $rc (want CMD's 9)"
+fwd_check ALRM 9 o4b
 timeout -k 5 20 /usr/bin/python3 -c 'import signal, os, sys
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
 os.execv(sys.argv[1], sys.argv[1:])' "$GXBOOT" --peers 127.0.0.1 --iface lo --port "$port" \
