@@ -47,6 +47,7 @@ struct rdzv_peer {
 #define RDZV_PF_OBSERVER 0x8u	/* an observer's JOIN: no rank, gets the table at COMMIT */
 #define RDZV_PF_ELASTIC 0x10u	/* an elastic JOIN by name: the coordinator picks the rank */
 #define RDZV_PF_STAYS 0x20u /* coordinator keeps its sessions after the COMMIT (agent sets it) */
+#define RDZV_PF_RELAY 0x40u /* a relay's JOIN: its session also carries its children's (tree) */
 #define RDZV_PF_VFAILED                                                                            \
 	0x4u /* soft_verify: netdetect or secondary VERIFY failed; why in nd_why                   \
 	      */
@@ -160,6 +161,23 @@ struct rdzv_config {
 	 */
 	void (*changed)(void *arg, const struct rdzv_peer *tab, size_t n);
 	void *changed_arg;
+	/*
+	 * The relay tree (issue 26, PROTOCOL.md "Relays"): with relay_fanout F > 0 member i
+	 * makes its phase-1 connection to peer (i / F) * F, its relay, instead of to the
+	 * coordinator (relays and the first F members go to the coordinator). A relay listens
+	 * (relay_listen, or the wildcard addresses, on port) and carries its children's bytes
+	 * on its own phase-1 session: handshake, JOIN, ASSIGN, COMMIT stay end to end between
+	 * each member and the coordinator, and phase 2 goes to the coordinator's secondary
+	 * address as before. relay_resolve answers like resolve, for the relay's name
+	 * (names[r]); a member whose relay fails twice over relay_patience_ms, or drops it
+	 * twice, goes to the coordinator. Members with stay use the coordinator (their
+	 * session outlives the relay's). All peers must agree on F (0: no tree).
+	 */
+	uint32_t relay_fanout;
+	int relay_patience_ms; /* 0: RDZV_RELAY_PATIENCE_MS */
+	int (*relay_resolve)(void *arg, union gx_sockaddr *sa, socklen_t *len);
+	union gx_sockaddr relay_listen;
+	socklen_t relay_listen_len;
 };
 
 struct rdzv_result {
@@ -189,6 +207,11 @@ struct rdzv_result {
 	 * HELLO or AUTH late, also after the grace for its own lag), evicted at the bound, and
 	 * handshake deadlines it extended for a slow member (RDZV_PREAUTH_ROOM_DIV) */
 	uint32_t nhs_late, nevicted, nslow;
+	/* coordinator: relays that joined, sessions they carried (all, incl. strangers'), and
+	 * relays lost before the COMMIT; member: 1 when it joined through its relay, and for a
+	 * relay the children it carried (issue 26) */
+	uint32_t nrelays, ncarried, nrelays_lost;
+	int via_relay;
 };
 
 struct rdzv_coord;
@@ -218,6 +241,13 @@ int rdzv_coord_end(struct rdzv_coord *c, int status);
 int rdzv_member_end(struct rdzv_member *m, int status);
 int rdzv_coord_flushed(const struct rdzv_coord *c);
 int rdzv_member_flushed(const struct rdzv_member *m);
+
+/*
+ * A relay still carries children after its own COMMIT (their COMMITs, their closes):
+ * 1 until they are done or the coordinator's session ends. The caller keeps the loop
+ * running while it is 1 (a few ms; bounded by RDZV_RELAY_DRAIN_MS) before it execs.
+ */
+int rdzv_member_relaying(const struct rdzv_member *m);
 
 /* Convenience: own loop until done; res is filled (table owned by res). */
 int rdzv_run(const struct rdzv_config *cfg, struct rdzv_result *res);

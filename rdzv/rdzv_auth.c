@@ -293,7 +293,7 @@ static int co_auth(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	rc = rdzv_co_send(co, cc, RDZV_PROOF, &b);
 	rdzv_buf_free(&b);
 	rdzv_conn_session(&cc->rc, co->k);
-	gx_pa_del(&co->pa, &cc->pa); /* authenticated: out of the budget */
+	rdzv_co_pa_del(co, cc); /* authenticated: out of the budget */
 	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
 	if (rc < 0) {
 		rdzv_co_drop(co, cc, gx_strerror(rc));

@@ -107,8 +107,9 @@ static int read_header(struct rdzv_conn *c)
 	rc = rdzv_hdr_decode(c->hdr, c->session, &c->h);
 	c->peer_vmaj = c->h.vmaj;
 	c->peer_vmin = c->h.vmin;
-	/* a coordinator never receives a table */
-	if (rc == 0 && c->is_coord && c->h.len > RDZV_MAX_BODY + RDZV_MAC_LEN)
+	/* a coordinator never receives a table (a relay's CARRY has its own cap) */
+	if (rc == 0 && c->is_coord && c->h.type != RDZV_CARRY &&
+	    c->h.len > RDZV_MAX_BODY + RDZV_MAC_LEN)
 		rc = GX_EPROTO;
 	if (rc < 0)
 		return rc;
@@ -125,7 +126,7 @@ int rdzv_conn_read(struct rdzv_conn *c, uint16_t *type, unsigned char **body, si
 	size_t blen;
 	int rc;
 
-	if (c->fd < 0)
+	if (c->fd < 0 && !c->carried)
 		return -EBADF;
 	if (c->hoff < RDZV_HDR_LEN || !c->body) {
 		rc = read_header(c);
@@ -179,7 +180,7 @@ int rdzv_conn_send(struct rdzv_conn *c, uint16_t type, const unsigned char *body
 	unsigned char *p;
 	int rc;
 
-	if (c->fd < 0)
+	if (c->fd < 0 && !c->carried)
 		return -EBADF;
 	if (len > rdzv_max_body(type))
 		return GX_EPROTO;
@@ -194,7 +195,7 @@ int rdzv_conn_send(struct rdzv_conn *c, uint16_t type, const unsigned char *body
 		rdzv_mac(c->skey, c->is_coord ? 'C' : 'M', c->seq_tx++, type, body, len,
 			 p + RDZV_HDR_LEN + len);
 	c->olen += RDZV_HDR_LEN + len + mac;
-	if (c->cork)
+	if (c->cork || c->carried) /* carried: the coordinator moves it into CARRY records */
 		return 0;
 	rc = rdzv_conn_flush(c);
 	return rc < 0 ? rc : 0;
@@ -202,6 +203,8 @@ int rdzv_conn_send(struct rdzv_conn *c, uint16_t type, const unsigned char *body
 
 int rdzv_conn_flush(struct rdzv_conn *c)
 {
+	if (c->carried) /* written by its relay (rdzv_co_carry_out) */
+		return rdzv_conn_pending(c);
 	while (c->ooff < c->olen) {
 		ssize_t n = send(c->fd, c->out + c->ooff, c->olen - c->ooff, MSG_NOSIGNAL);
 

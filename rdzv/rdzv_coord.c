@@ -26,6 +26,11 @@ void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc)
 {
 	int want = rdzv_conn_pending(&cc->rc);
 
+	if (cc->rc.carried) { /* into its relay's records (rdzv_co_input uncorks) */
+		if (!cc->rc.cork)
+			rdzv_co_carry_out(co, cc);
+		return;
+	}
 	if (cc->rc.fd < 0 || cc->rc.cork) /* conn_event flushes, then comes back here */
 		return;
 	if (want != cc->out_pending) {
@@ -35,21 +40,28 @@ void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc)
 		else
 			co->nout--;
 	}
-	/* a closing connection waits for EPOLLOUT even with nothing queued */
-	gx_ev_mod(co->ev, cc->rc.fd, EPOLLIN | (want || cc->rc.state == RC_CLOSING ? EPOLLOUT : 0));
+	/* a closing connection waits for EPOLLOUT even with nothing queued (a relay's, once
+	 * shut, only for its EOF) */
+	gx_ev_mod(co->ev, cc->rc.fd,
+		  EPOLLIN | (want || (cc->rc.state == RC_CLOSING && !cc->shut) ? EPOLLOUT : 0));
 }
 
 int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b)
 {
 	int rc = b->err;
 
+	if (cc->is_relay && (cc->carry.len || cc->carry.err)) {
+		/* its children's records first: a relay that reads its own ABORT or END
+		 * stops carrying, so what was queued for them before must be ahead of it */
+		rdzv_co_carry_flush(co);
+	}
 	if (rc == 0)
 		rc = rdzv_conn_send(&cc->rc, type, b->p, b->len);
 	rdzv_co_update_out(co, cc);
 	return rc;
 }
 
-static void slot_unlink(struct rdzv_coord *co, struct cconn *cc)
+void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct cpeer *sp;
 
@@ -79,8 +91,17 @@ static void slot_unlink(struct rdzv_coord *co, struct cconn *cc)
 	}
 }
 
+void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc)
+{
+	if (cc->rc.carried && cc->pa.in)
+		co->pa_carried--;
+	gx_pa_del(&co->pa, &cc->pa);
+}
+
 void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
 {
+	int carried = cc->rc.carried;
+
 	if (why)
 		gx_debug("rdzv: closing connection from %s: %s", cc->rc.peer_str, why);
 	if (cc->out_pending)
@@ -88,7 +109,8 @@ void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
 	if (cc->role == ROLE_OBSERVER)
 		co->nobservers--;
 	cc->out_pending = 0;
-	gx_pa_del(&co->pa, &cc->pa);
+	rdzv_co_pa_del(co, cc);
+	rdzv_co_carry_drop(co, cc);
 	if (cc->rc.fd >= 0)
 		gx_ev_del(co->ev, cc->rc.fd);
 	rdzv_conn_reset(&cc->rc);
@@ -98,8 +120,9 @@ void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
 		co->conns = cc->next;
 	if (cc->next)
 		cc->next->prev = cc->prev;
-	co->nconns--;
-	slot_unlink(co, cc);
+	if (!carried)
+		co->nconns--;
+	rdzv_co_slot_unlink(co, cc);
 	free(cc->pj);
 	free(cc);
 }
@@ -114,6 +137,7 @@ void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc)
 
 static void maybe_done(struct rdzv_coord *co)
 {
+	rdzv_co_carry_flush(co); /* every event ends here: the relays' records go out */
 	if (!co->finishing || co->done_called)
 		return;
 	if (co->nout > 0 && gx_now_ms() < co->finish_by)
@@ -132,6 +156,11 @@ static void maybe_done(struct rdzv_coord *co)
 		}
 		return;
 	}
+	/* a relay ends its session once its children read their COMMITs: a close of ours
+	 * before that, with its records unread here, would be a RST that loses what it has
+	 * not yet read of ours (their COMMITs); bounded by the relay's own drain */
+	if (co->nrelays_open && gx_now_ms() < co->relay_wait_until)
+		return;
 	gx_debug("rdzv: done (%u COMMITs sent, %zu connections with output)", co->ncommit_sent,
 		 co->nout);
 	co->done_called = 1;
@@ -145,6 +174,8 @@ static void finish(struct rdzv_coord *co, int rc)
 	co->finishing = 1;
 	co->final_rc = rc;
 	co->finish_by = gx_now_ms() + 1000;
+	/* after a COMMIT or an ABORT: relays carry it to their children, then close */
+	co->relay_wait_until = gx_now_ms() + RDZV_RELAY_DRAIN_MS;
 }
 
 void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc)
@@ -166,6 +197,7 @@ void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt,
 {
 	struct cconn *cc, *next;
 	va_list ap;
+	int pass;
 
 	if (co->aborted || co->committed)
 		return;
@@ -176,13 +208,15 @@ void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt,
 	vsnprintf(co->res.err, sizeof(co->res.err), fmt, ap);
 	va_end(ap);
 	gx_debug("rdzv: abort: %s", co->res.err);
-	for (cc = co->conns; cc; cc = next) {
-		next = cc->next;
-		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_PENDING ||
-		     cc->role == ROLE_OBSERVER) &&
-		    cc->rc.state == RC_SESSION)
-			rdzv_co_send_abort(co, cc);
-	}
+	/* relays last: their children's ABORTs go ahead of their own (rdzv_co_send) */
+	for (pass = 0; pass < 2; pass++)
+		for (cc = co->conns; cc; cc = next) {
+			next = cc->next;
+			if ((cc->role == ROLE_MEMBER || cc->role == ROLE_PENDING ||
+			     cc->role == ROLE_OBSERVER) &&
+			    cc->rc.state == RC_SESSION && cc->is_relay == pass)
+				rdzv_co_send_abort(co, cc);
+		}
 	finish(co, code);
 }
 
@@ -191,21 +225,23 @@ int rdzv_coord_end(struct rdzv_coord *co, int status)
 {
 	struct cconn *cc, *next;
 	struct rdzv_buf b = {0};
-	int n = 0;
+	int n = 0, pass;
 
 	if (!co)
 		return -ENOTCONN;
 	rdzv_put_u32(&b, T_CODE, (uint32_t)(status & 0xff));
-	for (cc = co->conns; cc; cc = next) {
-		next = cc->next;
-		if ((cc->role == ROLE_MEMBER || cc->role == ROLE_OBSERVER) &&
-		    cc->rc.state == RC_SESSION) {
-			rdzv_co_send(co, cc, RDZV_END, &b);
-			rdzv_co_close_later(co, cc);
-			n++;
+	for (pass = 0; pass < 2; pass++) /* relays last, as in rdzv_co_abort */
+		for (cc = co->conns; cc; cc = next) {
+			next = cc->next;
+			if ((cc->role == ROLE_MEMBER || cc->role == ROLE_OBSERVER) &&
+			    cc->rc.state == RC_SESSION && cc->is_relay == pass) {
+				rdzv_co_send(co, cc, RDZV_END, &b);
+				rdzv_co_close_later(co, cc);
+				n++;
+			}
 		}
-	}
 	rdzv_buf_free(&b);
+	rdzv_co_carry_flush(co);
 	return n ? 0 : -ENOTCONN;
 }
 
@@ -284,6 +320,8 @@ void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, in
 		co->st[i].commit_sent = 1;
 		co->ncommit_sent++;
 	}
+	if (cc->is_relay) /* it may end once its children have theirs (a rejoin too) */
+		rdzv_co_relay_committed(co, cc);
 	rdzv_buf_free(&b);
 }
 
@@ -303,6 +341,14 @@ void rdzv_co_check_commit(struct rdzv_coord *co)
 	rdzv_co_compare_peers(co);
 	gx_debug("rdzv: all %u peers joined and verified (%u with a phase-2 ticket); COMMIT",
 		 co->world, co->res.ntickets);
+	if (co->res.nrelays) {
+		uint32_t via = 0;
+
+		for (i = 1; i < co->world; i++)
+			via += co->st[i].conn && co->st[i].conn->rc.carried;
+		gx_info("rdzv: %u of %u members joined through %u relays", via, co->world - 1,
+			co->nrelays_open);
+	}
 	for (i = 1; i < co->world; i++)
 		rdzv_co_commit_one(co, i);
 	for (cc = co->conns; cc; cc = next) {
@@ -310,6 +356,7 @@ void rdzv_co_check_commit(struct rdzv_coord *co)
 		if (cc->role == ROLE_OBSERVER)
 			rdzv_co_commit_conn(co, cc, RDZV_OBSERVER, 1);
 	}
+	rdzv_co_relays_committed(co);
 	finish(co, 0);
 }
 
@@ -411,11 +458,13 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
  * extension per step (RDZV_PREAUTH_GRACE_MS). Not for closing ones. */
 static int waiting_input(const struct cconn *cc)
 {
-	int n = 0;
+	int n = 0, fd = cc->rc.fd;
 
-	if (cc->rc.state == RC_CLOSING || cc->rc.fd < 0)
+	if (cc->rc.carried) /* its frames may wait in its relay's socket */
+		fd = cc->relay ? cc->relay->rc.fd : -1;
+	if (cc->rc.state == RC_CLOSING || fd < 0)
 		return 0;
-	return ioctl(cc->rc.fd, FIONREAD, &n) == 0 && n > 0;
+	return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
 }
 /*
  * A deadline passed. Authenticated: closed unless its frames wait for us. Before the
@@ -427,18 +476,21 @@ static void conn_deadline(struct rdzv_coord *co, struct cconn *cc, int64_t now, 
 {
 	unsigned step = 1u << cc->rc.state;
 	int waiting = waiting_input(cc);
+	/* unauthenticated: in the budget, or carried (a relay's children hold no fd of ours) */
+	int pre =
+	    cc->pa.in || (cc->rc.carried && (cc->rc.state == RC_HELLO || cc->rc.state == RC_AUTH));
 
 	room = room && (cc->rc.state == RC_HELLO || cc->rc.state == RC_AUTH);
 
-	if (cc->pa.in && !(cc->spared & step) && (waiting || room)) {
+	if (pre && !(cc->spared & step) && (waiting || room)) {
 		cc->spared |= step;
 		co->res.nslow += !waiting;
 		cc->deadline = now + (waiting ? RDZV_PREAUTH_GRACE_MS
 					      : RDZV_HANDSHAKE_MS - (cc->rc.state == RC_HELLO
 									 ? RDZV_HELLO_MS
 									 : RDZV_PROOF_MS));
-	} else if (!waiting || cc->pa.in) {
-		co->res.nhs_late += cc->pa.in && cc->rc.state != RC_CLOSING;
+	} else if (!waiting || pre) {
+		co->res.nhs_late += pre && cc->rc.state != RC_CLOSING;
 		rdzv_co_drop(co, cc, "handshake deadline");
 	}
 }
@@ -450,7 +502,7 @@ static void sweep_conns(struct rdzv_coord *co, int64_t now)
 
 	/* once per sweep, and not again for RDZV_HANDSHAKE_MS after a flood: its late
 	 * connections all go, not all but the share a sweep leaves under the mark */
-	if (co->pa.n * RDZV_PREAUTH_ROOM_DIV >= co->maxconns)
+	if ((co->pa.n - co->pa_carried) * RDZV_PREAUTH_ROOM_DIV >= co->maxconns)
 		co->flood_until = now + RDZV_HANDSHAKE_MS;
 	room = now >= co->flood_until;
 
@@ -560,41 +612,42 @@ static void read_error(struct rdzv_coord *co, struct cconn *cc, int rc)
 	rdzv_co_drop(co, cc, gx_strerror(rc));
 }
 
-/* One recv per readiness into co->rbuf, every whole frame in it handled (a partial
- * one waits in the connection), and what they answered written with one send at the
- * end (issue 26: 17 recv and 7 send per member before, most of them one frame each). */
-static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+/*
+ * A relay that is told to go (ABORT, END) may still be sending us its children's records;
+ * a close with them unread would be a RST, which can discard what it has not read of ours
+ * (their ABORTs): our side is shut down instead and its input read to its EOF (the close
+ * deadline, 1 s, bounds it). 1 when cc waits so.
+ */
+static int relay_shut(struct rdzv_coord *co, struct cconn *cc)
 {
-	struct cconn *cc = arg;
-	struct rdzv_coord *co = cc->co;
+	if (!cc->is_relay || cc->shut || cc->rc.fd < 0)
+		return 0;
+	cc->shut = 1;
+	(void)shutdown(cc->rc.fd, SHUT_WR);
+	rdzv_co_update_out(co, cc);
+	return 1;
+}
+
+/*
+ * Frames in buf for cc: every whole one handled (a partial one waits in the connection),
+ * and what they answered written with one send at the end (issue 26: 17 recv and 7 send
+ * per member before, most of them one frame each), or moved into the relay's records
+ * when cc is carried. 1 when cc is gone.
+ */
+int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf, size_t n)
+{
 	unsigned char *body;
 	uint16_t type;
 	size_t len;
-	ssize_t n;
 	int rc = 0;
 
-	(void)ev;
-	if (events & EPOLLOUT) {
-		rc = rdzv_conn_flush(&cc->rc);
-		rdzv_co_update_out(co, cc);
-		if (rc < 0 || (rc == 0 && cc->rc.state == RC_CLOSING)) {
-			rdzv_co_drop(co, cc, rc < 0 ? gx_strerror(rc) : NULL);
-			goto out;
-		}
-		rc = 0;
-	}
-	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || cc->rc.state == RC_CLOSING)
-		goto out;
-	n = recv(fd, co->rbuf, sizeof(co->rbuf), 0);
-	if (n == 0)
-		rc = -ECONNRESET;
-	else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-		rc = -errno;
-	if (n <= 0)
-		goto done;
-	cc->rc.in = co->rbuf;
-	cc->rc.inlen = (size_t)n;
-	cc->rc.cork = 1;
+	if (cc->rc.state == RC_CLOSING)
+		return 0;
+	cc->rc.in = buf;
+	cc->rc.inlen = n;
+	/* carried: each answer becomes a record at once, so that an ABORT this input causes
+	 * for everyone reaches the relay's record stream ahead of the relay's own */
+	cc->rc.cork = !cc->rc.carried;
 	while (cc->rc.state != RC_CLOSING) {
 		rc = rdzv_conn_read(&cc->rc, &type, &body, &len);
 		if (rc <= 0)
@@ -606,22 +659,81 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		rc = rdzv_co_handle(co, cc, type, body, len);
 		free(body);
 		if (rc == 1) /* cc is gone */
-			goto out;
+			return 1;
 	}
 	cc->rc.in = NULL;
 	cc->rc.inlen = 0;
 	cc->rc.cork = 0;
-	if (rc >= 0) {
-		rc = rdzv_conn_flush(&cc->rc);
-		/* all written and closing (VERIFIED, a REJECT): close now, as the EPOLLOUT
-		 * that rdzv_co_update_out would wait for does (one epoll_ctl and wakeup less) */
-		if (rc == 0 && cc->rc.state == RC_CLOSING) {
+	if (rc < 0) {
+		read_error(co, cc, rc);
+		return 1;
+	}
+	if (cc->rc.carried) {
+		rdzv_co_update_out(co, cc);
+		if (cc->rc.state == RC_CLOSING) { /* its CK_CLOSE is queued behind its bytes */
 			rdzv_co_drop(co, cc, NULL);
+			return 1;
+		}
+		return 0;
+	}
+	if (cc->is_relay && (cc->carry.len || cc->carry.err)) /* with this event's one send */
+		rdzv_co_carry_flush(co);
+	rc = rdzv_conn_flush(&cc->rc);
+	if (rc == 0 && cc->rc.state == RC_CLOSING && relay_shut(co, cc))
+		return 0;
+	/* all written and closing (VERIFIED, a REJECT): close now, as the EPOLLOUT that
+	 * rdzv_co_update_out would wait for does (one epoll_ctl and wakeup less) */
+	if (rc == 0 && cc->rc.state == RC_CLOSING) {
+		rdzv_co_drop(co, cc, NULL);
+		return 1;
+	}
+	if (rc < 0) {
+		read_error(co, cc, rc);
+		return 1;
+	}
+	rdzv_co_update_out(co, cc);
+	return 0;
+}
+
+/* One recv per readiness into co->rbuf, every whole frame in it handled (rdzv_co_input). */
+static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct cconn *cc = arg;
+	struct rdzv_coord *co = cc->co;
+	ssize_t n;
+	int rc = 0;
+
+	(void)ev;
+	if (events & EPOLLOUT) {
+		rc = rdzv_conn_flush(&cc->rc);
+		if (rc == 0 && cc->rc.state == RC_CLOSING && relay_shut(co, cc))
+			goto out;
+		rdzv_co_update_out(co, cc);
+		if (rc < 0 || (rc == 0 && cc->rc.state == RC_CLOSING)) {
+			rdzv_co_drop(co, cc, rc < 0 ? gx_strerror(rc) : NULL);
 			goto out;
 		}
-		rdzv_co_update_out(co, cc);
 	}
-done:
+	if (cc->shut && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
+		/* what a closing relay still sends is read and dropped, up to its EOF */
+		n = recv(fd, co->rbuf, sizeof(co->rbuf), 0);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			rdzv_co_drop(co, cc, NULL);
+		goto out;
+	}
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || cc->rc.state == RC_CLOSING)
+		goto out;
+	n = recv(fd, co->rbuf, sizeof(co->rbuf), 0);
+	if (n > 0) {
+		(void)rdzv_co_input(co, cc, co->rbuf, (size_t)n);
+		goto out;
+	}
+	if (n == 0)
+		rc = -ECONNRESET;
+	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+		rc = -errno;
+	else
+		rc = 0;
 	if (rc < 0)
 		read_error(co, cc, rc);
 out:
@@ -637,7 +749,9 @@ int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self)
 
 	uint32_t nn = cfg->elastic ? cfg->nnames : cfg->world;
 
-	if (!cfg->names || cfg->world < 1 || cfg->world > RDZV_MAX_WORLD ||
+	if (!cfg->names || cfg->world < 1 ||
+	    cfg->world > (cfg->relay_fanout > 1 ? RDZV_MAX_WORLD_RELAYED : RDZV_MAX_WORLD) ||
+	    cfg->relay_fanout > RDZV_RELAY_KIDS / 2 || (cfg->relay_fanout && cfg->elastic) ||
 	    !gx_valid_jobid(cfg->job_id) || cfg->deadline_ms <= 0 || nn < 1 || nn > cfg->world ||
 	    (cfg->elastic && (cfg->min_peers < 1 || cfg->min_peers > cfg->world)))
 		return GX_EUSAGE;
@@ -692,6 +806,7 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 		   const struct rdzv_peer *self)
 {
 	long nofile = gx_raise_nofile();
+	size_t need;
 	int rc;
 
 	co->cfg = *cfg;
@@ -734,8 +849,12 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	if (nofile > 128 && (size_t)nofile - 64 < co->maxconns)
 		co->maxconns = (size_t)nofile - 64;
 	/* every member holds its session until the COMMIT, and one more connection verifies:
-	 * below world connections the star cannot commit (issue 26) */
-	if (co->maxconns < co->world) {
+	 * below world connections the star cannot commit (issue 26); with relays, the first F
+	 * members, a relay per F and the VERIFYs in flight */
+	need = co->world;
+	if (cfg->relay_fanout > 1 && need > 2 * cfg->relay_fanout + need / cfg->relay_fanout + 64)
+		need = 2 * cfg->relay_fanout + need / cfg->relay_fanout + 64;
+	if (co->maxconns < need) {
 		co->nofile = nofile;
 		gx_warn(
 		    "rdzv: the open-file limit (%ld) lets this coordinator hold %zu connections; "
@@ -745,7 +864,9 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	}
 	co->next_report = gx_now_ms() + RDZV_REPORT_MS;
 	co->rl_pre.what = "rdzv: unauthenticated connections refused or closed";
-	rc = gx_pa_init(&co->pa, co->maxconns, RDZV_PREAUTH_PER_SRC);
+	/* with relays, their children's handshakes too (they hold no fd of ours) */
+	rc = gx_pa_init(&co->pa, co->maxconns + (cfg->relay_fanout > 1 ? co->world : 0),
+			RDZV_PREAUTH_PER_SRC);
 	if (rc < 0)
 		return rc;
 	res_init(co);

@@ -122,11 +122,21 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	*cc->pj = p;
 	cc->peer = (int)p.index;
 	sp = &co->st[p.index];
+	/* a relay carries its children on this session (not an elastic job's members) */
+	if ((p.flags & RDZV_PF_RELAY) && !co->cfg.elastic && rdzv_co_relay_on(co, cc) < 0) {
+		rdzv_co_reject(co, cc, GX_ERDZV, "a member joined through a relay cannot relay");
+		return 0;
+	}
 	if (!sp->conn) {
 		rdzv_co_accept_join(co, cc);
 		return 0;
 	}
 	/* DECISIONS 6: the same name is live on another connection */
+	if (sp->pending && sp->pending == cc->relay) {
+		/* it would close the relay that carries it (while its CARRY is being read) */
+		rdzv_co_reject(co, cc, GX_ECONFLICT, "a member cannot take its own relay's name");
+		return 0;
+	}
 	if (sp->pending)
 		rdzv_co_drop(co, sp->pending, "superseded by a newer JOIN");
 	cc->role = ROLE_PENDING;
@@ -276,7 +286,7 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 	}
 	rdzv_conn_session_ticket(&cc->rc, sp->vkey);
 	ticket_end(sp);
-	gx_pa_del(&co->pa, &cc->pa); /* authenticated: out of the budget */
+	rdzv_co_pa_del(co, cc); /* authenticated: out of the budget */
 	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
 	if (m->flags & RDZV_VF_RDMA_PENDING) {
 		/* the member checks RDMA-CM now (its TCP connection warmed the neighbour
@@ -399,7 +409,8 @@ static void co_pong(struct rdzv_coord *co, struct cconn *cc)
 	if (!sp->pending)
 		return;
 	if (co->committed) {
-		rdzv_co_drop(co, sp->pending, "conflicting peer after COMMIT");
+		if (sp->pending != cc->relay) /* never the relay whose CARRY is being read */
+			rdzv_co_drop(co, sp->pending, "conflicting peer after COMMIT");
 		return;
 	}
 	rdzv_co_abort(co, GX_ECONFLICT, 0, "conflicting peers: two live pods claim %s (%s and %s)",
@@ -414,6 +425,8 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 
 	if (cc->rc.state != RC_SESSION)
 		return rdzv_co_handshake(co, cc, type, body, len);
+	if (type == RDZV_CARRY) /* records, not TLVs: a relay's children (rdzv_carry.c) */
+		return rdzv_co_carry(co, cc, body, len);
 	m = malloc(sizeof(*m));
 	if (!m || rdzv_msg_decode(type, body, len, m) < 0) {
 		gx_warn("rdzv: malformed message type %u from %s: dropped", type, cc->rc.peer_str);

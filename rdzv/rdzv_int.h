@@ -15,11 +15,14 @@
 #define RDZV_MAC_LEN 32
 #define RDZV_NONCE_LEN 32
 #define RDZV_KEY_LEN 32
-#define RDZV_MAX_BODY 4096		/* every message but COMMIT */
-#define RDZV_MAX_TABLE_BODY (24u << 20) /* COMMIT with the full table (16384 peers) */
+#define RDZV_MAX_BODY 4096 /* every message but COMMIT */
+/* COMMIT with the full table: 65,536 peers with 8 rails each encode to ~26 MiB (405
+ * bytes a row); 48 MiB leaves room for 770 bytes a row (long names, a why line) */
+#define RDZV_MAX_TABLE_BODY (48u << 20)
 #define RDZV_MAX_WORLD 16384
-#define RDZV_MAX_CONNS 40000   /* coordinator: open connections */
-#define RDZV_HANDSHAKE_MS 5000 /* until JOIN/VERIFY is processed */
+#define RDZV_MAX_WORLD_RELAYED 65536 /* with relay_fanout: the coordinator holds ~world/F */
+#define RDZV_MAX_CONNS 40000	     /* coordinator: open connections */
+#define RDZV_HANDSHAKE_MS 5000	     /* until JOIN/VERIFY is processed */
 /* After the COMMIT, a member whose phase-1 session was gone (reconnecting: its silence
  * rule, a loaded node) may rejoin and take its COMMIT for this long, within the deadline. */
 #define RDZV_COMMIT_WAIT_MS 20000
@@ -49,6 +52,18 @@
 #define RDZV_REFUSED_SYN_PER_S 2000 /* after [0, d): d = max(5 ms, world / 2000 s) */
 #define RDZV_LIST_NAMES 40	    /* names quoted in one line, then "and N more" */
 #define RDZV_FRAMES_PER_EVENT 16
+/* The relay tree (issue 26, PROTOCOL.md "Relays") */
+#define RDZV_CARRY_MAX 65536 /* CARRY body: records of child bytes */
+#define RDZV_CARRY_REC 9     /* record header: id u32, kind u8, len u32 */
+#define RDZV_RELAY_KIDS 1024 /* carried connections per relay at once (2F at 512) */
+/* A member tries its relay this long (and twice) before it goes to the coordinator: the
+ * relay's pod is one of the gang, so the job waits for it anyway; what this catches is a
+ * relay pod whose gxboot cannot relay (its port taken, a crash loop) */
+#define RDZV_RELAY_PATIENCE_MS 20000
+#define RDZV_RELAY_DRAIN_MS 5000 /* a relay carries its children's COMMITs at most this long */
+#define RDZV_RELAY_KID_OUT (RDZV_MAX_TABLE_BODY + RDZV_CARRY_MAX) /* queued to one child */
+#define RDZV_RELAY_PER_SRC 8 /* a relay's children from one address at once (loopback exempt) */
+#define RDZV_RELAY_UP_HIGH (1u << 20) /* children's bytes queued up: stop reading them */
 
 /* ---- message types ------------------------------------------------------ */
 enum rdzv_type {
@@ -71,6 +86,17 @@ enum rdzv_type {
 	/* M->C, the first frame of a phase-2 connection: VERIFY MAC'd under the ticket key
 	 * from the ASSIGN, no handshake (PROTOCOL.md "Phase-2 ticket", issue 26) */
 	RDZV_TVERIFY = 21,
+	/* relay <-> coordinator, in the relay's phase-1 session after its JOIN: records of
+	 * carried connections (PROTOCOL.md "Relays", issue 26) */
+	RDZV_CARRY = 22,
+};
+
+/* CARRY record kinds */
+enum rdzv_carry_kind {
+	CK_OPEN = 1,	  /* relay -> C: a child connected; bytes: its address (text) */
+	CK_DATA = 2,	  /* both ways: the child's stream */
+	CK_CLOSE = 3,	  /* both ways: the child's connection ended / end it after the data */
+	CK_COMMITTED = 4, /* C -> relay: the COMMIT went out; children leave, then the relay */
 };
 
 /* VERIFY / TVERIFY T_FLAGS */
@@ -235,6 +261,9 @@ struct rdzv_conn {
 	int buffered, cork;
 	const unsigned char *in;
 	size_t inlen;
+	/* carried (the coordinator's side of a child behind a relay, issue 26): no fd; input
+	 * comes buffered from the relay's CARRY records, output is moved into them */
+	int carried;
 };
 
 void rdzv_conn_init(struct rdzv_conn *c, int fd, int is_coord);
@@ -303,6 +332,17 @@ struct cconn {
 	struct rdzv_peer *pj; /* PENDING: its JOIN, until promoted */
 	struct gx_pa_ent pa;  /* in co->pa until the session is up */
 	uint8_t ticketed;     /* session from a TVERIFY (RDMA pending): its VERIFY counts one */
+	/* a carried connection: its relay and its id there (issue 26) */
+	struct cconn *relay;
+	uint32_t kid;
+	uint8_t close_sent; /* its CK_CLOSE is queued: the relay ends the child's connection */
+	/* a relay (JOIN with RDZV_PF_RELAY): its children, records waiting for one CARRY */
+	struct cconn **kids;
+	uint32_t nkids;
+	struct rdzv_buf carry;
+	struct cconn *dirty_next;
+	uint8_t is_relay, dirty, told_committed;
+	uint8_t shut; /* a closing relay: our side is shut down, its input drained to EOF */
 };
 
 struct cpeer {
@@ -334,8 +374,9 @@ struct rdzv_coord {
 	struct cconn *conns;
 	size_t nconns, nout, maxconns;
 	int64_t next_report, finish_by;
-	int64_t flood_until; /* no slow-member extension before (RDZV_PREAUTH_ROOM_DIV) */
-	long nofile;	     /* the open-file limit at start, when it bounds maxconns below world */
+	int64_t relay_wait_until; /* done waits for the relays' closes until (COMMIT, ABORT) */
+	int64_t flood_until;	  /* no slow-member extension before (RDZV_PREAUTH_ROOM_DIV) */
+	long nofile; /* the open-file limit at start, when it bounds maxconns below world */
 	int committed, aborted, finishing, done_called, deadline_passed, linger;
 	uint32_t ncommit_sent; /* members whose COMMIT went out */
 	int commit_wait_logged;
@@ -351,17 +392,26 @@ struct rdzv_coord {
 	uint32_t nassigned;    /* elastic: slots in use, a prefix of at most world */
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
-	struct gx_pa pa;	   /* unauthenticated connections (issue 25) */
-	struct gx_rl rl_pre;	   /* warnings about them */
-	char unauth_note[300];	   /* the last refusal before a proof: never blamed on a peer */
-	uint64_t nunauth_refused;  /* JOINs refused before authentication */
-	struct rdzv_rng *rng;	   /* challenge nonces (issue 26) */
+	struct gx_pa pa;	  /* unauthenticated connections (issue 25) */
+	struct gx_rl rl_pre;	  /* warnings about them */
+	char unauth_note[300];	  /* the last refusal before a proof: never blamed on a peer */
+	uint64_t nunauth_refused; /* JOINs refused before authentication */
+	struct rdzv_rng *rng;	  /* challenge nonces (issue 26) */
+	struct cconn *dirty;	  /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
+	size_t ncarried;	  /* carried connections open (not in nconns: they hold no fd) */
+	uint32_t nrelays_open;	  /* relays in session: done waits for them after a COMMIT */
+	size_t pa_carried;	  /* carried children in pa (not counted for a flood) */
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
 void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc);
 int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b);
 void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
+/* cc gives up the peer slot it holds or waits for (no longer joined before a COMMIT; a
+ * pending newer JOIN takes it); its cconn stays. */
+void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc);
+/* cc leaves the pre-authentication budget (authenticated, or going) */
+void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -391,6 +441,25 @@ void rdzv_co_listen_resume(struct rdzv_coord *co);
 void rdzv_co_listen_close(struct rdzv_coord *co);
 void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
 void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc);
+
+/* ---- rdzv_carry.c: the coordinator's side of relays (issue 26) ---- */
+/* Frames in buf for cc (direct: one recv; carried: one record's bytes): handled, answers
+ * corked and flushed (direct) or carried. 1 when cc is gone. */
+int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf, size_t n);
+/* A relay's JOIN was accepted on cc: it may carry children from now on. */
+int rdzv_co_relay_on(struct rdzv_coord *co, struct cconn *cc);
+/* A CARRY from a relay: 0, or 1 when the relay's connection is gone. */
+int rdzv_co_carry(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
+/* Move a carried connection's queued output into its relay's records. */
+void rdzv_co_carry_out(struct rdzv_coord *co, struct cconn *cc);
+/* Seal every relay's records into CARRY frames and write them (end of an event). */
+void rdzv_co_carry_flush(struct rdzv_coord *co);
+/* The coordinator COMMITted: every relay is told after its children's COMMITs. */
+void rdzv_co_relays_committed(struct rdzv_coord *co);
+/* One relay: its own COMMIT went (a relay that rejoins after the COMMIT too). */
+void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r);
+/* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
+void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
 
 /* Checks a config for either role; fills a validated copy of cfg->self. */
 int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);

@@ -79,6 +79,7 @@ void rdzv_mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
 		va_end(ap);
 	}
 	rdzv_mb_cancel_timers(m);
+	rdzv_mb_relay_free(m); /* our children reconnect: to a new relay, or the coordinator */
 	rdzv_mb_close(m, &m->c1);
 	rdzv_mb_close(m, &m->c2);
 	m->done(m->arg, rc, &m->res);
@@ -111,12 +112,42 @@ void rdzv_mb_ticket_end(struct rdzv_member *m)
 	sodium_memzero(m->vkey, sizeof(m->vkey));
 }
 
+/*
+ * Phase 1 through our relay failed: after two failures to reach it over
+ * RDZV_RELAY_PATIENCE_MS (it may start after us), or two drops of a session it carried, we
+ * go to the coordinator. A connection it accepted but that nothing answered is not its
+ * failure: it waits for its own session (the coordinator may start last).
+ */
+static void relay_failed(struct rdzv_member *m, const char *why)
+{
+	int64_t now = gx_now_ms();
+	int reached = m->c1.rc.fd >= 0 && m->c1.rc.state != RC_CONNECTING;
+
+	if (m->c1_up)
+		m->relay_drops++;
+	else if (!reached && !m->relay_fails++)
+		m->relay_first_ms = now;
+	m->c1_relay = m->c1_up = 0;
+	if (m->relay_drops < 2 &&
+	    (m->relay_fails < 2 ||
+	     now - m->relay_first_ms < (m->cfg.relay_patience_ms > 0 ? m->cfg.relay_patience_ms
+								     : RDZV_RELAY_PATIENCE_MS)))
+		return;
+	m->via_relay = 0;
+	m->nrefused = 0;
+	gx_warn("rdzv: %s: relay %s failed (%s): joining the coordinator %s directly", m->self.name,
+		m->cfg.names[m->relay_idx], why, m->cfg.coord_name);
+}
+
 /* Phase 1 lost: start again from JOIN after a backoff. */
 void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 {
 	gx_debug("rdzv: %s: %s; retrying", m->self.name, why);
 	if (why != m->err1)
 		gx_strlcpy(m->err1, why, sizeof(m->err1));
+	if (m->c1_relay)
+		relay_failed(m, why);
+	rdzv_mb_relay_lost(m); /* a relay's children had their path through this session */
 	rdzv_mb_close(m, &m->c1);
 	rdzv_mb_close(m, &m->c2);
 	rdzv_mb_ticket_end(m); /* the next ASSIGN brings a new one */
@@ -126,8 +157,11 @@ void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 	if (!m->retry1_id) {
 		int a = m->attempt1++;
 		/* a RST costs nothing: retry soon, at a pace set by the job's size (issue 26) */
-		int64_t d = m->nrefused ? rdzv_refused_ms(m->cfg.world, m->nrefused == 1)
-					: rdzv_backoff_ms(a);
+		/* behind a relay, its F children share its listener, not the world */
+		int64_t d = m->nrefused
+				? rdzv_refused_ms(m->via_relay ? m->cfg.relay_fanout : m->cfg.world,
+						  m->nrefused == 1)
+				: rdzv_backoff_ms(a);
 
 		m->retry1_id = gx_ev_timer(m->ev, d, retry1_fired, m);
 	}
@@ -234,7 +268,8 @@ static void p1_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr *
 	if (m->st == M_DONE)
 		return;
 	if (rc < 0) {
-		snprintf(why, sizeof(why), "resolving %s: %s", m->cfg.coord_name,
+		snprintf(why, sizeof(why), "resolving %s: %s",
+			 m->c1_relay ? m->cfg.names[m->relay_idx] : m->cfg.coord_name,
 			 rc == -ENOENT ? "no such name (NXDOMAIN)" : gx_strerror(rc));
 		m->res.conn_err = rc;
 		rdzv_mb_fail1(m, why);
@@ -255,7 +290,11 @@ static void p1_connect(struct rdzv_member *m)
 
 	if (m->st == M_DONE || m->resolving)
 		return;
-	if (m->cfg.resolve)
+	m->c1_relay = m->via_relay;
+	m->c1_up = 0;
+	if (m->c1_relay) /* our relay's name (its pod may not be up yet) */
+		rc = m->cfg.relay_resolve(m->cfg.resolve_arg, &sa, &len);
+	else if (m->cfg.resolve)
 		rc = m->cfg.resolve(m->cfg.resolve_arg, &sa, &len);
 	if (rc == -EINPROGRESS) {
 		m->resolving = 1;
@@ -355,6 +394,8 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 			io_fail(m, c, rc);
 			return;
 		}
+		if (c == &m->c1 && m->relay) /* room again: our children are read */
+			rdzv_mb_relay_push(m);
 	}
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 		read_frames(m, c);
@@ -441,6 +482,39 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 }
 
 /* ---- start / free / run ---- */
+/*
+ * The tree (cfg.relay_fanout F): peer r = (i / F) * F relays for i; r = 0 is the
+ * coordinator itself. A member that keeps its session after the COMMIT (stay) joins the
+ * coordinator: the relay does not outlive its children's COMMITs.
+ */
+static int relay_role(struct rdzv_member *m)
+{
+	uint32_t f = m->cfg.relay_fanout, i = m->self.index, r;
+	int rc;
+
+	if (f < 2 || m->cfg.elastic || i == RDZV_OBSERVER || i == RDZV_ELASTIC)
+		return 0;
+	r = i / f * f;
+	if (r == i && m->cfg.stay) /* our children stay too: they join the coordinator */
+		return 0;
+	if (r == i) {
+		rc = rdzv_mb_relay_open(m);
+		if (rc < 0) /* our children go to the coordinator after their patience */
+			gx_warn("rdzv: %s: cannot relay (listen on port %u: %s): members %u-%u "
+				"join the coordinator",
+				m->self.name, m->cfg.port, gx_strerror(rc), i + 1,
+				i + f - 1 < m->cfg.world ? i + f - 1 : m->cfg.world - 1);
+		return rc == -ENOMEM ? rc : 0;
+	}
+	if (r == 0 || m->cfg.stay)
+		return 0;
+	if (!m->cfg.relay_resolve)
+		return GX_EUSAGE;
+	m->relay_idx = r;
+	m->via_relay = 1;
+	return 0;
+}
+
 static int m_init(struct rdzv_member *m, const struct rdzv_config *cfg)
 {
 	int rc = rdzv_config_check(cfg, &m->self);
@@ -464,6 +538,9 @@ static int m_init(struct rdzv_member *m, const struct rdzv_config *cfg)
 		return rc;
 	m->res.rank = -1;
 	m->res.authenticated = m->has_token;
+	rc = relay_role(m);
+	if (rc < 0)
+		return rc;
 	m->res.t_start_ms = gx_now_ms();
 	m->tick_id = gx_ev_timer(m->ev, M_TICK_MS, tick, m);
 	m->deadline_id = gx_ev_timer(m->ev, cfg->deadline_ms - gx_now_ms(), deadline_fired, m);
@@ -502,6 +579,7 @@ void rdzv_member_free(struct rdzv_member *m)
 	if (!m)
 		return;
 	rdzv_mb_cancel_timers(m);
+	rdzv_mb_relay_free(m);
 	rdzv_mb_close(m, &m->c1);
 	rdzv_mb_close(m, &m->c2);
 	free(m->res.table);
@@ -516,6 +594,12 @@ void rdzv_result_clear(struct rdzv_result *res)
 		return;
 	free(res->table);
 	memset(res, 0, sizeof(*res));
+}
+
+int rdzv_member_relaying(const struct rdzv_member *m)
+{
+	/* a member that stays carries for as long as its session lives: not waited for */
+	return rdzv_mb_relay_active(m) && !m->cfg.stay;
 }
 
 struct run_ctx {
@@ -560,6 +644,13 @@ int rdzv_run(const struct rdzv_config *cfg, struct rdzv_result *res)
 		rc = rdzv_member_start(x.ev, cfg, run_done, &x, &m);
 	while (rc == 0 && !x.done)
 		rc = gx_ev_run(x.ev);
+	/* a relay carries its children's COMMITs before it goes (bounded by its drain) */
+	while (rc == 0 && x.rc == 0 && rdzv_member_relaying(m)) {
+		int erc = gx_ev_run_until(x.ev, gx_now_ms() + 100);
+
+		if (erc < 0 && erc != -ETIMEDOUT)
+			rc = erc;
+	}
 	if (rc == 0)
 		rc = x.rc;
 	rdzv_coord_free(co);

@@ -61,7 +61,33 @@ struct rdzv_member {
 	char rejected[300]; /* a clear REJECT before the session (retried, issue 25), or "" */
 	int reject_code, reject_phase;
 	struct rdzv_result res;
+	/* the relay tree (issue 26): our relay's index (0: none), whether phase 1 still goes
+	 * there, whether the open c1 does and reached a session; the relay's failures */
+	uint32_t relay_idx;
+	int via_relay, c1_relay, c1_up;
+	unsigned relay_fails, relay_drops;
+	int64_t relay_first_ms;
+	/* we are a relay (rdzv_relay.c); relay_only: we stay after our COMMIT only for it */
+	struct mrelay *relay;
+	int relay_only;
 };
+
+/* ---- rdzv_relay.c: a member that carries its children's sessions (issue 26) ---- */
+/* Listen for children (cfg.relay_listen or the wildcard, port): 0, or < 0 (no relay). */
+int rdzv_mb_relay_open(struct rdzv_member *m);
+void rdzv_mb_relay_free(struct rdzv_member *m);
+/* The session on c1 is up, or c1's output drained: children's records go out. */
+void rdzv_mb_relay_push(struct rdzv_member *m);
+/* c1 was lost: every child goes (they reconnect, or go to the coordinator). */
+void rdzv_mb_relay_reset(struct rdzv_member *m);
+/* c1 failed: the children go when their records reached the coordinator in that session;
+ * if it never came up (the coordinator not listening yet), they wait for the next one. */
+void rdzv_mb_relay_lost(struct rdzv_member *m);
+/* A CARRY on c1: 0, 1 (the member is done), < 0 protocol error. */
+int rdzv_mb_relay_carry(struct rdzv_member *m, const unsigned char *body, size_t len);
+/* Our COMMIT came: keep carrying (done() is called) until the children are served. */
+void rdzv_mb_relay_stay(struct rdzv_member *m);
+int rdzv_mb_relay_active(const struct rdzv_member *m);
 
 void rdzv_mb_close(struct rdzv_member *m, struct mconn *c);
 /* TCP keepalive on c's socket (idle, interval in s, count); 0 or -errno. */

@@ -98,6 +98,8 @@ static int send_join(struct rdzv_member *m, struct mconn *c)
 
 	if (m->cfg.full_table)
 		p.flags |= RDZV_PF_FULL_TABLE;
+	if (m->relay)
+		p.flags |= RDZV_PF_RELAY;
 	rdzv_put_peer(&b, T_PEER, &p);
 	return rdzv_mb_send(m, c, RDZV_JOIN, &b);
 }
@@ -202,8 +204,13 @@ static int on_proof(struct rdzv_member *m, struct mconn *c, const struct rdzv_ms
 	 */
 	if (c->phase == 1 && rdzv_mb_keepalive(c, M_KA_IDLE_S, M_KA_INTVL_S, M_KA_CNT) < 0)
 		gx_debug("rdzv: no keepalive on phase 1: its silence limits stay");
-	if (early)
+	if (c->phase == 1 && m->c1_relay)
+		m->c1_up = 1; /* through our relay: a drop from now on is the relay's */
+	if (early) {
+		if (c->phase == 1) /* our children's records follow the JOIN */
+			rdzv_mb_relay_push(m);
 		return 0;
+	}
 	return c->phase == 1 ? send_join(m, c) : send_verify(m, c);
 }
 
@@ -246,6 +253,7 @@ static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
 	m->res.world = msg->world;
 	gx_strlcpy(m->res.master_addr, msg->master, sizeof(m->res.master_addr));
 	m->res.t_joined_ms = gx_now_ms();
+	m->res.via_relay = m->c1_relay;
 	m->c1.deadline = 0;
 	m->attempt1 = 0;
 	m->st = M_ASSIGNED;
@@ -310,7 +318,10 @@ void rdzv_mb_ended(struct rdzv_member *m, int status, const char *why)
 	if (m->st != M_STAYING)
 		return;
 	m->st = M_DONE;
+	rdzv_mb_relay_free(m); /* its children's path is gone */
 	rdzv_mb_close(m, &m->c1);
+	if (m->relay_only) /* we stayed only to carry: no job-end notice was asked for */
+		return;
 	if (m->cfg.ended)
 		m->cfg.ended(m->cfg.ended_arg, status, why);
 }
@@ -347,6 +358,16 @@ static int on_commit(struct rdzv_member *m, struct rdzv_msg *msg)
 	m->res.t_commit_ms = gx_now_ms();
 	if (!m->res.t_verified_ms)
 		m->res.t_verified_ms = m->res.t_commit_ms;
+	if (m->relay && !m->cfg.stay) {
+		/* our children's COMMITs follow ours on this session: carry them, then go
+		 * (rdzv_member_relaying tells the caller when; done() comes now) */
+		rdzv_mb_cancel_timers(m);
+		rdzv_mb_close(m, &m->c2);
+		m->st = M_STAYING;
+		rdzv_mb_relay_stay(m);
+		m->done(m->arg, 0, &m->res);
+		return 1;
+	}
 	if (m->cfg.stay) {
 		stay(m);
 		return 1;
@@ -422,10 +443,17 @@ static int on_verified(struct rdzv_member *m, struct mconn *c, const struct rdzv
 int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 		     const unsigned char *body, size_t len)
 {
-	struct rdzv_msg *msg = malloc(sizeof(*msg));
+	struct rdzv_msg *msg;
 	char text[sizeof(msg->text)];
 	int rc = GX_EPROTO;
 
+	if (type == RDZV_CARRY) { /* records for our children, not TLVs (rdzv_relay.c) */
+		if (c != &m->c1 || c->rc.state != RC_SESSION || !m->relay)
+			return GX_EPROTO;
+		c->last_rx = gx_now_ms();
+		return rdzv_mb_relay_carry(m, body, len);
+	}
+	msg = malloc(sizeof(*msg));
 	if (!msg || rdzv_msg_decode(type, body, len, msg) < 0)
 		goto out;
 	c->last_rx = gx_now_ms();

@@ -39,6 +39,8 @@ size_t rdzv_max_body(uint16_t type)
 		return 256;
 	case RDZV_COMMIT:
 		return RDZV_MAX_TABLE_BODY;
+	case RDZV_CARRY:
+		return RDZV_CARRY_MAX;
 	default:
 		return RDZV_MAX_BODY;
 	}

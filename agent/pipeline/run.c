@@ -120,6 +120,84 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	return rc < 0 ? rc : -EINPROGRESS;
 }
 
+/* The answer for our relay's name: the member connects, or counts a failure. */
+static void relay_resolved(void *arg, int rc, const struct agent_dns_answer *ans)
+{
+	struct agent_run *r = arg;
+
+	if (rc < 0)
+		gx_debug("resolving the relay %s: %s", r->relay_lookup, gx_strerror(rc));
+	if (rc == 0) {
+		r->relay_addr = ans->addrs[0];
+		r->relay_resolved_ms = gx_now_ms();
+	}
+	rdzv_member_resolved(r->member, rc, rc == 0 ? &ans->addrs[0] : NULL,
+			     rc == 0 ? ans->lens[0] : 0);
+}
+
+/* rdzv's relay_resolve hook: our relay's name, looked up before each connect to it. */
+static int resolve_relay(void *arg, union gx_sockaddr *sa, socklen_t *len)
+{
+	struct agent_run *r = arg;
+	uint16_t port = (uint16_t)(r->port ? r->port : r->o->port);
+	int rc;
+
+	if (gx_addr_parse(r->relay_lookup, port, sa, len) == 0)
+		return 0;
+	/* as for the coordinator's name: one answer serves COORD_DNS_REUSE_MS of retries (a
+	 * refused connect is retried every F / 2000 s: 128 ms at F = 256) */
+	if (r->relay_resolved_ms && gx_now_ms() - r->relay_resolved_ms < COORD_DNS_REUSE_MS) {
+		*sa = r->relay_addr;
+		*len = sa->sa.sa_family == AF_INET6 ? sizeof(sa->in6) : sizeof(sa->in4);
+		return 0;
+	}
+	agent_dns_free(r->rdns);
+	r->rdns = NULL;
+	rc = agent_dns_start(r->ev, r->relay_lookup, r->o->dns_server, port, relay_resolved, r,
+			     &r->rdns);
+	return rc < 0 ? rc : -EINPROGRESS;
+}
+
+/*
+ * The relay tree (issue 26, PROTOCOL.md "Relays"): past AGENT_RELAY_WORLD pods, member i
+ * joins through pod (i / F) * F. GXBOOT_RELAY_FANOUT sets F (0: never; the peers must
+ * agree). Our relay's name is qualified as the coordinator's is: the coordinator's full
+ * name with its listed name replaced (one headless Service), else as listed.
+ */
+static uint32_t relay_fanout(const struct agent_run *r, uint32_t world, char *err, size_t errlen)
+{
+	const char *v = getenv("GXBOOT_RELAY_FANOUT");
+	long f;
+
+	if (!v || !*v)
+		return world > AGENT_RELAY_WORLD ? AGENT_RELAY_FANOUT : 0;
+	if (gx_parse_long(v, 0, 512, &f) < 0 || f == 1) {
+		snprintf(err, errlen, "GXBOOT_RELAY_FANOUT=%s: give 0 (no relays) or 2 to 512", v);
+		return UINT32_MAX;
+	}
+	(void)r;
+	return (uint32_t)f;
+}
+
+static int relay_name(struct agent_run *r, uint32_t f)
+{
+	uint32_t i = (uint32_t)r->peers.self, rel;
+	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
+	size_t l0 = strlen(c0);
+
+	if (f < 2 || r->peers.self <= 0 || r->peers.elastic)
+		return 0;
+	rel = i / f * f;
+	if (rel == 0 || rel == i)
+		return 0;
+	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
+		return asprintf(&r->relay_lookup, "%s%s", r->peers.names[rel], fq + l0) < 0
+			   ? -ENOMEM
+			   : 0;
+	r->relay_lookup = strdup(r->peers.names[rel]);
+	return r->relay_lookup ? 0 : -ENOMEM;
+}
+
 static void progress(void *arg, const char *line)
 {
 	(void)arg;
@@ -291,6 +369,19 @@ static int start_rdzv(struct agent_run *r)
 	cfg.ended_arg = r;
 	cfg.changed = table_changed;
 	cfg.changed_arg = r;
+	if (!cfg.elastic) {
+		char err[160];
+
+		cfg.relay_fanout = relay_fanout(r, cfg.world, err, sizeof(err));
+		if (cfg.relay_fanout == UINT32_MAX) {
+			gx_error("%s", err);
+			return GX_EUSAGE;
+		}
+		rc = relay_name(r, cfg.relay_fanout);
+		if (rc < 0)
+			return rc;
+		cfg.relay_resolve = resolve_relay;
+	}
 	r->coord_lookup = r->peers.coord_fqdn ? r->peers.coord_fqdn : r->peers.names[0];
 	if (is_coord)
 		rc = rdzv_coord_start(r->ev, &cfg, rdzv_done, r, &r->coord);
@@ -446,6 +537,13 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 	}
 	while (!r->rdzv_done && rc >= 0)
 		rc = gx_ev_run(r->ev);
+	/* a relay carries its children's COMMITs before this pod goes on (bounded by the
+	 * relay's drain, RDZV_RELAY_DRAIN_MS) */
+	while (rc >= 0 && r->rdzv_rc == 0 && rdzv_member_relaying(r->member)) {
+		rc = gx_ev_run_until(r->ev, gx_now_ms() + 100);
+		if (rc == -ETIMEDOUT)
+			rc = 0;
+	}
 	if (rc < 0)
 		return rc;
 	if (r->rdzv_rc < 0)
@@ -994,6 +1092,8 @@ void agent_run_free(struct agent_run *r)
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
 	agent_dns_free(r->dns);
+	agent_dns_free(r->rdns);
+	free(r->relay_lookup);
 	rdzv_rdma_ctx_free(r->rdma_ctx); /* before the loop it polls in */
 	rdzv_result_clear(&r->res);
 	gx_ev_free(r->ev);

@@ -23,6 +23,9 @@ void agent_token_free(struct agent_token *t);
  * capped by length x its empirical Shannon entropy; a drawn-looking token of one-case hex
  * (4 bits a character) or standard base64 of 16+ bytes (6 bits) gets full credit. */
 int agent_token_bits(const unsigned char *t, size_t len);
+/* The relay tree (issue 26): past this many pods, members join through relays of F. */
+#define AGENT_RELAY_WORLD 8192
+#define AGENT_RELAY_FANOUT 256
 #define AGENT_TOKEN_MIN_BITS 128
 /* gxboot token: AGENT_TOKEN_RAW random bytes (randombytes_buf), base64, on stdout. */
 int agent_cmd_token(char *err, size_t errlen);
@@ -97,6 +100,11 @@ struct agent_run {
 	struct rdzv_member *member;
 	struct agent_dns *dns; /* the coordinator's name being looked up, or NULL */
 	int coord_as_given;    /* NXDOMAIN for coord_fqdn: try names[0] as written next */
+	/* the relay tree (issue 26): our relay's name as looked up, and its lookup */
+	char *relay_lookup;
+	struct agent_dns *rdns;
+	union gx_sockaddr relay_addr; /* its last answer (asked for with our port) */
+	int64_t relay_resolved_ms;
 	struct rdzv_result res;
 	struct rdzv_peer self;
 	int rdzv_rc;

@@ -4,9 +4,12 @@
  * driven by the real member code in P processes (one epoll loop each), on
  * loopback; members' "secondary" addresses are 127.0.x.y (issue 10 (b)).
  *
- *   bench_rdzv N [P]   prints: N, latency ms after the last member started until
+ *   bench_rdzv N [P [F]]  prints: N, latency ms after the last member started until
  *                      every member holds rank + MASTER_ADDR (COMMIT), the
  *                      coordinator's peak RSS, and each member process's peak RSS.
+ *                      F > 1: the relay tree (issue 26), member i joins through peer
+ *                      (i / F) * F, which listens on its own 127.x.y.z; the line adds
+ *                      the coordinator's peak open connections and relays.
  *
  * A member process starts its members in batches of START_BATCH from a 0 ms timer,
  * so the members already connected are served between batches, as real pods (one
@@ -17,6 +20,7 @@
  */
 #include "rdzv/rdzv.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <sodium.h>
@@ -27,6 +31,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <stdint.h>
 #include <unistd.h>
 
 static const unsigned char TOKEN[] = "bench-token-0123456789abcdef";
@@ -46,7 +51,12 @@ struct shared {
 	 * handshake deadline and evictions at its connection bound */
 	int retry_reset, retry_timeout, retry_other;
 	uint32_t hs_late, evicted, slow;
+	uint32_t relays, carried, relays_lost, via_relay;
+	long coord_fds; /* the coordinator's open descriptors, peak (sampled every 50 ms) */
 };
+
+static uint32_t fanout;	    /* F (argv[3]), 0: the star */
+static uint16_t bench_port; /* the coordinator's and every relay's port */
 
 struct mstate {
 	int *left;
@@ -62,7 +72,7 @@ struct starter {
 	struct rdzv_member **ms;
 	struct mstate *s;
 	struct shared *sh;
-	uint32_t n, next;
+	uint32_t n, next, stride, end;
 	uint16_t port;
 	int p, nproc, err;
 };
@@ -87,6 +97,8 @@ static void member_done(void *arg, int rc, const struct rdzv_result *res)
 
 	if (rc != 0)
 		(*s->failed)++;
+	if (res->via_relay && s->sh)
+		__atomic_fetch_add(&s->sh->via_relay, 1, __ATOMIC_SEQ_CST);
 	if (res->conn_err && s->sh)
 		__atomic_fetch_add(res->conn_err == -ECONNRESET	 ? &s->sh->retry_reset
 				   : res->conn_err == -ETIMEDOUT ? &s->sh->retry_timeout
@@ -105,10 +117,52 @@ static void coord_done(void *arg, int rc, const struct rdzv_result *res)
 		s->sh->hs_late = res->nhs_late;
 		s->sh->evicted = res->nevicted;
 		s->sh->slow = res->nslow;
+		s->sh->relays = res->nrelays;
+		s->sh->carried = res->ncarried;
+		s->sh->relays_lost = res->nrelays_lost;
 	}
 	if (rc != 0)
 		(*s->failed)++;
 	gx_ev_stop(s->ev, 0);
+}
+
+static void addr_of(uint32_t i, char *out, size_t len)
+{
+	snprintf(out, len, "127.%u.%u.%u", 1 + ((i >> 16) & 0x3f), (i >> 8) & 0xff,
+		 1 + (i & 0xff) % 254);
+}
+
+/* resolve_arg: the relay's index */
+static int relay_resolve(void *arg, union gx_sockaddr *sa, socklen_t *len)
+{
+	char ip[32];
+
+	addr_of((uint32_t)(uintptr_t)arg, ip, sizeof(ip));
+	return gx_addr_parse(ip, bench_port, sa, len);
+}
+
+static long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	long n = -3; /* ".", ".." and the directory's own */
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void fd_sample(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct shared *sh = arg;
+	long n;
+
+	(void)id;
+	n = open_fds();
+	if (n > sh->coord_fds)
+		sh->coord_fds = n;
+	gx_ev_timer(ev, 50, fd_sample, sh);
 }
 
 static void base_cfg(struct rdzv_config *c, char **names, uint32_t n, uint16_t port)
@@ -126,6 +180,7 @@ static void base_cfg(struct rdzv_config *c, char **names, uint32_t n, uint16_t p
 	snprintf(c->self.iface, sizeof(c->self.iface), "lo");
 	c->self.slots = 1;
 	c->self.gid_index = -1;
+	c->relay_fanout = fanout;
 }
 
 static int run_coord(char **names, uint32_t n, uint16_t port, struct shared *sh)
@@ -148,6 +203,8 @@ static int run_coord(char **names, uint32_t n, uint16_t port, struct shared *sh)
 	gx_addr_parse("127.0.0.1", 0, &c.listen_addr, &c.listen_addrlen);
 	if (rdzv_coord_start(ev, &c, coord_done, &s, &co) < 0)
 		return 1;
+	if (fanout)
+		gx_ev_timer(ev, 50, fd_sample, sh);
 	gx_ev_run_until(ev, c.deadline_ms);
 	sh->rss_kb[64] = peak_rss_kb();
 	sh->tickets = s.tickets;
@@ -168,8 +225,12 @@ static int start_one(struct starter *st, uint32_t i)
 	c.self.index = i;
 	snprintf(c.self.name, sizeof(c.self.name), "%s", st->names[i]);
 	randombytes_buf(&c.self.incarnation, sizeof(c.self.incarnation));
-	snprintf(c.self.addr4, sizeof(c.self.addr4), "127.%u.%u.%u", 1 + ((i >> 16) & 0x3f),
-		 (i >> 8) & 0xff, 1 + (i & 0xff) % 254);
+	addr_of(i, c.self.addr4, sizeof(c.self.addr4));
+	if (fanout) {
+		c.relay_resolve = relay_resolve;
+		c.resolve_arg = (void *)(uintptr_t)(i / fanout * fanout);
+		gx_addr_parse(c.self.addr4, 0, &c.relay_listen, &c.relay_listen_len);
+	}
 	if (rdzv_member_start(st->s->ev, &c, member_done, st->s, &st->ms[i]) < 0)
 		return -1;
 	(*st->s->left)++;
@@ -182,13 +243,13 @@ static void start_batch(struct gx_ev *ev, uint64_t id, void *arg)
 	int k;
 
 	(void)id;
-	for (k = 0; k < START_BATCH && st->next < st->n; k++, st->next += (uint32_t)st->nproc)
+	for (k = 0; k < START_BATCH && st->next < st->end; k++, st->next += st->stride)
 		if (start_one(st, st->next) < 0) {
 			st->err = 1;
 			gx_ev_stop(ev, 0);
 			return;
 		}
-	if (st->next < st->n) {
+	if (st->next < st->end) {
 		gx_ev_timer(ev, 0, start_batch, st);
 		return;
 	}
@@ -203,8 +264,21 @@ static int run_members(char **names, uint32_t n, uint16_t port, int p, int nproc
 	struct gx_ev *ev = NULL;
 	int left = 0, failed = 0;
 	struct mstate s = {&left, &failed, sh, NULL, 0};
-	struct starter st = {names, ms, &s, sh, n, 1 + (uint32_t)p, port, p, nproc, 0};
+	struct starter st = {names,	      ms, &s,	sh, n,	   1 + (uint32_t)p,
+			     (uint32_t)nproc, n,  port, p,  nproc, 0};
 	uint32_t i;
+
+	if (fanout) {
+		/* the tree: each process a block of whole relay groups, the relay first (all
+		 * relays in one process otherwise: i = 1 + p + k * nproc, 65,280 children
+		 * accepted by process nproc - 1 past its open-file limit) */
+		uint32_t chunk = (n + (uint32_t)nproc - 1) / (uint32_t)nproc;
+
+		chunk = (chunk + fanout - 1) / fanout * fanout;
+		st.next = p ? (uint32_t)p * chunk : 1;
+		st.end = (uint32_t)(p + 1) * chunk < n ? (uint32_t)(p + 1) * chunk : n;
+		st.stride = 1;
+	}
 
 	gx_raise_nofile();
 	if (!ms || gx_ev_new(&ev) < 0)
@@ -212,9 +286,13 @@ static int run_members(char **names, uint32_t n, uint16_t port, int p, int nproc
 	s.ev = ev;
 	sh->begin_us[p] = gx_wall_ms() * 1000;
 	sh->started_us[p] = sh->begin_us[p];
-	if (st.next < n && gx_ev_timer(ev, 0, start_batch, &st))
+	if (st.next < st.end && gx_ev_timer(ev, 0, start_batch, &st))
 		gx_ev_run_until(ev, gx_now_ms() + 60000);
 	sh->done_us[p] = gx_wall_ms() * 1000;
+	/* the relays carry their children's COMMITs after their own */
+	for (i = 0; i < n; i++)
+		while (ms[i] && rdzv_member_relaying(ms[i]))
+			gx_ev_run_until(ev, gx_now_ms() + 20);
 	sh->rss_kb[p] = peak_rss_kb();
 	__atomic_fetch_add(&sh->failed, failed + left + st.err, __ATOMIC_SEQ_CST);
 	for (i = 0; i < n; i++)
@@ -260,11 +338,17 @@ static void report(uint32_t n, int nproc, const struct shared *sh)
 	printf("N=%u member_procs=%d latency_ms=%.1f coord_peak_rss_kb=%ld "
 	       "member_proc_peak_rss_kb=%ld (%u members each) start_ms=%.0f coord_cpu_ms=%.0f "
 	       "tickets=%u failed=%d retried=reset:%d,timeout:%d,other:%d coord_hs_late=%u "
-	       "coord_evicted=%u coord_slow_spared=%u\n",
+	       "coord_evicted=%u coord_slow_spared=%u",
 	       n, nproc, (double)(last_done - last_start) / 1000.0, sh->rss_kb[64], mrss,
 	       (n - 1 + (uint32_t)nproc - 1) / (uint32_t)nproc, (double)start_us / 1000.0,
 	       (double)sh->coord_cpu_us / 1000.0, sh->tickets, sh->failed, sh->retry_reset,
 	       sh->retry_timeout, sh->retry_other, sh->hs_late, sh->evicted, sh->slow);
+	if (fanout)
+		printf(" fanout=%u relays=%u carried=%u via_relay=%u relays_lost=%u "
+		       "coord_peak_fds=%ld",
+		       fanout, sh->relays, sh->carried, sh->via_relay, sh->relays_lost,
+		       sh->coord_fds);
+	printf("\n");
 }
 
 int main(int argc, char **argv)
@@ -275,6 +359,9 @@ int main(int argc, char **argv)
 	char **names;
 	uint16_t port = pick_port();
 	pid_t coord, kids[64];
+
+	bench_port = port;
+	fanout = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 0;
 	long i;
 
 	if (n < 2 || n > 100000 || nproc < 1 || nproc > 64 || sodium_init() < 0 || !port)

@@ -20,8 +20,13 @@
 #       tests/bench/check_scale.sh, as root): pods exit 0, time per pair, pairs/s, peak RSS;
 #       CHECK_NS (default "24 120 512": 512 is the largest N this 2-core machine holds,
 #       about 4 minutes), CHECK_REPS (default 1)
+#   (g) the relay tree (issue 26 item 4, fan-out 256, bench_rdzv N P 256): star and tree
+#       alternated at N=16384 (2 pairs: the coordinator's CPU and open descriptors side by
+#       side), then N=65536 REPS_64K times (default 3; 64 member processes of 1024, a relay
+#       and its children in one process): latency, the coordinator's peak open descriptors
+#       (sampled every 50 ms: held sessions plus the VERIFY connections in flight), resets
 # --smoke: tiny N only, prints one PASS/FAIL line (make check runs it).
-# BENCH_ONLY=a|b|c|d|e (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
+# BENCH_ONLY=a|b|c|d|e|f|g (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
 # (default build: the bench tools are $BENCH_BUILD/release/bench/bench_*), REPS (default 5),
 # DNS_DELAYS (ms, default "500 3000"). Every section header prints the load average.
 set -uo pipefail
@@ -40,7 +45,7 @@ procs() { # members' processes for N: BENCH_PROCS, else 256 members each, 2 to 6
   [ "$p" -gt 64 ] && p=64
   echo "$p"
 }
-ONLY=${BENCH_ONLY:-abcdef}
+ONLY=${BENCH_ONLY:-abcdefg}
 want() { [[ "$ONLY" == *"$1"* ]]; }
 load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 tmp=$(mktemp -d /tmp/gxbench.XXXXXX)
@@ -148,16 +153,19 @@ if [ $smoke -eq 1 ]; then
   if [ "$(id -u)" -eq 0 ]; then # a rendezvous ends without a RST (issue 26)
     b=$(unshare -n bash -c "ip link set lo up; nstat -n; $BENCH 64 4 2>&1; nstat -az \
       TcpEstabResets | awk '/TcpEstabResets/{print \"resets=\" \$2}'" | tr '\n' ' ')
+    t=$(unshare -n bash -c "ip link set lo up; $BENCH 96 4 16 2>&1" | tr '\n' ' ')
     [[ "$b" == *resets=0* ]] || b="$b (a reset: expected none)"
   else
     b=$("$BENCH" 64 4 2>&1)
+    t=$("$BENCH" 96 4 16 2>&1)
   fi
   d=$("$BOOT" first "$GXBOOT" "$tmp/token" "$tmp/boot" 2>&1)
+  # the tree (issue 26): 96 pods, fan-out 16: 75 members through 5 relays
   if [ "$a" != fail ] && [[ "$b" == *failed=0* ]] && [[ "$b" != *expected* ]] &&
-    [[ "$d" == exec_to_accept_us=* ]]; then
-    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; $d)"
+    [[ "$t" == *failed=0*via_relay=75* ]] && [[ "$d" == exec_to_accept_us=* ]]; then
+    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; tree: $t; $d)"
   else
-    echo "FAIL bench smoke: a=$a b=$b d=$d"; exit 1
+    echo "FAIL bench smoke: a=$a b=$b t=$t d=$d"; exit 1
   fi
   exit 0
 fi
@@ -246,7 +254,7 @@ b_run() {
     echo \"netns: somaxconn=\$(sysctl -n net.core.somaxconn) \
 tcp_max_syn_backlog=\$(sysctl -n net.ipv4.tcp_max_syn_backlog) syncookies=\$(sysctl -n \
 net.ipv4.tcp_syncookies) ports=\$(sysctl -n net.ipv4.ip_local_port_range | tr '\t' -) \
-nofile=\$(ulimit -n)\"; nstat -n; $BENCH $1 $(procs "$1"); nstat -az TcpActiveOpens TcpExtListenOverflows \
+nofile=\$(ulimit -n)\"; nstat -n; $BENCH $1 $(procs "$1") ${2:-}; nstat -az TcpActiveOpens TcpExtListenOverflows \
     TcpExtListenDrops TcpExtTCPReqQFullDrop TcpExtTCPSynRetrans TcpRetransSegs \
     TcpExtTCPTimeouts TcpEstabResets TcpExtTCPAbortOnClose | awk 'NR>1{printf \" %s=%s\", \$1, \$2} \
     END{print \"\"}' | sed 's/^/counters:/; s/Tcp\(Ext\)*//g'" 2>&1
@@ -396,6 +404,37 @@ if want f; then
       sed 's/^/  /'
   fi
 fi
+if want g; then
+  echo
+  echo "(g) the relay tree, fan-out 256 (bench_rdzv N P 256), a fresh netns per run; $(load)"
+  for r in 1 2; do
+    for f in star 256; do
+      b_run 16384 "${f#star}" >>"$tmp/g.16384.$f"
+      echo "  $f: $(grep '^N=' "$tmp/g.16384.$f" | tail -1)"
+      echo "    $(grep '^counters:' "$tmp/g.16384.$f" | tail -1) ($(load))"
+    done
+  done
+  med16() { grep -o "$2=[0-9.]*" "$tmp/g.16384.$1" | cut -d= -f2 | sort -n | head -1; }
+  echo "  N=16384, best of 2 each: latency star $(med16 star latency_ms) ms, tree $(med16 256 latency_ms) ms;" \
+    "coordinator CPU star $(med16 star coord_cpu_ms) ms, tree $(med16 256 coord_cpu_ms) ms" \
+    "($(awk -v a="$(med16 256 coord_cpu_ms)" -v b="$(med16 star coord_cpu_ms)" 'BEGIN{printf "%.2f", a/b}')x)"
+  : >"$tmp/g.65536"
+  for r in $(seq "${REPS_64K:-3}"); do
+    b_run 65536 256 >>"$tmp/g.65536"
+    [ "$r" = 1 ] && grep -m1 'netns:' "$tmp/g.65536" | sed 's/^/  /'
+    echo "  $(grep '^N=' "$tmp/g.65536" | tail -1)"
+    echo "    $(grep '^counters:' "$tmp/g.65536" | tail -1) ($(load))"
+  done
+  lat=$(grep -o 'latency_ms=[0-9.]*' "$tmp/g.65536" | cut -d= -f2 | sort -n)
+  nrun=$(echo "$lat" | grep -c .)
+  LAT_65536=$(echo "$lat" | awk -v n="$nrun" 'NR==int((n+1)/2)')
+  FDS_65536=$(grep -o 'coord_peak_fds=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | sort -n | tail -1)
+  RES_65536="$nrun runs, failed runs $(grep -c 'failed=[1-9]' "$tmp/g.65536"),"
+  RES_65536+=" resets $(grep -o 'EstabResets=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | awk '{s+=$1} END{print s+0}'),"
+  RES_65536+=" relays lost $(grep -o 'relays_lost=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | awk '{s+=$1} END{print s+0}'),"
+  RES_65536+=" coordinator CPU $(grep -o 'coord_cpu_ms=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | sort -n | head -1) ms (best)"
+  echo "  N=65536: median $LAT_65536 ms; $RES_65536; coordinator peak open descriptors $FDS_65536"
+fi
 echo
 echo "against the targets (issues 10 and 26), $(load):"
 vs() { # vs WHAT FIGURE TARGET UNIT: distance as figure/target
@@ -417,6 +456,9 @@ vs "N=16384 rendezvous (b), median, loaded" "$LAT_16384" 2000 ms
   'BEGIN{printf "%.2f", a/b}')" 1.5 x
 [ -n "$RES_16384" ] && echo "  N=16384 (b): resets $RST_16384 (target 0); $RES_16384"
 
+vs "N=65536 relay tree (g), median" "${LAT_65536:-}" 10000 ms
+[ -n "${FDS_65536:-}" ] && echo "  N=65536 (g): coordinator peak open descriptors $FDS_65536 (target: a few hundred" \
+  "connections; 255 relays + 255 direct members held, the rest VERIFY connections in flight); ${RES_65536:-}"
 [ -n "$FIRST" ] && echo "  exec -> first packet (d): $FIRST"
 [ -n "$DNS_LAG" ] && echo "  DNS late record (e): $DNS_LAG"
 exit 0

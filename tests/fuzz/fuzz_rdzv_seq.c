@@ -20,7 +20,8 @@
  *   0 OPEN  who/bad     handshake as job-worker-<who % 4> (3: a name not in the
  *                       job); bad 1: wrong job id, 2: wrong token, 3: no AUTH
  *   1 JOIN  inc flags a  entry of the connection's name (incarnation inc,
- *                       RDZV_PF_* flags, addr4 127.0.0.a or none, nd_err bit)
+ *                       RDZV_PF_* flags, addr4 127.0.0.a or none, nd_err bit, a & 0x40:
+ *                       RDZV_PF_RELAY, so FRAMEs of type 22 (CARRY) reach rdzv_carry.c)
  *   2 VERIFY inc flags  with the round from ASSIGN (flags & 0x80: a wrong round);
  *                       the only op besides OPEN on a closed connection, for this:
  *                       flags & 0x40: as TVERIFY on a new connection under a ticket
@@ -258,7 +259,7 @@ static void op_join(struct fz *z, struct fconn *f, struct fin *in)
 	gx_strlcpy(p.name, f->name, sizeof(p.name));
 	p.index = flags & 0x40 ? RDZV_ELASTIC : f->index;
 	p.incarnation = inc;
-	p.flags = flags & 0x1f;
+	p.flags = (flags & 0x1f) | (a & 0x40 ? RDZV_PF_RELAY : 0); /* a relay: CARRY follows */
 	p.slots = 1;
 	p.gid_index = -1;
 	p.mtu = flags & 0x20 ? 1400 : 1500;

@@ -408,6 +408,14 @@ static void test_max_table_body(void **state)
 	assert_int_equal(raw_header(&tx, &rx, RDZV_COMMIT, RDZV_MAX_BODY + 1), GX_EPROTO);
 	rdzv_conn_reset(&tx);
 	rdzv_conn_reset(&rx);
+	/* but a relay's CARRY (issue 26): up to RDZV_CARRY_MAX, in a session */
+	conn_pair(&tx, 0, &rx, 1);
+	assert_int_equal(move_frame(&tx, &rx, RDZV_CARRY, body, RDZV_CARRY_MAX, &got), 1);
+	assert_int_equal(got, RDZV_CARRY_MAX);
+	assert_int_equal(rdzv_conn_send(&tx, RDZV_CARRY, body, RDZV_CARRY_MAX + 1), GX_EPROTO);
+	assert_int_equal(raw_header(&tx, &rx, RDZV_CARRY, RDZV_CARRY_MAX + 1), GX_EPROTO);
+	rdzv_conn_reset(&tx);
+	rdzv_conn_reset(&rx);
 	free(body);
 }
 

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdzv_carry.c - the coordinator's side of the relay tree (issue 26, PROTOCOL.md
+ * "Relays"). A relay is a member whose JOIN said RDZV_PF_RELAY; its phase-1 session
+ * then also carries CARRY frames: records (id, kind, bytes) of its children's TCP
+ * streams. Each child is a cconn without an fd (rc.carried): its input is fed from
+ * the records, its output is moved into records, and from there on it is a
+ * connection like any other (handshake, deadlines, JOIN, COMMIT), end to end with
+ * the child: the relay carries MAC'd frames it cannot forge.
+ */
+#include "rdzv/rdzv_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void put_rec(struct rdzv_buf *b, uint32_t id, uint8_t kind, const void *p, size_t n)
+{
+	unsigned char h[RDZV_CARRY_REC];
+	uint32_t v = htonl(id), l = htonl((uint32_t)n);
+
+	memcpy(h, &v, 4);
+	h[4] = kind;
+	memcpy(h + 5, &l, 4);
+	rdzv_put_raw(b, h, sizeof(h));
+	if (n)
+		rdzv_put_raw(b, p, n);
+}
+
+/* The relay's records so far go out as one CARRY (written now unless corked). */
+static void seal(struct rdzv_coord *co, struct cconn *r)
+{
+	int rc;
+
+	if (!r->carry.len && !r->carry.err)
+		return;
+	rc = r->carry.err ? r->carry.err
+			  : rdzv_conn_send(&r->rc, RDZV_CARRY, r->carry.p, r->carry.len);
+	if (rc < 0)
+		gx_debug("rdzv: CARRY to relay %s: %s", r->rc.peer_str, gx_strerror(rc));
+	r->carry.len = 0;
+	r->carry.err = 0;
+	rdzv_co_update_out(co, r);
+}
+
+static void mark_dirty(struct rdzv_coord *co, struct cconn *r)
+{
+	if (r->dirty)
+		return;
+	r->dirty = 1;
+	r->dirty_next = co->dirty;
+	co->dirty = r;
+}
+
+/* One record into r's next CARRY: sealed first when it would not fit. */
+static void add_rec(struct rdzv_coord *co, struct cconn *r, uint32_t id, uint8_t kind,
+		    const unsigned char *p, size_t n)
+{
+	if (r->carry.len + RDZV_CARRY_REC + n > RDZV_CARRY_MAX)
+		seal(co, r);
+	put_rec(&r->carry, id, kind, p, n);
+	mark_dirty(co, r);
+}
+
+void rdzv_co_carry_flush(struct rdzv_coord *co)
+{
+	struct cconn *r;
+
+	while ((r = co->dirty)) {
+		co->dirty = r->dirty_next;
+		r->dirty_next = NULL;
+		r->dirty = 0;
+		seal(co, r);
+	}
+}
+
+/* A child leaves its relay's slot (its CK_CLOSE is queued, or the relay closed it): the
+ * relay may reuse the slot at once; the connection itself goes at its drop. */
+static void detach(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cconn *r = cc->relay;
+
+	if (!r)
+		return;
+	rdzv_co_pa_del(co, cc); /* unauthenticated: out of its source's budget now */
+	r->kids[cc->kid % RDZV_RELAY_KIDS] = NULL;
+	r->nkids--;
+	cc->relay = NULL;
+}
+
+void rdzv_co_carry_out(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cconn *r = cc->relay;
+	struct rdzv_conn *c = &cc->rc;
+
+	if (!r || cc->close_sent) { /* its relay is gone, or the child is told to go */
+		c->ooff = c->olen = 0;
+		return;
+	}
+	while (c->ooff < c->olen) {
+		size_t n = c->olen - c->ooff, room = RDZV_CARRY_MAX - RDZV_CARRY_REC;
+
+		if (n > room)
+			n = room;
+		add_rec(co, r, cc->kid, CK_DATA, c->out + c->ooff, n);
+		c->ooff += n;
+	}
+	c->ooff = c->olen = c->ocap = 0;
+	free(c->out);
+	c->out = NULL;
+	if (c->state == RC_CLOSING) {
+		add_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
+		cc->close_sent = 1;
+		detach(co, cc); /* the relay frees the slot on this record: so do we, now */
+	}
+	/* a big batch (COMMITs with tables) goes now; small ones at the end of the event */
+	if (r->carry.len >= RDZV_CARRY_MAX / 2)
+		seal(co, r);
+}
+
+int rdzv_co_relay_on(struct rdzv_coord *co, struct cconn *cc)
+{
+	if (cc->is_relay || cc->relay) /* a carried member cannot relay in turn */
+		return cc->relay ? -EINVAL : 0;
+	cc->kids = calloc(RDZV_RELAY_KIDS, sizeof(*cc->kids));
+	if (!cc->kids)
+		return -ENOMEM;
+	cc->is_relay = 1;
+	co->res.nrelays++;
+	co->nrelays_open++;
+	gx_debug("rdzv: relay %s (%s)", cc->peer >= 0 ? co->names[cc->peer] : "?", cc->rc.peer_str);
+	return 0;
+}
+
+void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r)
+{
+	if (r->is_relay && r->rc.state == RC_SESSION && !r->told_committed) {
+		r->told_committed = 1;
+		add_rec(co, r, 0, CK_COMMITTED, NULL, 0);
+	}
+}
+
+void rdzv_co_relays_committed(struct rdzv_coord *co)
+{
+	struct cconn *cc;
+
+	for (cc = co->conns; cc; cc = cc->next)
+		rdzv_co_relay_committed(co, cc);
+}
+
+/* The relay is going: its children cannot be reached, and go at the next sweep (callers
+ * may be iterating the connection list: nothing else is freed here). */
+static void orphan_kids(struct rdzv_coord *co, struct cconn *r)
+{
+	uint32_t i, lost = 0, joined = 0;
+	char note[300];
+
+	for (i = 0; i < RDZV_RELAY_KIDS && r->nkids; i++) {
+		struct cconn *k = r->kids[i];
+
+		if (!k)
+			continue;
+		r->kids[i] = NULL;
+		r->nkids--;
+		k->relay = NULL;
+		k->close_sent = 1;
+		k->rc.state = RC_CLOSING;
+		k->deadline = gx_now_ms(); /* the next sweep drops it */
+		lost++;
+		if (k->peer >= 0 && k->role == ROLE_MEMBER && !co->committed) {
+			joined++;
+			snprintf(note, sizeof(note), "its relay %s was lost",
+				 r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str);
+			free(co->st[k->peer].note);
+			co->st[k->peer].note = strdup(note);
+		}
+		/* not joined from now on: no COMMIT may count a child that cannot be told (its
+		 * cconn goes at the next sweep) */
+		if (k->peer >= 0 && k->role != ROLE_VERIFY)
+			rdzv_co_slot_unlink(co, k);
+		k->peer = -1;
+	}
+	if (lost && !co->committed && !co->aborted) {
+		co->res.nrelays_lost++;
+		gx_warn("rdzv: relay %s lost: %u connection%s behind it (%u joined) reconnect",
+			r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str, lost,
+			lost == 1 ? "" : "s", joined);
+	}
+}
+
+void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cconn *r = cc->relay, **pp;
+
+	if (cc->rc.carried)
+		co->ncarried--;
+	if (r) {
+		if (!cc->close_sent && r->rc.state == RC_SESSION)
+			add_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
+		r->kids[cc->kid % RDZV_RELAY_KIDS] = NULL;
+		r->nkids--;
+		cc->relay = NULL;
+	}
+	if (!cc->is_relay)
+		return;
+	co->nrelays_open--;
+	orphan_kids(co, cc);
+	for (pp = &co->dirty; *pp; pp = &(*pp)->dirty_next)
+		if (*pp == cc) {
+			*pp = cc->dirty_next;
+			break;
+		}
+	free(cc->kids);
+	cc->kids = NULL;
+	rdzv_buf_free(&cc->carry);
+	cc->is_relay = 0;
+}
+
+/* A child connected to the relay: a new connection, as if accepted here. */
+static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const unsigned char *p,
+		    size_t n)
+{
+	char addr[INET6_ADDRSTRLEN], norm[INET6_ADDRSTRLEN];
+	struct gx_pa_ent *old = NULL;
+	struct cconn *k;
+
+	if (r->kids[id % RDZV_RELAY_KIDS] || n == 0 || n >= sizeof(addr))
+		return GX_EPROTO;
+	memcpy(addr, p, n);
+	addr[n] = '\0';
+	if (gx_addr_normalize(addr, norm, sizeof(norm)) != 0) /* parsed and printed again */
+		return GX_EPROTO;
+	/* the pre-authentication budget per source address, as for an accepted socket: a
+	 * stranger behind a relay holds at most RDZV_PREAUTH_PER_SRC handshakes; its others are
+	 * closed at once (the relay frees their slots), never the relay's session */
+	if (gx_pa_admit(&co->pa, norm, 0, co->pa.n >= co->pa.max, &old) < 0 || old) {
+		gx_rl_log(
+		    &co->rl_pre,
+		    "rdzv: refused a connection from %s through relay %s: %zu unauthenticated "
+		    "ones from there",
+		    norm, r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str,
+		    gx_pa_count(&co->pa, norm));
+		add_rec(co, r, id, CK_CLOSE, NULL, 0);
+		return 0;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	rdzv_conn_init(&k->rc, -1, 1);
+	k->rc.buffered = 1;
+	k->rc.carried = 1;
+	gx_strlcpy(k->rc.peer_str, norm, sizeof(k->rc.peer_str));
+	gx_pa_add(&co->pa, &k->pa, norm, 0);
+	co->pa_carried++;
+	k->co = co;
+	k->peer = -1;
+	k->claimed = -1;
+	k->relay = r;
+	k->kid = id;
+	k->deadline = gx_now_ms() + RDZV_HELLO_MS;
+	k->next = co->conns;
+	if (co->conns)
+		co->conns->prev = k;
+	co->conns = k;
+	r->kids[id % RDZV_RELAY_KIDS] = k;
+	r->nkids++;
+	co->ncarried++;
+	co->res.ncarried++;
+	return 0;
+}
+
+int rdzv_co_carry(struct rdzv_coord *co, struct cconn *r, const unsigned char *body, size_t len)
+{
+	size_t off = 0;
+	int rc = 0;
+
+	if (!r->is_relay) {
+		rdzv_co_drop(co, r, "CARRY from a member that is not a relay");
+		return 1;
+	}
+	if (r->rc.state != RC_SESSION) /* closing: nothing new for it */
+		return 0;
+	while (off < len && rc == 0) {
+		uint32_t id, n;
+		uint8_t kind;
+		struct cconn *k;
+
+		if (len - off < RDZV_CARRY_REC) {
+			rc = GX_EPROTO;
+			break;
+		}
+		memcpy(&id, body + off, 4);
+		kind = body[off + 4];
+		memcpy(&n, body + off + 5, 4);
+		id = ntohl(id);
+		n = ntohl(n);
+		off += RDZV_CARRY_REC;
+		if (n > len - off) {
+			rc = GX_EPROTO;
+			break;
+		}
+		/* ids are never reused in a session (a slot is): a stale one finds nothing */
+		k = r->kids[id % RDZV_RELAY_KIDS];
+		if (k && k->kid != id)
+			k = NULL;
+		if (kind == CK_OPEN)
+			rc = kid_open(co, r, id, body + off, n);
+		else if (kind == CK_DATA && k) /* none: we closed it, its bytes were in flight */
+			(void)rdzv_co_input(co, k, body + off, n);
+		else if (kind == CK_CLOSE && k) {
+			k->close_sent = 1; /* the relay has closed it already */
+			rdzv_co_drop(co, k, NULL);
+		} else if (kind != CK_DATA && kind != CK_CLOSE)
+			rc = GX_EPROTO;
+		off += n;
+	}
+	if (rc < 0) {
+		gx_warn("rdzv: relay %s sent a malformed CARRY (%s): dropped with its children",
+			r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str, gx_strerror(rc));
+		rdzv_co_drop(co, r, "malformed CARRY");
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdzv_relay.c - a member that is a relay of the tree (issue 26, PROTOCOL.md
+ * "Relays"): it accepts its children's phase-1 connections and carries their bytes
+ * on its own phase-1 session as CARRY records (OPEN, DATA, CLOSE), and writes what
+ * the coordinator sends back to each child. It reads nothing of what it carries:
+ * every child's handshake and session run end to end with the coordinator, MAC'd
+ * under keys the relay does not have. Bounds: RDZV_RELAY_KIDS children at once,
+ * RDZV_RELAY_KID_OUT bytes queued to one, RDZV_RELAY_UP_HIGH queued up before it
+ * stops reading its children.
+ */
+#include "rdzv/rdzv_member_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct rkid {
+	struct mrelay *r;
+	int fd;
+	uint32_t id;
+	unsigned char *out;
+	size_t olen, ooff;
+	int closing; /* the coordinator ended it: close once out is written */
+	char addr[INET6_ADDRSTRLEN];
+};
+
+struct mrelay {
+	struct rdzv_member *m;
+	int lfd[2], nlfd;
+	struct rkid *kids[RDZV_RELAY_KIDS]; /* slot id % RDZV_RELAY_KIDS */
+	uint32_t nkids, next_id;
+	struct rdzv_buf up; /* records for the coordinator, not yet in a CARRY */
+	int paused;	    /* children not read: too much queued up */
+	int sent;	    /* records went out in this session of ours (c1) */
+	int committed;	    /* CK_COMMITTED came: no new children, done when they are */
+	uint64_t push_id, drain_id;
+	unsigned char buf[16384];
+};
+
+static void put_rec(struct rdzv_buf *b, uint32_t id, uint8_t kind, const void *p, size_t n)
+{
+	unsigned char h[RDZV_CARRY_REC];
+	uint32_t v = htonl(id), l = htonl((uint32_t)n);
+
+	memcpy(h, &v, 4);
+	h[4] = kind;
+	memcpy(h + 5, &l, 4);
+	rdzv_put_raw(b, h, sizeof(h));
+	if (n)
+		rdzv_put_raw(b, p, n);
+}
+
+static void kid_update(struct rkid *k)
+{
+	uint32_t ev =
+	    (k->r->paused || k->closing ? 0 : EPOLLIN) | (k->ooff < k->olen ? EPOLLOUT : 0);
+
+	gx_ev_mod(k->r->m->ev, k->fd, ev);
+}
+
+static void kid_free(struct rkid *k)
+{
+	struct mrelay *r = k->r;
+
+	gx_ev_del(r->m->ev, k->fd);
+	close(k->fd);
+	r->kids[k->id % RDZV_RELAY_KIDS] = NULL;
+	r->nkids--;
+	free(k->out);
+	free(k);
+}
+
+static void relay_end(struct rdzv_member *m);
+static void set_paused(struct mrelay *r, int paused);
+
+/* Committed and every child served: the relay's work is over. */
+static void maybe_end(struct mrelay *r)
+{
+	if (r->committed && r->nkids == 0 && r->m->relay_only)
+		relay_end(r->m);
+}
+
+static void push_fired(struct gx_ev *ev, uint64_t id, void *arg);
+
+/* Children's records go at the end of this loop turn, many in one CARRY. */
+static void schedule_push(struct mrelay *r)
+{
+	if (!r->push_id)
+		r->push_id = gx_ev_timer(r->m->ev, 0, push_fired, r);
+	if (!r->push_id) /* no memory for a timer: now */
+		rdzv_mb_relay_push(r->m);
+}
+
+static void kid_gone(struct rkid *k)
+{
+	struct mrelay *r = k->r;
+
+	put_rec(&r->up, k->id, CK_CLOSE, NULL, 0);
+	kid_free(k);
+	schedule_push(r);
+	maybe_end(r);
+}
+
+static int kid_flush(struct rkid *k)
+{
+	while (k->ooff < k->olen) {
+		ssize_t n = send(k->fd, k->out + k->ooff, k->olen - k->ooff, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			k->ooff += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 1;
+		return -EPIPE;
+	}
+	k->ooff = k->olen = 0;
+	free(k->out);
+	k->out = NULL;
+	return 0;
+}
+
+static void kid_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct rkid *k = arg;
+	struct mrelay *r = k->r;
+	ssize_t n;
+
+	(void)ev;
+	if (events & EPOLLOUT) {
+		int rc = kid_flush(k);
+
+		if (rc < 0 || (rc == 0 && k->closing)) {
+			if (k->closing) { /* the coordinator knows: no CK_CLOSE back */
+				kid_free(k);
+				maybe_end(r);
+			} else {
+				kid_gone(k);
+			}
+			return;
+		}
+		kid_update(k);
+	}
+	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || r->paused || k->closing)
+		return;
+	n = recv(fd, r->buf, sizeof(r->buf), 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		kid_gone(k);
+		return;
+	}
+	put_rec(&r->up, k->id, CK_DATA, r->buf, (size_t)n);
+	if (r->up.len > RDZV_RELAY_UP_HIGH) /* our session is down or slow: stop reading */
+		set_paused(r, 1);
+	schedule_push(r);
+}
+
+/* Children connected from addr now. */
+static unsigned from(const struct mrelay *r, const char *addr)
+{
+	unsigned n = 0, i;
+
+	for (i = 0; i < RDZV_RELAY_KIDS; i++)
+		n += r->kids[i] && strcmp(r->kids[i]->addr, addr) == 0;
+	return n;
+}
+
+static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	struct mrelay *r = arg;
+	char a[INET6_ADDRSTRLEN];
+	union gx_sockaddr sa;
+	socklen_t sl;
+	int i, j, cfd;
+
+	(void)ev;
+	(void)events;
+	for (i = 0; i < 64; i++) {
+		struct rkid *k;
+
+		sl = sizeof(sa);
+		memset(&sa, 0, sizeof(sa));
+		cfd = accept4(fd, &sa.sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0)
+			return;
+		gx_addr_str(&sa, a, sizeof(a));
+		/* full, or that address holds RDZV_RELAY_PER_SRC (a pod needs one): refused (the
+		 * child retries, then goes to the coordinator) */
+		k = r->nkids < RDZV_RELAY_KIDS &&
+			    (gx_addr_is_loopback(a) || from(r, a) < RDZV_RELAY_PER_SRC)
+			? calloc(1, sizeof(*k))
+			: NULL;
+		if (!k) {
+			close(cfd);
+			continue;
+		}
+		for (j = 0; j < RDZV_RELAY_KIDS && r->kids[r->next_id % RDZV_RELAY_KIDS]; j++)
+			r->next_id++;
+		k->r = r;
+		k->fd = cfd;
+		k->id = r->next_id++;
+		if (gx_ev_add(r->m->ev, cfd, r->paused ? 0 : EPOLLIN, kid_event, k) < 0) {
+			close(cfd);
+			free(k);
+			continue;
+		}
+		r->kids[k->id % RDZV_RELAY_KIDS] = k;
+		r->nkids++;
+		r->m->res.ncarried++;
+		gx_strlcpy(k->addr, a, sizeof(k->addr));
+		put_rec(&r->up, k->id, CK_OPEN, a, strlen(a));
+		schedule_push(r);
+	}
+}
+
+static void set_paused(struct mrelay *r, int paused)
+{
+	uint32_t i;
+
+	if (r->paused == paused)
+		return;
+	r->paused = paused;
+	for (i = 0; i < RDZV_RELAY_KIDS; i++)
+		if (r->kids[i])
+			kid_update(r->kids[i]);
+}
+
+/* CARRY frames of whole records, each at most RDZV_CARRY_MAX. */
+void rdzv_mb_relay_push(struct rdzv_member *m)
+{
+	struct mrelay *r = m->relay;
+	size_t off = 0;
+
+	if (!r || m->c1.rc.state != RC_SESSION || !m->c1.rc.session)
+		return;
+	if (r->up.err) { /* out of memory: what it lost cannot be told apart */
+		rdzv_mb_fail1(m, "relay: out of memory");
+		return;
+	}
+	r->sent = 1;
+	while (off < r->up.len) {
+		size_t end = off, n;
+		struct rdzv_buf b = {0};
+
+		while (end < r->up.len) {
+			uint32_t l;
+
+			memcpy(&l, r->up.p + end + 5, 4);
+			n = RDZV_CARRY_REC + ntohl(l);
+			if (end > off && end + n - off > RDZV_CARRY_MAX)
+				break;
+			end += n;
+		}
+		rdzv_put_raw(&b, r->up.p + off, end - off);
+		if (rdzv_mb_send(m, &m->c1, RDZV_CARRY, &b) < 0)
+			break; /* c1's failure is seen by its event: the rest stays queued */
+		off = end;
+	}
+	if (off && off < r->up.len)
+		memmove(r->up.p, r->up.p + off, r->up.len - off);
+	r->up.len -= off;
+	set_paused(r, m->c1.rc.olen - m->c1.rc.ooff > RDZV_RELAY_UP_HIGH);
+}
+
+static void push_fired(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct mrelay *r = arg;
+
+	(void)ev;
+	(void)id;
+	r->push_id = 0;
+	rdzv_mb_relay_push(r->m);
+}
+
+static int kid_write(struct rkid *k, const unsigned char *p, size_t n)
+{
+	unsigned char *np;
+
+	if (k->closing)
+		return 0;
+	if (k->olen - k->ooff + n > RDZV_RELAY_KID_OUT)
+		return -ENOBUFS;
+	if (k->ooff == k->olen)
+		k->ooff = k->olen = 0;
+	np = realloc(k->out, k->olen + n);
+	if (!np)
+		return -ENOMEM;
+	k->out = np;
+	memcpy(k->out + k->olen, p, n);
+	k->olen += n;
+	return kid_flush(k) < 0 ? -EPIPE : 0;
+}
+
+int rdzv_mb_relay_carry(struct rdzv_member *m, const unsigned char *body, size_t len)
+{
+	struct mrelay *r = m->relay;
+	size_t off = 0;
+
+	if (!r)
+		return GX_EPROTO;
+	while (off < len) {
+		uint32_t id, n;
+		uint8_t kind;
+		struct rkid *k;
+
+		if (len - off < RDZV_CARRY_REC)
+			return GX_EPROTO;
+		memcpy(&id, body + off, 4);
+		kind = body[off + 4];
+		memcpy(&n, body + off + 5, 4);
+		id = ntohl(id);
+		n = ntohl(n);
+		off += RDZV_CARRY_REC;
+		if (n > len - off)
+			return GX_EPROTO;
+		k = r->kids[id % RDZV_RELAY_KIDS];
+		if (k && k->id != id) /* an id of the past: that child is gone */
+			k = NULL;
+		if (kind == CK_DATA && k) {
+			if (kid_write(k, body + off, n) < 0) {
+				kid_gone(k);
+				k = NULL;
+			}
+		} else if (kind == CK_CLOSE && k) {
+			k->closing = 1; /* not read any more: kid_update below */
+			if (k->ooff == k->olen) {
+				kid_free(k);
+				maybe_end(r);
+				k = NULL;
+			}
+		} else if (kind == CK_COMMITTED) {
+			r->committed = 1;
+			maybe_end(r);
+		} else if (kind != CK_DATA && kind != CK_CLOSE) {
+			return GX_EPROTO;
+		}
+		if (!m->relay) /* its last child left after the COMMIT: the relay ended */
+			return 1;
+		if (k)
+			kid_update(k);
+		off += n;
+	}
+	return 0;
+}
+
+static int listen_one(struct mrelay *r, const union gx_sockaddr *sa, socklen_t len)
+{
+	int fd = -1, rc;
+
+	rc = gx_tcp_listen(sa, len, &fd);
+	if (rc < 0)
+		return rc;
+	rc = gx_ev_add(r->m->ev, fd, EPOLLIN, on_accept, r);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	r->lfd[r->nlfd++] = fd;
+	return 0;
+}
+
+static void relay_close_listen(struct mrelay *r)
+{
+	int i;
+
+	for (i = 0; i < r->nlfd; i++) {
+		gx_ev_del(r->m->ev, r->lfd[i]);
+		close(r->lfd[i]);
+	}
+	r->nlfd = 0;
+}
+
+int rdzv_mb_relay_open(struct rdzv_member *m)
+{
+	struct mrelay *r = calloc(1, sizeof(*r));
+	union gx_sockaddr sa;
+	socklen_t len;
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	r->m = m;
+	m->relay = r;
+	if (m->cfg.relay_listen_len) {
+		sa = m->cfg.relay_listen;
+		if (sa.sa.sa_family == AF_INET)
+			sa.in4.sin_port = htons(m->cfg.port);
+		else
+			sa.in6.sin6_port = htons(m->cfg.port);
+		rc = listen_one(r, &sa, m->cfg.relay_listen_len);
+	} else {
+		gx_addr_parse("0.0.0.0", m->cfg.port, &sa, &len);
+		rc = listen_one(r, &sa, len);
+		gx_addr_parse("::", m->cfg.port, &sa, &len);
+		if (rc == 0 && listen_one(r, &sa, len) < 0)
+			gx_debug("rdzv: relay: no IPv6 listener");
+	}
+	if (rc < 0)
+		rdzv_mb_relay_free(m);
+	return rc;
+}
+
+void rdzv_mb_relay_reset(struct rdzv_member *m)
+{
+	struct mrelay *r = m->relay;
+	uint32_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < RDZV_RELAY_KIDS && r->nkids; i++)
+		if (r->kids[i]) {
+			(void)kid_flush(r->kids[i]); /* an ABORT for it may be in its queue */
+			kid_free(r->kids[i]);
+		}
+	r->up.len = 0;
+	r->up.err = 0;
+	r->sent = 0;
+	set_paused(r, 0);
+}
+
+void rdzv_mb_relay_lost(struct rdzv_member *m)
+{
+	if (m->relay && m->relay->sent)
+		rdzv_mb_relay_reset(m);
+}
+
+void rdzv_mb_relay_free(struct rdzv_member *m)
+{
+	struct mrelay *r = m->relay;
+
+	if (!r)
+		return;
+	rdzv_mb_relay_reset(m);
+	relay_close_listen(r);
+	gx_ev_timer_cancel(m->ev, r->push_id);
+	gx_ev_timer_cancel(m->ev, r->drain_id);
+	rdzv_buf_free(&r->up);
+	free(r);
+	m->relay = NULL;
+}
+
+/* The relay is done (or gave up waiting): the session it kept goes too. */
+static void relay_end(struct rdzv_member *m)
+{
+	rdzv_mb_relay_free(m);
+	if (m->relay_only && m->st == M_STAYING) {
+		m->st = M_DONE;
+		rdzv_mb_close(m, &m->c1);
+	}
+}
+
+static void drain_fired(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct mrelay *r = arg;
+
+	(void)ev;
+	(void)id;
+	r->drain_id = 0;
+	gx_debug("rdzv: relay: %u children still open %d ms after the COMMIT: closed", r->nkids,
+		 RDZV_RELAY_DRAIN_MS);
+	relay_end(r->m);
+}
+
+void rdzv_mb_relay_stay(struct rdzv_member *m)
+{
+	struct mrelay *r = m->relay;
+
+	relay_close_listen(r); /* a child that comes now goes to the coordinator */
+	m->relay_only = 1;
+	r->drain_id = gx_ev_timer(m->ev, RDZV_RELAY_DRAIN_MS, drain_fired, r);
+	maybe_end(r);
+}
+
+int rdzv_mb_relay_active(const struct rdzv_member *m)
+{
+	return m && m->relay != NULL;
+}

@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rdzv_relay.c - the relay tree (issue 26, PROTOCOL.md "Relays") in one gx_ev loop
+ * on loopback: member i joins through peer (i / F) * F, which listens on its own
+ * 127.0.x.y; every member still verifies on the coordinator's address. A relay that
+ * starts late, one that dies, an abort, a full table, strangers at a relay (junk, a
+ * flood before its session, 1,100 connections), a late coordinator, members that stay.
+ */
+#include "rdzv/rdzv_member_int.h"
+#include "tests/unit/rdzv_harness.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static const unsigned char TOKEN[] = "0123456789abcdef-test-token";
+
+/* What a member's relay_resolve needs: the port and the relay's index. */
+struct rarg {
+	uint16_t port;
+	uint32_t relay;
+	int calls;
+};
+
+static void addr_of(uint32_t i, char *out, size_t len)
+{
+	snprintf(out, len, "127.0.%u.%u", (1 + i / 250) & 0xff, 1 + i % 250);
+}
+
+static int relay_resolve(void *arg, union gx_sockaddr *sa, socklen_t *len)
+{
+	struct rarg *a = arg;
+	char ip[32];
+
+	a->calls++;
+	addr_of(a->relay, ip, sizeof(ip));
+	return gx_addr_parse(ip, a->port, sa, len);
+}
+
+struct tw {
+	struct rh h;
+	uint32_t f;
+	struct rarg *args;
+};
+
+static void tw_init(struct tw *w, uint32_t n, uint32_t f, int64_t deadline_ms)
+{
+	uint32_t i;
+
+	rh_init(&w->h, n, 0, "job-1", TOKEN, sizeof(TOKEN) - 1, deadline_ms);
+	w->h.base.deadline_ms = w->h.deadline + 1000;
+	w->h.base.relay_fanout = f;
+	w->h.base.relay_patience_ms = 3000; /* the default is 20 s */
+	w->f = f;
+	w->args = calloc(n, sizeof(*w->args));
+	assert_non_null(w->args);
+	for (i = 0; i < n; i++) {
+		w->args[i].port = w->h.port;
+		w->args[i].relay = i / f * f;
+	}
+}
+
+static void tw_free(struct tw *w)
+{
+	rh_free(&w->h);
+	free(w->args);
+}
+
+static void member_cfg(struct tw *w, uint32_t i, struct rdzv_config *cfg)
+{
+	char ip[32];
+
+	rh_member_cfg(&w->h, i, cfg);
+	cfg->relay_resolve = relay_resolve;
+	cfg->resolve_arg = &w->args[i];
+	addr_of(i, ip, sizeof(ip));
+	assert_int_equal(gx_addr_parse(ip, 0, &cfg->relay_listen, &cfg->relay_listen_len), 0);
+}
+
+static void start_member(struct tw *w, uint32_t i)
+{
+	struct rdzv_config cfg;
+
+	member_cfg(w, i, &cfg);
+	rh_start_member_in(&w->h, w->h.ev, i, &cfg);
+}
+
+static void start_coord(struct tw *w)
+{
+	struct rdzv_config cfg;
+
+	rh_coord_cfg(&w->h, &cfg);
+	rh_start_coord_cfg(&w->h, &cfg);
+}
+
+static void pump(struct tw *w, int want, int64_t ms)
+{
+	int64_t until = gx_now_ms() + ms;
+
+	w->h.want = want;
+	while (w->h.ndone < w->h.want && gx_now_ms() < until)
+		gx_ev_run_until(w->h.ev, gx_now_ms() + 50 < until ? gx_now_ms() + 50 : until);
+}
+
+/* The relays carry their children's COMMITs after their own: run until they are done. */
+static void drain_relays(struct tw *w, int64_t ms)
+{
+	int64_t until = gx_now_ms() + ms;
+	uint32_t i;
+	int busy = 1;
+
+	while (busy && gx_now_ms() < until) {
+		busy = 0;
+		for (i = 1; i < w->h.n; i++)
+			busy |= rdzv_member_relaying(w->h.s[i].m);
+		if (busy)
+			gx_ev_run_until(w->h.ev, gx_now_ms() + 20);
+	}
+	assert_int_equal(busy, 0);
+}
+
+static int is_relay(const struct tw *w, uint32_t i)
+{
+	return i % w->f == 0 && i > 0;
+}
+
+static void expect_all_ok(struct tw *w)
+{
+	uint32_t i;
+
+	assert_int_equal(w->h.co_done, 1);
+	assert_int_equal(w->h.co_rc, 0);
+	for (i = 1; i < w->h.n; i++) {
+		if (w->h.s[i].rc != 0)
+			printf("# %s: %s\n", w->h.names[i], w->h.s[i].err);
+		assert_int_equal(w->h.s[i].done, 1);
+		assert_int_equal(w->h.s[i].rc, 0);
+		assert_int_equal(w->h.s[i].res.rank, (int)i);
+		assert_string_equal(w->h.s[i].res.master_addr, "127.0.0.1");
+	}
+}
+
+/* 40 pods, F = 8: relays 8, 16, 24, 32; 28 members through them; 1-7 direct. */
+static void test_relay_tree(void **state)
+{
+	struct tw w;
+	uint32_t i, via = 0;
+
+	(void)state;
+	tw_init(&w, 40, 8, 15000);
+	start_coord(&w);
+	for (i = 1; i < w.h.n; i++)
+		start_member(&w, i);
+	pump(&w, (int)w.h.n, 14000);
+	expect_all_ok(&w);
+	for (i = 1; i < w.h.n; i++) {
+		int behind = !is_relay(&w, i) && i >= w.f;
+
+		assert_int_equal(w.h.s[i].res.via_relay, behind);
+		via += (uint32_t)behind;
+		/* phase 2 end to end: each verified on the coordinator's address, from its own */
+		assert_string_equal(w.h.co_res.table[i].seen_from, w.h.co_res.table[i].addr4);
+	}
+	assert_int_equal(via, 28);
+	assert_int_equal(w.h.co_res.nrelays, 4);
+	assert_int_equal(w.h.co_res.ncarried, 28);
+	assert_int_equal(w.h.co_res.ntickets, w.h.n - 1);
+	assert_int_equal(w.h.s[8].res.ncarried, 7);
+	drain_relays(&w, 5000);
+	tw_free(&w);
+}
+
+/* A relay that starts after its children: they go to the coordinator after their
+ * patience, and the job completes when the relay comes. */
+static void test_relay_late(void **state)
+{
+	struct tw w;
+	uint32_t i;
+
+	(void)state;
+	tw_init(&w, 20, 8, 20000);
+	start_coord(&w);
+	for (i = 1; i < w.h.n; i++)
+		if (i != 8)
+			start_member(&w, i);
+	pump(&w, 100, 3000 + 1500);
+	assert_true(w.args[9].calls >= 2);
+	start_member(&w, 8);
+	pump(&w, (int)w.h.n, 10000);
+	expect_all_ok(&w);
+	for (i = 9; i < 16; i++)
+		assert_int_equal(w.h.s[i].res.via_relay, 0);
+	assert_int_equal(w.h.s[17].res.via_relay, 1);
+	drain_relays(&w, 5000);
+	tw_free(&w);
+}
+
+/* A relay that dies after its children joined: the coordinator names it, they come
+ * back (through its restart, or directly), and the job completes. */
+static void test_relay_lost(void **state)
+{
+	struct tw w;
+	uint32_t i;
+
+	(void)state;
+	tw_init(&w, 20, 8, 20000);
+	start_coord(&w);
+	for (i = 1; i < w.h.n - 1; i++) /* the last one holds the COMMIT back */
+		start_member(&w, i);
+	pump(&w, 100, 1500);
+	assert_int_equal(w.h.co_done, 0);
+	assert_int_equal(w.h.co->res.nrelays, 2);
+	rdzv_member_free(w.h.s[8].m); /* the relay's pod goes away */
+	w.h.s[8].m = NULL;
+	pump(&w, 100, 300);
+	assert_int_equal(w.h.co->res.nrelays_lost, 1);
+	start_member(&w, 8); /* restarted (a new incarnation) */
+	start_member(&w, w.h.n - 1);
+	pump(&w, (int)w.h.n, 15000);
+	expect_all_ok(&w);
+	drain_relays(&w, 5000);
+	tw_free(&w);
+}
+
+/* An ABORT reaches the children behind a relay ahead of the relay's own. */
+static void test_relay_abort(void **state)
+{
+	struct rdzv_config cfg;
+	struct tw w;
+	uint32_t i;
+
+	(void)state;
+	tw_init(&w, 20, 8, 10000);
+	start_coord(&w);
+	for (i = 1; i < w.h.n - 1; i++)
+		start_member(&w, i);
+	pump(&w, 100, 1000);
+	member_cfg(&w, w.h.n - 1, &cfg);
+	cfg.self.addr4[0] = '\0';
+	cfg.self.iface[0] = '\0';
+	cfg.self.nd_err = GX_ENOSECONDARY;
+	snprintf(cfg.self.nd_why, sizeof(cfg.self.nd_why), "net1 is down");
+	rh_start_member_in(&w.h, w.h.ev, w.h.n - 1, &cfg);
+	pump(&w, (int)w.h.n, 9000);
+	assert_int_equal(w.h.co_rc, GX_ERDZV);
+	for (i = 1; i < w.h.n; i++) {
+		assert_int_equal(w.h.s[i].rc, GX_ERDZV);
+		assert_string_equal(w.h.s[i].err, "job-worker-19: net1 is down");
+	}
+	tw_free(&w);
+}
+
+/* A member behind a relay that asks for the whole table gets it (a COMMIT of many
+ * records), and a stranger's junk at a relay ends only the stranger. */
+static void test_relay_table_and_stranger(void **state)
+{
+	struct rdzv_config cfg;
+	union gx_sockaddr sa;
+	socklen_t len;
+	struct tw w;
+	uint32_t i;
+	int fd = -1;
+	char ip[32];
+
+	(void)state;
+	tw_init(&w, 24, 8, 15000);
+	start_coord(&w);
+	for (i = 1; i < w.h.n - 1; i++) { /* the last one holds the COMMIT back */
+		member_cfg(&w, i, &cfg);
+		cfg.full_table = i == 9;
+		rh_start_member_in(&w.h, w.h.ev, i, &cfg);
+	}
+	addr_of(16, ip, sizeof(ip));
+	assert_int_equal(gx_addr_parse(ip, w.h.port, &sa, &len), 0);
+	pump(&w, 100, 300);
+	assert_int_equal(gx_tcp_connect(&sa, len, NULL, 0, &fd), 0);
+	pump(&w, 100, 100);
+	assert_int_equal(send(fd, "GET / HTTP/1.0\r\n\r\n", 18, MSG_NOSIGNAL), 18);
+	pump(&w, 100, 300);
+	assert_int_equal(w.h.co->res.ncarried, 7 + 6 + 1);
+	assert_int_equal(w.h.co->ncarried, 7 + 6);	  /* the stranger's is gone */
+	assert_int_equal(recv(fd, ip, sizeof(ip), 0), 0); /* closed by the relay */
+	start_member(&w, w.h.n - 1);
+	pump(&w, (int)w.h.n, 14000);
+	expect_all_ok(&w);
+	assert_int_equal(w.h.s[9].ntable, w.h.n);
+	assert_int_equal(w.h.s[9].res.via_relay, 1);
+	assert_int_equal(w.h.co_res.ncarried, 7 + 7 + 1);
+	assert_int_equal(w.h.co_res.nrelays_lost, 0);
+	close(fd);
+	drain_relays(&w, 5000);
+	tw_free(&w);
+}
+
+/* A carried JOIN that would supersede its own (pending) relay: it freed the relay while
+ * rdzv_co_carry() still walked its records (a use after free); now refused. */
+static void test_relay_pending_own_name(void **state)
+{
+	struct rdzv_config cfg;
+	struct tw w;
+	uint32_t i;
+
+	(void)state;
+	tw_init(&w, 20, 8, 15000);
+	w.h.nslots = w.h.n; /* slots n, n+1 are our extra ones */
+	free(w.h.s);
+	w.h.s = calloc(w.h.n + 2, sizeof(*w.h.s));
+	for (i = 0; i < w.h.n + 2; i++) {
+		w.h.s[i].h = &w.h;
+		w.h.s[i].i = i;
+	}
+	w.h.nslots = w.h.n + 2;
+	start_coord(&w);
+	start_member(&w, 8); /* the relay joins */
+	pump(&w, 100, 500);
+	/* its pod hangs: no PONG from it */
+	gx_ev_del(w.h.ev, w.h.s[8].m->c1.rc.fd);
+	/* a second job-worker-8 that relays, listening elsewhere: pending (PING window) */
+	member_cfg(&w, 8, &cfg);
+	assert_int_equal(gx_addr_parse("127.0.3.9", 0, &cfg.relay_listen, &cfg.relay_listen_len),
+			 0);
+	rh_start_member_in(&w.h, w.h.ev, w.h.n, &cfg);
+	/* a token holder claiming job-worker-8 that connects to that relay as if the coordinator */
+	rh_member_cfg(&w.h, 8, &cfg);
+	cfg.relay_fanout = 0;
+	assert_int_equal(gx_addr_parse("127.0.3.9", w.h.port, &cfg.coord_addr, &cfg.coord_addrlen),
+			 0);
+	rh_start_member_in(&w.h, w.h.ev, w.h.n + 1, &cfg);
+	pump(&w, 100, 1500);
+	/* the JOIN is refused (it named its own relay's slot), the relay stays */
+	assert_int_equal(w.h.co->nrelays_open, 2);
+	assert_int_equal(w.h.co->res.nrelays_lost, 0);
+	tw_free(&w);
+}
+
+/* A stranger at a relay: one frame of another major version (the coordinator's carried
+ * session lingers RC_CLOSING for 1 s), then ~1024 connect/close: the relay's ids wrap onto
+ * the lingering slot and the coordinator dropped the relay with all its children. */
+static void test_relay_stranger_wrap(void **state)
+{
+	static const unsigned char bad[12] = {0x47, 0x58, 0x42, 0x31, 2, 0, 0, 1, 0, 0, 0, 0};
+	union gx_sockaddr sa;
+	socklen_t len;
+	struct tw w;
+	uint32_t i;
+	int fd = -1;
+	char ip[32];
+
+	(void)state;
+	tw_init(&w, 20, 8, 15000);
+	start_coord(&w);
+	for (i = 1; i < w.h.n - 1; i++)
+		start_member(&w, i);
+	pump(&w, 100, 1500);
+	assert_int_equal(w.h.co->nrelays_open, 2);
+	addr_of(8, ip, sizeof(ip));
+	assert_int_equal(gx_addr_parse(ip, w.h.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_connect(&sa, len, NULL, 0, &fd), 0);
+	pump(&w, 100, 50);
+	assert_int_equal(send(fd, bad, sizeof(bad), MSG_NOSIGNAL), 12);
+	pump(&w, 100, 50);
+	close(fd);
+	for (i = 0; i < 1100; i++) {
+		int f = -1;
+
+		if (gx_tcp_connect(&sa, len, NULL, 0, &f) == 0)
+			close(f);
+		if (i % 32 == 31)
+			pump(&w, 100, 5);
+	}
+	pump(&w, 100, 300);
+	/* the stranger's connections ended alone: never the relay's session */
+	assert_int_equal(w.h.co->nrelays_open, 2);
+	assert_int_equal(w.h.co->res.nrelays_lost, 0);
+	start_member(&w, w.h.n - 1);
+	pump(&w, (int)w.h.n, 10000);
+	expect_all_ok(&w);
+	drain_relays(&w, 5000);
+	tw_free(&w);
+}
+
+/* The coordinator starts 4 s after the pods (past the children's patience, 3 s here):
+ * the relays' children wait in their accepted connections, not counted as the relay's
+ * failure, and all join through their relays. */
+static void test_relay_late_coordinator(void **state)
+{
+	struct tw w;
+	uint32_t i, via = 0;
+
+	(void)state;
+	tw_init(&w, 20, 8, 40000);
+	for (i = 1; i < w.h.n; i++)
+		start_member(&w, i);
+	pump(&w, 100, 4000);
+	start_coord(&w);
+	pump(&w, (int)w.h.n, 20000);
+	for (i = 9; i < w.h.n; i++)
+		if (i != 16)
+			via += (uint32_t)w.h.s[i].res.via_relay;
+	expect_all_ok(&w);
+	assert_int_equal(via, 10);
+	drain_relays(&w, 6000);
+	tw_free(&w);
+}
+
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long a = 0, b = 0;
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &a, &b) != 2)
+			b = 0;
+		fclose(f);
+	}
+	return b * 4;
+}
+
+/* Before the relay's own session is up, a stranger's bytes stop being read at
+ * RDZV_RELAY_UP_HIGH (they piled up without bound). */
+static void test_relay_presession_flood(void **state)
+{
+	static unsigned char junk[1 << 16];
+	union gx_sockaddr sa, csa;
+	socklen_t len, clen;
+	struct tw w;
+	int fd = -1, lfd = -1;
+	size_t sent = 0;
+	long before;
+	char ip[32];
+
+	(void)state;
+	memset(junk, 'x', sizeof(junk));
+	tw_init(&w, 20, 8, 30000);
+	/* a coordinator address that accepts nothing: the relay's connect sits in the backlog */
+	assert_int_equal(gx_addr_parse("127.0.0.1", w.h.port, &csa, &clen), 0);
+	assert_int_equal(gx_tcp_listen(&csa, clen, &lfd), 0);
+	start_member(&w, 8);
+	pump(&w, 100, 200);
+	addr_of(8, ip, sizeof(ip));
+	assert_int_equal(gx_addr_parse(ip, w.h.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_connect(&sa, len, NULL, 0, &fd), 0);
+	pump(&w, 100, 50);
+	before = rss_kb();
+	int64_t stop = gx_now_ms() + 2000;
+
+	while (sent < (64u << 20) && gx_now_ms() < stop) {
+		ssize_t n = send(fd, junk, sizeof(junk), MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0)
+			sent += (size_t)n;
+		else if (n < 0 && errno != EAGAIN)
+			break;
+		gx_ev_run_until(w.h.ev, gx_now_ms() + 1);
+	}
+	printf("# sent %zu MiB to the relay; this process grew by %ld MiB\n", sent >> 20,
+	       (rss_kb() - before) >> 10);
+	assert_true(rss_kb() - before < (16 << 10));
+	close(fd);
+	close(lfd);
+	tw_free(&w);
+}
+
+/* Members that stay (serving) join the coordinator, a relay's pod included: no relay
+ * that would outlive its children (the coordinator's done waited RDZV_RELAY_DRAIN_MS). */
+static void test_relay_stay(void **state)
+{
+	struct rdzv_config cfg;
+	struct tw w;
+	uint32_t i;
+	int64_t last = 0;
+
+	(void)state;
+	tw_init(&w, 20, 8, 20000);
+	start_coord(&w);
+	for (i = 1; i < w.h.n; i++) {
+		member_cfg(&w, i, &cfg);
+		cfg.stay = 1;
+		rh_start_member_in(&w.h, w.h.ev, i, &cfg);
+	}
+	pump(&w, (int)w.h.n, 15000);
+	for (i = 1; i < w.h.n; i++)
+		if (w.h.s[i].at > last)
+			last = w.h.s[i].at;
+	expect_all_ok(&w);
+	assert_int_equal(w.h.co_res.nrelays, 0);
+	assert_int_equal(w.h.s[9].res.via_relay, 0);
+	assert_true(w.h.co_at - last < RDZV_RELAY_DRAIN_MS);
+	tw_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_relay_tree),
+	    cmocka_unit_test(test_relay_late),
+	    cmocka_unit_test(test_relay_lost),
+	    cmocka_unit_test(test_relay_abort),
+	    cmocka_unit_test(test_relay_table_and_stranger),
+	    cmocka_unit_test(test_relay_pending_own_name),
+	    cmocka_unit_test(test_relay_stranger_wrap),
+	    cmocka_unit_test(test_relay_late_coordinator),
+	    cmocka_unit_test(test_relay_presession_flood),
+	    cmocka_unit_test(test_relay_stay),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
