@@ -175,6 +175,14 @@ static void orphan_kids(struct rdzv_coord *co, struct cconn *r)
 			free(co->st[k->peer].note);
 			co->st[k->peer].note = strdup(note);
 		}
+		/* after the COMMIT: its COMMIT may have been in the records the relay never
+		 * delivered: not sent, so the coordinator waits for it to come back (directly:
+		 * its relay refuses it now) for RDZV_COMMIT_WAIT_MS */
+		if (k->peer >= 0 && co->committed && co->st[k->peer].conn == k &&
+		    co->st[k->peer].commit_sent) {
+			co->st[k->peer].commit_sent = 0;
+			co->ncommit_sent--;
+		}
 		/* not joined from now on: no COMMIT may count a child that cannot be told (its
 		 * cconn goes at the next sweep) */
 		if (k->peer >= 0 && k->role != ROLE_VERIFY)
@@ -234,7 +242,9 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 	/* the pre-authentication budget per source address, as for an accepted socket: a
 	 * stranger behind a relay holds at most RDZV_PREAUTH_PER_SRC handshakes; its others are
 	 * closed at once (the relay frees their slots), never the relay's session */
-	if (gx_pa_admit(&co->pa, norm, 0, co->pa.n >= co->pa.max, &old) < 0 || old) {
+	/* known: a carried child is never evicted for a socket (it holds none of ours), and
+	 * it evicts nothing itself (refused when the budget is full) */
+	if (gx_pa_admit(&co->pa, norm, 1, co->pa.n >= co->pa.max, &old) < 0 || old) {
 		gx_rl_log(
 		    &co->rl_pre,
 		    "rdzv: refused a connection from %s through relay %s: %zu unauthenticated "
@@ -251,7 +261,7 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 	k->rc.buffered = 1;
 	k->rc.carried = 1;
 	gx_strlcpy(k->rc.peer_str, norm, sizeof(k->rc.peer_str));
-	gx_pa_add(&co->pa, &k->pa, norm, 0);
+	gx_pa_add(&co->pa, &k->pa, norm, 1);
 	co->pa_carried++;
 	k->co = co;
 	k->peer = -1;
@@ -281,7 +291,7 @@ int rdzv_co_carry(struct rdzv_coord *co, struct cconn *r, const unsigned char *b
 	}
 	if (r->rc.state != RC_SESSION) /* closing: nothing new for it */
 		return 0;
-	while (off < len && rc == 0) {
+	while (off < len && rc == 0 && r->rc.state == RC_SESSION) { /* an ABORT may close it */
 		uint32_t id, n;
 		uint8_t kind;
 		struct cconn *k;

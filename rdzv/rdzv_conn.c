@@ -107,8 +107,9 @@ static int read_header(struct rdzv_conn *c)
 	rc = rdzv_hdr_decode(c->hdr, c->session, &c->h);
 	c->peer_vmaj = c->h.vmaj;
 	c->peer_vmin = c->h.vmin;
-	/* a coordinator never receives a table (a relay's CARRY has its own cap) */
-	if (rc == 0 && c->is_coord && c->h.type != RDZV_CARRY &&
+	/* a coordinator never receives a table; a relay's CARRY has its own cap, in its session
+	 * only (not before a proof, not from a carried child) */
+	if (rc == 0 && c->is_coord && !(c->h.type == RDZV_CARRY && c->session && !c->carried) &&
 	    c->h.len > RDZV_MAX_BODY + RDZV_MAC_LEN)
 		rc = GX_EPROTO;
 	if (rc < 0)
@@ -257,7 +258,7 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	for (i = 0; i < 256; i++) {
 		/* at the bound the oldest unauthenticated connection makes room (rdzv_co_conn_new);
 		 * only authenticated ones can fill it */
-		if (co->nconns >= co->maxconns && co->pa.n == 0) {
+		if (co->nconns >= co->maxconns && co->pa.n - co->pa_carried == 0) {
 			pause_accept(co); /* the sweep resumes; members wait in the backlog */
 			return;
 		}

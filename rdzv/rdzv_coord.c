@@ -320,7 +320,9 @@ void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, in
 		co->st[i].commit_sent = 1;
 		co->ncommit_sent++;
 	}
-	if (cc->is_relay) /* it may end once its children have theirs (a rejoin too) */
+	/* a relay that rejoins after the COMMIT: it may end once its children are served (at
+	 * the COMMIT itself every relay is told after all the COMMITs: check_commit) */
+	if (cc->is_relay && !co->commit_loop)
 		rdzv_co_relay_committed(co, cc);
 	rdzv_buf_free(&b);
 }
@@ -349,8 +351,10 @@ void rdzv_co_check_commit(struct rdzv_coord *co)
 		gx_info("rdzv: %u of %u members joined through %u relays", via, co->world - 1,
 			co->nrelays_open);
 	}
+	co->commit_loop = 1; /* relays hear CK_COMMITTED after every COMMIT, below */
 	for (i = 1; i < co->world; i++)
 		rdzv_co_commit_one(co, i);
+	co->commit_loop = 0;
 	for (cc = co->conns; cc; cc = next) {
 		next = cc->next;
 		if (cc->role == ROLE_OBSERVER)
@@ -438,8 +442,8 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			snprintf(
 			    why, sizeof(why),
 			    " (this coordinator can hold %zu connections, open-file limit %ld, "
-			    "and %u pods need %u: raise the pod's nofile limit)",
-			    co->maxconns, co->nofile, co->world, co->world);
+			    "and %u pods need %zu: raise the pod's nofile limit)",
+			    co->maxconns, co->nofile, co->world, co->need_conns);
 		rdzv_co_abort(co, GX_EPEERS, 0, "peers missing after %lds%s: %s", secs, why, list);
 		unauth_note(co);
 	} else {
@@ -856,11 +860,12 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 		need = 2 * cfg->relay_fanout + need / cfg->relay_fanout + 64;
 	if (co->maxconns < need) {
 		co->nofile = nofile;
+		co->need_conns = need;
 		gx_warn(
 		    "rdzv: the open-file limit (%ld) lets this coordinator hold %zu connections; "
-		    "%u pods need %u at once: the rendezvous cannot complete (raise the pod's "
+		    "%u pods need %zu at once: the rendezvous cannot complete (raise the pod's "
 		    "nofile limit)",
-		    nofile, co->maxconns, co->world, co->world);
+		    nofile, co->maxconns, co->world, need);
 	}
 	co->next_report = gx_now_ms() + RDZV_REPORT_MS;
 	co->rl_pre.what = "rdzv: unauthenticated connections refused or closed";

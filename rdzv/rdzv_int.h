@@ -376,8 +376,10 @@ struct rdzv_coord {
 	int64_t next_report, finish_by;
 	int64_t relay_wait_until; /* done waits for the relays' closes until (COMMIT, ABORT) */
 	int64_t flood_until;	  /* no slow-member extension before (RDZV_PREAUTH_ROOM_DIV) */
-	long nofile; /* the open-file limit at start, when it bounds maxconns below world */
+	long nofile;	   /* the open-file limit at start, when it bounds maxconns below world */
+	size_t need_conns; /* connections the job needs at once (with nofile) */
 	int committed, aborted, finishing, done_called, deadline_passed, linger;
+	int commit_loop;       /* inside check_commit's COMMITs: CK_COMMITTED follows them all */
 	uint32_t ncommit_sent; /* members whose COMMIT went out */
 	int commit_wait_logged;
 	int64_t commit_wait_until; /* a member without a live session may come back until */

@@ -113,26 +113,31 @@ void rdzv_mb_ticket_end(struct rdzv_member *m)
 }
 
 /*
- * Phase 1 through our relay failed: after two failures to reach it over
- * RDZV_RELAY_PATIENCE_MS (it may start after us), or two drops of a session it carried, we
- * go to the coordinator. A connection it accepted but that nothing answered is not its
- * failure: it waits for its own session (the coordinator may start last).
+ * Phase 1 through our relay failed. Its failures: refused, unreachable, no DNS record, a
+ * close or reset before any answer (a full relay, a stranger's port). A connection it
+ * accepted that is merely late is not: it holds us while its own session is not up (the
+ * coordinator may start last). We go to the coordinator after two failures over
+ * RDZV_RELAY_PATIENCE_MS (it may start after us), after two drops of a session it carried,
+ * or at once when a relay that carried us fails us (it went, or ended after its COMMIT).
  */
 static void relay_failed(struct rdzv_member *m, const char *why)
 {
 	int64_t now = gx_now_ms();
 	int reached = m->c1.rc.fd >= 0 && m->c1.rc.state != RC_CONNECTING;
+	int failed = !(reached && m->c1_late), carried = m->relay_drops > 0;
 
 	if (m->c1_up)
 		m->relay_drops++;
-	else if (!reached && !m->relay_fails++)
+	else if (failed && !m->relay_fails++)
 		m->relay_first_ms = now;
-	m->c1_relay = m->c1_up = 0;
-	if (m->relay_drops < 2 &&
+	if (m->relay_drops < 2 && !(carried && failed && !m->c1_up) &&
 	    (m->relay_fails < 2 ||
 	     now - m->relay_first_ms < (m->cfg.relay_patience_ms > 0 ? m->cfg.relay_patience_ms
-								     : RDZV_RELAY_PATIENCE_MS)))
+								     : RDZV_RELAY_PATIENCE_MS))) {
+		m->c1_relay = m->c1_up = 0;
 		return;
+	}
+	m->c1_relay = m->c1_up = 0;
 	m->via_relay = 0;
 	m->nrefused = 0;
 	gx_warn("rdzv: %s: relay %s failed (%s): joining the coordinator %s directly", m->self.name,
@@ -430,10 +435,12 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 	m->tick_id = 0;
 	if (m->c2.rc.fd >= 0 && !m->rdma_checking && hs_late(&m->c2, now))
 		rdzv_mb_fail(m, &m->c2, "timed out");
+	m->c1_late = 1; /* a failure from here is lateness, not a refusal (relay_failed) */
 	if (m->c1.rc.fd >= 0 && hs_late(&m->c1, now))
 		io_fail(m, &m->c1, -ETIMEDOUT);
 	else if (m->c1.rc.fd >= 0 && !m->c1.keepalive && now - m->c1.last_rx >= M_SILENCE_MS)
 		rdzv_mb_fail(m, &m->c1, "silent for 16 s");
+	m->c1_late = 0;
 	m->tick_id = gx_ev_timer(ev, M_TICK_MS, tick, m);
 }
 

@@ -64,7 +64,7 @@ struct rdzv_member {
 	/* the relay tree (issue 26): our relay's index (0: none), whether phase 1 still goes
 	 * there, whether the open c1 does and reached a session; the relay's failures */
 	uint32_t relay_idx;
-	int via_relay, c1_relay, c1_up;
+	int via_relay, c1_relay, c1_up, c1_late;
 	unsigned relay_fails, relay_drops;
 	int64_t relay_first_ms;
 	/* we are a relay (rdzv_relay.c); relay_only: we stay after our COMMIT only for it */

@@ -148,6 +148,16 @@ static void kid_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		}
 		kid_update(k);
 	}
+	if ((events & (EPOLLERR | EPOLLHUP)) && (r->paused || k->closing)) {
+		/* not read now (epoll reports these on any mask): it went away */
+		if (k->closing) {
+			kid_free(k);
+			maybe_end(r);
+		} else {
+			kid_gone(k);
+		}
+		return;
+	}
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || r->paused || k->closing)
 		return;
 	n = recv(fd, r->buf, sizeof(r->buf), 0);
@@ -450,6 +460,11 @@ void rdzv_mb_relay_free(struct rdzv_member *m)
 /* The relay is done (or gave up waiting): the session it kept goes too. */
 static void relay_end(struct rdzv_member *m)
 {
+	/* our children's last records (their CLOSEs) first: the coordinator counts a child
+	 * still carried when our session ends as one whose COMMIT may be lost */
+	rdzv_mb_relay_push(m);
+	if (m->c1.rc.fd >= 0)
+		(void)rdzv_conn_flush(&m->c1.rc);
 	rdzv_mb_relay_free(m);
 	if (m->relay_only && m->st == M_STAYING) {
 		m->st = M_DONE;
@@ -476,6 +491,10 @@ void rdzv_mb_relay_stay(struct rdzv_member *m)
 	relay_close_listen(r); /* a child that comes now goes to the coordinator */
 	m->relay_only = 1;
 	r->drain_id = gx_ev_timer(m->ev, RDZV_RELAY_DRAIN_MS, drain_fired, r);
+	if (!r->drain_id) { /* no bound without it: the children reconnect to the coordinator */
+		relay_end(m);
+		return;
+	}
 	maybe_end(r);
 }
 

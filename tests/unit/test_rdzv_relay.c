@@ -498,6 +498,45 @@ static void test_relay_stay(void **state)
 	tw_free(&w);
 }
 
+/* A relay that goes after the COMMIT, its children's COMMITs unread in its socket: the
+ * coordinator counts them not sent and waits; the children, failed by a relay that had
+ * carried them, go to the coordinator at once and get their COMMIT there. */
+static void test_relay_dies_after_commit(void **state)
+{
+	struct tw w;
+	uint32_t i;
+	int64_t t0;
+
+	(void)state;
+	tw_init(&w, 20, 8, 20000);
+	start_coord(&w);
+	for (i = 1; i < w.h.n - 1; i++)
+		start_member(&w, i);
+	pump(&w, 100, 1000);
+	/* the relay's pod freezes: it reads nothing more */
+	gx_ev_del(w.h.ev, w.h.s[8].m->c1.rc.fd);
+	start_member(&w, w.h.n - 1);
+	t0 = gx_now_ms();
+	while (!w.h.co->committed && gx_now_ms() - t0 < 5000)
+		gx_ev_run_until(w.h.ev, gx_now_ms() + 10);
+	assert_int_equal(w.h.co->committed, 1);
+	pump(&w, 100, 100);
+	rdzv_member_free(w.h.s[8].m); /* ... and goes, its children's COMMITs unread */
+	w.h.s[8].m = NULL;
+	w.h.ndone = 0;
+	pump(&w, 1 + 7 + 11 - 7, 10000); /* the coordinator and everyone but the relay */
+	for (i = 9; i < 16; i++) {
+		assert_int_equal(w.h.s[i].done, 1);
+		assert_int_equal(w.h.s[i].rc, 0);
+		assert_int_equal(w.h.s[i].res.rank, (int)i);
+		assert_int_equal(w.h.s[i].res.via_relay, 0); /* its COMMIT came directly */
+	}
+	assert_int_equal(w.h.co_done, 1);
+	assert_int_equal(w.h.co_rc, 0);
+	drain_relays(&w, 5000);
+	tw_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +550,7 @@ int main(void)
 	    cmocka_unit_test(test_relay_late_coordinator),
 	    cmocka_unit_test(test_relay_presession_flood),
 	    cmocka_unit_test(test_relay_stay),
+	    cmocka_unit_test(test_relay_dies_after_commit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
