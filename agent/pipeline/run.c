@@ -120,13 +120,22 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	return rc < 0 ? rc : -EINPROGRESS;
 }
 
+static const char *relay_lookup_name(const struct agent_run *r)
+{
+	return r->relay_as_given ? r->peers.names[r->relay_idx] : r->relay_lookup;
+}
+
 /* The answer for our relay's name: the member connects, or counts a failure. */
 static void relay_resolved(void *arg, int rc, const struct agent_dns_answer *ans)
 {
 	struct agent_run *r = arg;
 
 	if (rc < 0)
-		gx_debug("resolving the relay %s: %s", r->relay_lookup, gx_strerror(rc));
+		gx_debug("resolving the relay %s: %s", relay_lookup_name(r), gx_strerror(rc));
+	/* our guess of its full name from a bare --peers name: the next try asks for it as
+	 * written (then back), as for the coordinator's */
+	if (rc == -ENOENT && r->peers.coord_maybe_plain)
+		r->relay_as_given = !r->relay_as_given;
 	if (rc == 0) {
 		r->relay_addr = ans->addrs[0];
 		r->relay_resolved_ms = gx_now_ms();
@@ -153,7 +162,7 @@ static int resolve_relay(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	}
 	agent_dns_free(r->rdns);
 	r->rdns = NULL;
-	rc = agent_dns_start(r->ev, r->relay_lookup, r->o->dns_server, port, relay_resolved, r,
+	rc = agent_dns_start(r->ev, relay_lookup_name(r), r->o->dns_server, port, relay_resolved, r,
 			     &r->rdns);
 	return rc < 0 ? rc : -EINPROGRESS;
 }
@@ -181,15 +190,17 @@ static uint32_t relay_fanout(const struct agent_run *r, uint32_t world, char *er
 
 static int relay_name(struct agent_run *r, uint32_t f)
 {
-	uint32_t i = (uint32_t)r->peers.self, rel;
 	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
-	size_t l0 = strlen(c0);
+	size_t l0 = strlen(c0), i = r->peers.self, rel;
 
-	if (f < 2 || r->peers.self <= 0 || r->peers.elastic)
+	/* an observer (AGENT_SELF_NONE) joins the coordinator: it stays for the job's end */
+	if (f < 2 || r->peers.observer || i == AGENT_SELF_NONE || i == 0 || i >= r->peers.n ||
+	    r->peers.elastic)
 		return 0;
 	rel = i / f * f;
 	if (rel == 0 || rel == i)
 		return 0;
+	r->relay_idx = rel;
 	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
 		return asprintf(&r->relay_lookup, "%s%s", r->peers.names[rel], fq + l0) < 0
 			   ? -ENOMEM

@@ -104,6 +104,8 @@ struct agent_run {
 	char *relay_lookup;
 	struct agent_dns *rdns;
 	union gx_sockaddr relay_addr; /* its last answer (asked for with our port) */
+	size_t relay_idx;	      /* its index in peers.names */
+	int relay_as_given;	      /* NXDOMAIN for our guess of its full name: as written */
 	int64_t relay_resolved_ms;
 	struct rdzv_result res;
 	struct rdzv_peer self;

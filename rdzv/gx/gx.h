@@ -142,6 +142,8 @@ long gx_raise_nofile(void);
  */
 struct gx_pa_ent {
 	struct gx_pa_ent *older, *newer, *bnext;
+	struct gx_pa_ent **bpp; /* what points at it in its bucket: removal in O(1) (one source's
+				 * entries share a chain: loopback, a relay's children in tests) */
 	uint32_t bucket;
 	int in, known;
 	char src[46]; /* INET6_ADDRSTRLEN */

@@ -104,6 +104,9 @@ void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src, int known
 	e->known = known;
 	e->bucket = src_bucket(pa, e->src);
 	e->bnext = pa->b[e->bucket];
+	if (e->bnext)
+		e->bnext->bpp = &e->bnext;
+	e->bpp = &pa->b[e->bucket];
 	pa->b[e->bucket] = e;
 	e->older = pa->newest;
 	e->newer = NULL;
@@ -118,15 +121,11 @@ void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src, int known
 
 void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e)
 {
-	struct gx_pa_ent **pp;
-
 	if (!e->in)
 		return;
-	for (pp = &pa->b[e->bucket]; *pp; pp = &(*pp)->bnext)
-		if (*pp == e) {
-			*pp = e->bnext;
-			break;
-		}
+	*e->bpp = e->bnext;
+	if (e->bnext)
+		e->bnext->bpp = e->bpp;
 	if (e->older)
 		e->older->newer = e->newer;
 	else
@@ -136,6 +135,7 @@ void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e)
 	else
 		pa->newest = e->older;
 	e->older = e->newer = e->bnext = NULL;
+	e->bpp = NULL;
 	e->in = 0;
 	pa->n--;
 }

@@ -4,7 +4,7 @@
 # --peers 'job-worker-{1..3}' --slots 2 --supervise (the coordinator keeps serving while its
 # command runs); the launcher starts 1 s after them, takes its peers from /etc/mpi/hostfile
 # (a private bind mount in its own mount namespace) and runs `gxboot init`.
-# Asserts: all exit 0; the launcher logs that it is an observer; its hostfile lists the three
+# A. Asserts: all exit 0; the launcher logs that it is an observer; its hostfile lists the three
 # workers' net1 addresses with slots=2 in rank order; its env has MASTER_ADDR = job-worker-1's
 # net1 address, NNODES=3, OMPI_MCA_orte_default_hostfile = its hostfile, and no NODE_RANK.
 set -uo pipefail
@@ -43,3 +43,24 @@ E=$GX_DIR/out0/env
   fail "launcher hostfile variable: $(gx_env "$E" OMPI_MCA_orte_default_hostfile)"
 [ -z "$(gx_env "$E" NODE_RANK)" ] || fail "an observer got NODE_RANK=$(gx_env "$E" NODE_RANK)"
 echo "observer OK: $(tr '\n' ' ' <"$GX_DIR/out0/hostfile")"
+
+# B. The same job with relays on (GXBOOT_RELAY_FANOUT=2: job-worker-3, index 2, is a relay with
+# no children): the launcher, an observer, joins the coordinator (it read a relay name for
+# its index SIZE_MAX and crashed before).
+for i in 0 1 2 3; do mv "$GX_DIR/pod$i.log" "$GX_DIR/pod$i.a.log"; rm -rf "$GX_DIR/out$i"; done
+export GXBOOT_RELAY_FANOUT=2
+for i in 1 2 3; do
+  gx_start "$i" --peers 'job-worker-{1..3}' --slots 2 --supervise --token-file "$T" \
+    --timeout 20 -- sleep 3
+done
+sleep 1
+mkdir -p "$GX_DIR/out0"
+pod_bg 0 "$GX_DIR/pod0.log" unshare -m /bin/sh -c \
+  'mount --make-rprivate / && mount --bind "$1" /etc/mpi && shift && exec "$@"' sh "$GX_DIR/mpi" \
+  "$GXBOOT" init --token-file "$T" --timeout 20 --out "$GX_DIR/out0"
+GX_PIDS[0]=$GX_PID
+gx_wait_all 40 0 1 2 3
+gx_expect_rc 0 0 1 2 3
+got=$(cat "$GX_DIR/out0/hostfile" 2>/dev/null)
+[ "$got" = "$want" ] || fail "B. launcher hostfile: got '$got' want '$want'" "$GX_DIR/pod0.log"
+echo "B. observer with relays on (fan-out 2) OK"
