@@ -10,23 +10,9 @@
  */
 #include "rdzv/rdzv_int.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void put_rec(struct rdzv_buf *b, uint32_t id, uint8_t kind, const void *p, size_t n)
-{
-	unsigned char h[RDZV_CARRY_REC];
-	uint32_t v = htonl(id), l = htonl((uint32_t)n);
-
-	memcpy(h, &v, 4);
-	h[4] = kind;
-	memcpy(h + 5, &l, 4);
-	rdzv_put_raw(b, h, sizeof(h));
-	if (n)
-		rdzv_put_raw(b, p, n);
-}
 
 /* The relay's records so far go out as one CARRY (written now unless corked). */
 static void seal(struct rdzv_coord *co, struct cconn *r)
@@ -59,7 +45,7 @@ static void add_rec(struct rdzv_coord *co, struct cconn *r, uint32_t id, uint8_t
 {
 	if (r->carry.len + RDZV_CARRY_REC + n > RDZV_CARRY_MAX)
 		seal(co, r);
-	put_rec(&r->carry, id, kind, p, n);
+	rdzv_put_rec(&r->carry, id, kind, p, n);
 	mark_dirty(co, r);
 }
 
@@ -282,7 +268,10 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 
 int rdzv_co_carry(struct rdzv_coord *co, struct cconn *r, const unsigned char *body, size_t len)
 {
+	const unsigned char *p;
 	size_t off = 0;
+	uint32_t id, n;
+	uint8_t kind;
 	int rc = 0;
 
 	if (!r->is_relay) {
@@ -291,39 +280,27 @@ int rdzv_co_carry(struct rdzv_coord *co, struct cconn *r, const unsigned char *b
 	}
 	if (r->rc.state != RC_SESSION) /* closing: nothing new for it */
 		return 0;
-	while (off < len && rc == 0 && r->rc.state == RC_SESSION) { /* an ABORT may close it */
-		uint32_t id, n;
-		uint8_t kind;
+	/* an ABORT one of these records causes may close the relay: the rest is not read */
+	while (r->rc.state == RC_SESSION &&
+	       (rc = rdzv_rec_next(body, len, &off, &id, &kind, &p, &n)) == 1) {
 		struct cconn *k;
 
-		if (len - off < RDZV_CARRY_REC) {
-			rc = GX_EPROTO;
-			break;
-		}
-		memcpy(&id, body + off, 4);
-		kind = body[off + 4];
-		memcpy(&n, body + off + 5, 4);
-		id = ntohl(id);
-		n = ntohl(n);
-		off += RDZV_CARRY_REC;
-		if (n > len - off) {
-			rc = GX_EPROTO;
-			break;
-		}
+		rc = 0;
 		/* ids are never reused in a session (a slot is): a stale one finds nothing */
 		k = r->kids[id % RDZV_RELAY_KIDS];
 		if (k && k->kid != id)
 			k = NULL;
 		if (kind == CK_OPEN)
-			rc = kid_open(co, r, id, body + off, n);
+			rc = kid_open(co, r, id, p, n);
 		else if (kind == CK_DATA && k) /* none: we closed it, its bytes were in flight */
-			(void)rdzv_co_input(co, k, body + off, n);
+			(void)rdzv_co_input(co, k, p, n);
 		else if (kind == CK_CLOSE && k) {
 			k->close_sent = 1; /* the relay has closed it already */
 			rdzv_co_drop(co, k, NULL);
 		} else if (kind != CK_DATA && kind != CK_CLOSE)
 			rc = GX_EPROTO;
-		off += n;
+		if (rc < 0)
+			break;
 	}
 	if (rc < 0) {
 		gx_warn("rdzv: relay %s sent a malformed CARRY (%s): dropped with its children",

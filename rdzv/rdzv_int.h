@@ -188,6 +188,12 @@ void rdzv_put_str(struct rdzv_buf *b, uint16_t t, const char *s);
 void rdzv_put_u32(struct rdzv_buf *b, uint16_t t, uint32_t v);
 void rdzv_put_u64(struct rdzv_buf *b, uint16_t t, uint64_t v);
 void rdzv_put_peer(struct rdzv_buf *b, uint16_t t, const struct rdzv_peer *p);
+/* CARRY records (the relay tree): {id u32, kind u8, len u32, bytes}, network order. */
+void rdzv_put_rec(struct rdzv_buf *b, uint32_t id, uint8_t kind, const void *p, size_t n);
+/* The record at *off: 1 (fields set, *off past it), 0 at the end, GX_EPROTO when it runs
+ * past len (its length is checked before p is set). */
+int rdzv_rec_next(const unsigned char *body, size_t len, size_t *off, uint32_t *id, uint8_t *kind,
+		  const unsigned char **p, uint32_t *n);
 /* Walk TLVs: 1 = one more (t, v, n), 0 = end, GX_EPROTO = truncated. */
 int rdzv_tlv_next(const unsigned char *p, size_t len, size_t *off, uint16_t *t,
 		  const unsigned char **v, uint16_t *n);

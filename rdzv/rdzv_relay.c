@@ -42,19 +42,6 @@ struct mrelay {
 	unsigned char buf[16384];
 };
 
-static void put_rec(struct rdzv_buf *b, uint32_t id, uint8_t kind, const void *p, size_t n)
-{
-	unsigned char h[RDZV_CARRY_REC];
-	uint32_t v = htonl(id), l = htonl((uint32_t)n);
-
-	memcpy(h, &v, 4);
-	h[4] = kind;
-	memcpy(h + 5, &l, 4);
-	rdzv_put_raw(b, h, sizeof(h));
-	if (n)
-		rdzv_put_raw(b, p, n);
-}
-
 static void kid_update(struct rkid *k)
 {
 	uint32_t ev =
@@ -100,7 +87,7 @@ static void kid_gone(struct rkid *k)
 {
 	struct mrelay *r = k->r;
 
-	put_rec(&r->up, k->id, CK_CLOSE, NULL, 0);
+	rdzv_put_rec(&r->up, k->id, CK_CLOSE, NULL, 0);
 	kid_free(k);
 	schedule_push(r);
 	maybe_end(r);
@@ -167,7 +154,7 @@ static void kid_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		kid_gone(k);
 		return;
 	}
-	put_rec(&r->up, k->id, CK_DATA, r->buf, (size_t)n);
+	rdzv_put_rec(&r->up, k->id, CK_DATA, r->buf, (size_t)n);
 	if (r->up.len > RDZV_RELAY_UP_HIGH) /* our session is down or slow: stop reading */
 		set_paused(r, 1);
 	schedule_push(r);
@@ -226,7 +213,7 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		r->nkids++;
 		r->m->res.ncarried++;
 		gx_strlcpy(k->addr, a, sizeof(k->addr));
-		put_rec(&r->up, k->id, CK_OPEN, a, strlen(a));
+		rdzv_put_rec(&r->up, k->id, CK_OPEN, a, strlen(a));
 		schedule_push(r);
 	}
 }
@@ -257,20 +244,19 @@ void rdzv_mb_relay_push(struct rdzv_member *m)
 	}
 	r->sent = 1;
 	while (off < r->up.len) {
-		size_t end = off, n;
-		struct rdzv_buf b = {0};
+		size_t end = off, next = off;
+		const unsigned char *p;
+		uint32_t id, n;
+		uint8_t kind;
+		int rc;
 
-		while (end < r->up.len) {
-			uint32_t l;
-
-			memcpy(&l, r->up.p + end + 5, 4);
-			n = RDZV_CARRY_REC + ntohl(l);
-			if (end > off && end + n - off > RDZV_CARRY_MAX)
-				break;
-			end += n;
-		}
-		rdzv_put_raw(&b, r->up.p + off, end - off);
-		if (rdzv_mb_send(m, &m->c1, RDZV_CARRY, &b) < 0)
+		/* whole records (ours: each fits), at most RDZV_CARRY_MAX a frame */
+		while (rdzv_rec_next(r->up.p, r->up.len, &next, &id, &kind, &p, &n) == 1 &&
+		       (end == off || next - off <= RDZV_CARRY_MAX))
+			end = next;
+		rc = rdzv_conn_send(&m->c1.rc, RDZV_CARRY, r->up.p + off, end - off);
+		rdzv_mb_update(m, &m->c1);
+		if (rc < 0)
 			break; /* c1's failure is seen by its event: the rest stays queued */
 		off = end;
 	}
@@ -312,30 +298,21 @@ static int kid_write(struct rkid *k, const unsigned char *p, size_t n)
 int rdzv_mb_relay_carry(struct rdzv_member *m, const unsigned char *body, size_t len)
 {
 	struct mrelay *r = m->relay;
+	const unsigned char *p;
 	size_t off = 0;
+	uint32_t id, n;
+	uint8_t kind;
+	int rc;
 
 	if (!r)
 		return GX_EPROTO;
-	while (off < len) {
-		uint32_t id, n;
-		uint8_t kind;
-		struct rkid *k;
+	while ((rc = rdzv_rec_next(body, len, &off, &id, &kind, &p, &n)) == 1) {
+		struct rkid *k = r->kids[id % RDZV_RELAY_KIDS];
 
-		if (len - off < RDZV_CARRY_REC)
-			return GX_EPROTO;
-		memcpy(&id, body + off, 4);
-		kind = body[off + 4];
-		memcpy(&n, body + off + 5, 4);
-		id = ntohl(id);
-		n = ntohl(n);
-		off += RDZV_CARRY_REC;
-		if (n > len - off)
-			return GX_EPROTO;
-		k = r->kids[id % RDZV_RELAY_KIDS];
 		if (k && k->id != id) /* an id of the past: that child is gone */
 			k = NULL;
 		if (kind == CK_DATA && k) {
-			if (kid_write(k, body + off, n) < 0) {
+			if (kid_write(k, p, n) < 0) {
 				kid_gone(k);
 				k = NULL;
 			}
@@ -356,9 +333,8 @@ int rdzv_mb_relay_carry(struct rdzv_member *m, const unsigned char *body, size_t
 			return 1;
 		if (k)
 			kid_update(k);
-		off += n;
 	}
-	return 0;
+	return rc;
 }
 
 static int listen_one(struct mrelay *r, const union gx_sockaddr *sa, socklen_t len)

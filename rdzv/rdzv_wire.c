@@ -116,6 +116,38 @@ void rdzv_put(struct rdzv_buf *b, uint16_t t, const void *v, size_t n)
 	rdzv_put_raw(b, v, n);
 }
 
+void rdzv_put_rec(struct rdzv_buf *b, uint32_t id, uint8_t kind, const void *p, size_t n)
+{
+	unsigned char h[RDZV_CARRY_REC];
+	uint32_t v = htonl(id), l = htonl((uint32_t)n);
+
+	memcpy(h, &v, 4);
+	h[4] = kind;
+	memcpy(h + 5, &l, 4);
+	rdzv_put_raw(b, h, sizeof(h));
+	if (n)
+		rdzv_put_raw(b, p, n);
+}
+
+int rdzv_rec_next(const unsigned char *body, size_t len, size_t *off, uint32_t *id, uint8_t *kind,
+		  const unsigned char **p, uint32_t *n)
+{
+	if (*off >= len)
+		return 0;
+	if (len - *off < RDZV_CARRY_REC)
+		return GX_EPROTO;
+	memcpy(id, body + *off, 4);
+	*kind = body[*off + 4];
+	memcpy(n, body + *off + 5, 4);
+	*id = ntohl(*id);
+	*n = ntohl(*n);
+	if (*n > len - *off - RDZV_CARRY_REC)
+		return GX_EPROTO;
+	*p = body + *off + RDZV_CARRY_REC;
+	*off += RDZV_CARRY_REC + *n;
+	return 1;
+}
+
 void rdzv_put_str(struct rdzv_buf *b, uint16_t t, const char *s)
 {
 	if (s && *s)

@@ -173,19 +173,20 @@ static int resolve_relay(void *arg, union gx_sockaddr *sa, socklen_t *len)
  * agree). Our relay's name is qualified as the coordinator's is: the coordinator's full
  * name with its listed name replaced (one headless Service), else as listed.
  */
-static uint32_t relay_fanout(const struct agent_run *r, uint32_t world, char *err, size_t errlen)
+/* GXBOOT_RELAY_FANOUT, checked at start (exit 2 and one line): -1 when unset. */
+static int relay_fanout_env(long *f, char *err, size_t errlen)
 {
 	const char *v = getenv("GXBOOT_RELAY_FANOUT");
-	long f;
 
+	*f = -1;
 	if (!v || !*v)
-		return world > AGENT_RELAY_WORLD ? AGENT_RELAY_FANOUT : 0;
-	if (gx_parse_long(v, 0, 512, &f) < 0 || f == 1) {
-		snprintf(err, errlen, "GXBOOT_RELAY_FANOUT=%s: give 0 (no relays) or 2 to 512", v);
-		return UINT32_MAX;
+		return 0;
+	if (gx_parse_long(v, 0, 512, f) < 0 || *f == 1) {
+		snprintf(err, errlen, "GXBOOT_RELAY_FANOUT=%.32s: give 0 (no relays) or 2 to 512",
+			 v);
+		return GX_EUSAGE;
 	}
-	(void)r;
-	return (uint32_t)f;
+	return 0;
 }
 
 static int relay_name(struct agent_run *r, uint32_t f)
@@ -381,13 +382,9 @@ static int start_rdzv(struct agent_run *r)
 	cfg.changed = table_changed;
 	cfg.changed_arg = r;
 	if (!cfg.elastic) {
-		char err[160];
-
-		cfg.relay_fanout = relay_fanout(r, cfg.world, err, sizeof(err));
-		if (cfg.relay_fanout == UINT32_MAX) {
-			gx_error("%s", err);
-			return GX_EUSAGE;
-		}
+		cfg.relay_fanout = r->relay_fanout >= 0		   ? (uint32_t)r->relay_fanout
+				   : cfg.world > AGENT_RELAY_WORLD ? AGENT_RELAY_FANOUT
+								   : 0;
 		rc = relay_name(r, cfg.relay_fanout);
 		if (rc < 0)
 			return rc;
@@ -970,6 +967,8 @@ int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size
 
 	r->o = o;
 	rc = agent_dns_server_check(o->dns_server, err, errlen);
+	if (rc == 0)
+		rc = relay_fanout_env(&r->relay_fanout, err, errlen);
 	if (rc < 0)
 		return rc;
 

@@ -101,6 +101,7 @@ struct agent_run {
 	struct agent_dns *dns; /* the coordinator's name being looked up, or NULL */
 	int coord_as_given;    /* NXDOMAIN for coord_fqdn: try names[0] as written next */
 	/* the relay tree (issue 26): our relay's name as looked up, and its lookup */
+	long relay_fanout; /* GXBOOT_RELAY_FANOUT, -1 unset (then past AGENT_RELAY_WORLD: F) */
 	char *relay_lookup;
 	struct agent_dns *rdns;
 	union gx_sockaddr relay_addr; /* its last answer (asked for with our port) */

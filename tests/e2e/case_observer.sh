@@ -20,17 +20,22 @@ trap 'cluster_destroy; cleanup_etc_mpi' EXIT
 T=$(cluster_token)
 mkdir -p "$GX_DIR/mpi"
 printf 'job-worker-1 slots=2\njob-worker-2 slots=2\njob-worker-3 slots=2\n' >"$GX_DIR/mpi/hostfile"
-for i in 1 2 3; do
-  gx_start "$i" --peers 'job-worker-{1..3}' --slots 2 --supervise --token-file "$T" \
-    --timeout 20 -- sleep 6
-done
-sleep 1
-mkdir -p "$GX_DIR/out0"
-pod_bg 0 "$GX_DIR/pod0.log" unshare -m /bin/sh -c \
-  'mount --make-rprivate / && mount --bind "$1" /etc/mpi && shift && exec "$@"' sh "$GX_DIR/mpi" \
-  "$GXBOOT" init --token-file "$T" --timeout 20 --out "$GX_DIR/out0"
-GX_PIDS[0]=$GX_PID
-gx_wait_all 40 0 1 2 3
+# the three workers run `sleep SEC`; the launcher starts 1 s after them
+run_job() {
+  local i
+  for i in 1 2 3; do
+    gx_start "$i" --peers 'job-worker-{1..3}' --slots 2 --supervise --token-file "$T" \
+      --timeout 20 -- sleep "$1"
+  done
+  sleep 1
+  mkdir -p "$GX_DIR/out0"
+  pod_bg 0 "$GX_DIR/pod0.log" unshare -m /bin/sh -c \
+    'mount --make-rprivate / && mount --bind "$1" /etc/mpi && shift && exec "$@"' sh "$GX_DIR/mpi" \
+    "$GXBOOT" init --token-file "$T" --timeout 20 --out "$GX_DIR/out0"
+  GX_PIDS[0]=$GX_PID
+  gx_wait_all 40 0 1 2 3
+}
+run_job 6
 gx_expect_rc 0 0 1 2 3
 gx_expect_in 0 'observer'
 want=$(printf '%s slots=2\n' "$(pod_net1 1)" "$(pod_net1 2)" "$(pod_net1 3)")
@@ -49,17 +54,7 @@ echo "observer OK: $(tr '\n' ' ' <"$GX_DIR/out0/hostfile")"
 # its index SIZE_MAX and crashed before).
 for i in 0 1 2 3; do mv "$GX_DIR/pod$i.log" "$GX_DIR/pod$i.a.log"; rm -rf "$GX_DIR/out$i"; done
 export GXBOOT_RELAY_FANOUT=2
-for i in 1 2 3; do
-  gx_start "$i" --peers 'job-worker-{1..3}' --slots 2 --supervise --token-file "$T" \
-    --timeout 20 -- sleep 3
-done
-sleep 1
-mkdir -p "$GX_DIR/out0"
-pod_bg 0 "$GX_DIR/pod0.log" unshare -m /bin/sh -c \
-  'mount --make-rprivate / && mount --bind "$1" /etc/mpi && shift && exec "$@"' sh "$GX_DIR/mpi" \
-  "$GXBOOT" init --token-file "$T" --timeout 20 --out "$GX_DIR/out0"
-GX_PIDS[0]=$GX_PID
-gx_wait_all 40 0 1 2 3
+run_job 3
 gx_expect_rc 0 0 1 2 3
 got=$(cat "$GX_DIR/out0/hostfile" 2>/dev/null)
 [ "$got" = "$want" ] || fail "B. launcher hostfile: got '$got' want '$want'" "$GX_DIR/pod0.log"

@@ -8,7 +8,8 @@
 # B. The relay job-worker-3 is SIGKILLed after its children joined through it (the COMMIT is
 #    held back: job-worker-7 not started): the coordinator names the lost relay; 3 restarts
 #    and everyone exits 0 with its rank.
-# GX_RELAY_DEBUG=DIR: part B runs with -v and its pod logs are copied to DIR.
+# GX_RELAY_DEBUG=DIR: part B runs with -v and its pod logs are copied to DIR (the
+# coordinator always runs with -v in B: its lines say when 4 and 5 have joined).
 # C. The relay job-worker-6 never starts, --timeout 26: its child 7 gives up on it after
 #    20 s (RDZV_RELAY_PATIENCE_MS) and joins the coordinator; the failure line names
 #    job-worker-6 only.
@@ -33,10 +34,12 @@ echo "A. 8 pods, fan-out 3: 3 members through 2 relays, all exit 0 with their ra
 
 # B.
 for i in $all; do mv "$GX_DIR/pod$i.log" "$GX_DIR/pod$i.a.log"; rm -rf "$GX_DIR/out$i"; done
-for i in 0 1 2 3 4 5 6; do gx_start "$i" "${P[@]}" ${GX_RELAY_DEBUG:+-v} -- "${GX_REPORT[@]}"; done
+gx_start 0 "${P[@]}" -v -- "${GX_REPORT[@]}" # its debug lines say who joined
+for i in 1 2 3 4 5 6; do gx_start "$i" "${P[@]}" ${GX_RELAY_DEBUG:+-v} -- "${GX_REPORT[@]}"; done
 relay=${GX_PIDS[3]}
-gx_wait_until 15 grep -q 'joined through\|rank' "$GX_DIR/pod4.log" 2>/dev/null || true
-sleep 1
+joined() { grep -q 'job-worker-4 joined from' "$1" && grep -q 'job-worker-5 joined from' "$1"; }
+gx_wait_until 15 joined "$GX_DIR/pod0.log" ||
+  fail "job-worker-4 and 5 did not join through their relay" "$GX_DIR/pod0.log"
 kill -0 "$relay" 2>/dev/null || fail "job-worker-3 ended before it was killed" "$GX_DIR/pod3.log"
 kill -KILL "$relay"
 wait "$relay" 2>/dev/null
