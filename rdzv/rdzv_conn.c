@@ -3,7 +3,7 @@
  * rdzv_conn.c - one non-blocking, buffered rendezvous connection: partial
  * reads and writes tracked as (buf, len, off), the header decoded and its
  * length capped before the body is read, and once the session is up every
- * frame carries HMAC(S, dir | seq | type | body) checked against the next
+ * frame carries MAC(S, dir | seq | type | body) checked against the next
  * expected sequence number (PROTOCOL.md "Session").
  */
 #include "rdzv/rdzv_int.h"

@@ -9,7 +9,7 @@
 
 /* ---- resource bounds (PROTOCOL.md "Bounds") ---------------------------- */
 #define RDZV_MAGIC 0x47584231u /* "GXB1" */
-#define RDZV_VMAJOR 1
+#define RDZV_VMAJOR 2
 #define RDZV_VMINOR 0
 #define RDZV_HDR_LEN 12
 #define RDZV_MAC_LEN 32
@@ -228,7 +228,7 @@ void rdzv_mac(const unsigned char s[RDZV_KEY_LEN], uint8_t dir, uint64_t seq, ui
 	      const unsigned char *body, size_t len, unsigned char out[RDZV_MAC_LEN]);
 int rdzv_mac_verify(const unsigned char s[RDZV_KEY_LEN], uint8_t dir, uint64_t seq, uint16_t type,
 		    const unsigned char *body, size_t len, const unsigned char mac[RDZV_MAC_LEN]);
-/* The phase-2 ticket key (issue 26): HMAC(S1, "gxboot verify\0" | nonce), S1 the phase-1
+/* The phase-2 ticket key (issue 26): MAC(S1, "gxboot verify\0" | nonce), S1 the phase-1
  * session key of the connection that carried the ASSIGN with the nonce. */
 void rdzv_ticket_key(const unsigned char s1[RDZV_KEY_LEN], const unsigned char vn[RDZV_TICKET_LEN],
 		     unsigned char out[RDZV_KEY_LEN]);

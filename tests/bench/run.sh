@@ -25,8 +25,12 @@
 #       side), then N=65536 REPS_64K times (default 3; 64 member processes of 1024, a relay
 #       and its children in one process): latency, the coordinator's peak open descriptors
 #       (sampled every 50 ms: held sessions plus the VERIFY connections in flight), resets
+#   (h) the floor (issue 26): bare TCP exchanges on this loopback, no protocol at all
+#       (bench_floor 16384 32: connect, 100 bytes each way, close), 3 runs: what the kernel
+#       alone charges the server and all processes per connection. A member makes two
+#       connections, so the summary prints each row's floor beside its target
 # --smoke: tiny N only, prints one PASS/FAIL line (make check runs it).
-# BENCH_ONLY=a|b|c|d|e|f|g (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
+# BENCH_ONLY=a|b|c|d|e|f|g|h (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
 # (default build: the bench tools are $BENCH_BUILD/release/bench/bench_*), REPS (default 5),
 # DNS_DELAYS (ms, default "500 3000"). Every section header prints the load average.
 set -uo pipefail
@@ -38,6 +42,7 @@ GXBOOT=${GXBOOT:-build/gxboot}
 BENCH_BUILD=${BENCH_BUILD:-build}
 BENCH=$BENCH_BUILD/release/bench/bench_rdzv
 BOOT=$BENCH_BUILD/release/bench/bench_boot
+FLOOR=$BENCH_BUILD/release/bench/bench_floor
 REPS=${REPS:-5}
 procs() { # members' processes for N: BENCH_PROCS, else 256 members each, 2 to 64
   local p=${BENCH_PROCS:-$(($1 / 256))}
@@ -45,7 +50,7 @@ procs() { # members' processes for N: BENCH_PROCS, else 256 members each, 2 to 6
   [ "$p" -gt 64 ] && p=64
   echo "$p"
 }
-ONLY=${BENCH_ONLY:-abcdefg}
+ONLY=${BENCH_ONLY:-abcdefgh}
 want() { [[ "$ONLY" == *"$1"* ]]; }
 load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 tmp=$(mktemp -d /tmp/gxbench.XXXXXX)
@@ -113,8 +118,8 @@ chmod 600 "$tmp/token"
 echo 'pass' >"$tmp/trivial.py"
 [ -x "$GXBOOT" ] || { echo "FAIL bench: $GXBOOT not built"; exit 1; }
 # always through make: a tool built from older sources is rebuilt (a no-op when current)
-make --no-print-directory MODE=release BUILD="$BENCH_BUILD" "$BENCH" "$BOOT" >/dev/null ||
-  { echo "FAIL bench: cannot build $BENCH $BOOT"; exit 1; }
+make --no-print-directory MODE=release BUILD="$BENCH_BUILD" "$BENCH" "$BOOT" "$FLOOR" >/dev/null ||
+  { echo "FAIL bench: cannot build $BENCH $BOOT $FLOOR"; exit 1; }
 port=$((10000 + $$ % 10000)) # below the ephemeral range
 
 # (a') one gx_run in a fresh netns (root) so that nstat counts this run's SYNs alone:
@@ -160,12 +165,14 @@ if [ $smoke -eq 1 ]; then
     t=$("$BENCH" 96 4 16 2>&1)
   fi
   d=$("$BOOT" first "$GXBOOT" "$tmp/token" "$tmp/boot" 2>&1)
+  f=$("$FLOOR" 256 4 2>&1)
   # the tree (issue 26): 96 pods, fan-out 16: 75 members through 5 relays
   if [ "$a" != fail ] && [[ "$b" == *failed=0* ]] && [[ "$b" != *expected* ]] &&
-    [[ "$t" == *failed=0*via_relay=75* ]] && [[ "$d" == exec_to_accept_us=* ]]; then
-    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; tree: $t; $d)"
+    [[ "$t" == *failed=0*via_relay=75* ]] && [[ "$d" == exec_to_accept_us=* ]] &&
+    [[ "$f" == "floor: N=256 "*total_us=* ]]; then
+    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; tree: $t; $d; $f)"
   else
-    echo "FAIL bench smoke: a=$a b=$b t=$t d=$d"; exit 1
+    echo "FAIL bench smoke: a=$a b=$b t=$t d=$d f=$f"; exit 1
   fi
   exit 0
 fi
@@ -174,7 +181,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "gxboot bench — $(nproc) cores (${cpu:-?}), $(uname -sr), $(date -u +%F); absolute times are this machine's"
 echo "binary: $(stat -c %s "$GXBOOT") bytes stripped static ($GXBOOT)"
 declare -A GX_MED
-ORDER_LAST= PROFILE= MEMBER_RSS= COORD_RSS_8192= LAT_1024= LAT_8192= RES_16384= FIRST= DNS_LAG=
+TREE_US= ORDER_LAST= PROFILE= MEMBER_RSS= COORD_RSS_8192= LAT_1024= LAT_8192= RES_16384= FIRST= DNS_LAG=
 LAT_16384='' P90_16384='' RST_16384=''
 if want a; then
   echo
@@ -418,6 +425,7 @@ if want g; then
   echo "  N=16384, best of 2 each: latency star $(med16 star latency_ms) ms, tree $(med16 256 latency_ms) ms;" \
     "coordinator CPU star $(med16 star coord_cpu_ms) ms, tree $(med16 256 coord_cpu_ms) ms" \
     "($(awk -v a="$(med16 256 coord_cpu_ms)" -v b="$(med16 star coord_cpu_ms)" 'BEGIN{printf "%.2f", a/b}')x)"
+  TREE_US=$(awk -v a="$(med16 256 coord_cpu_ms)" 'BEGIN{if (a != "") printf "%.0f", a * 1000 / 16383}')
   : >"$tmp/g.65536"
   for r in $(seq "${REPS_64K:-3}"); do
     b_run 65536 256 >>"$tmp/g.65536"
@@ -432,9 +440,44 @@ if want g; then
   RES_65536="$nrun runs, failed runs $(grep -c 'failed=[1-9]' "$tmp/g.65536"),"
   RES_65536+=" resets $(grep -o 'EstabResets=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | awk '{s+=$1} END{print s+0}'),"
   RES_65536+=" relays lost $(grep -o 'relays_lost=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | awk '{s+=$1} END{print s+0}'),"
+  RES_65536+=" members that reconnected $(grep -o 'retried=reset:[0-9]*,timeout:[0-9]*,other:[0-9]*' "$tmp/g.65536" |
+    tr ':,' '  ' | awk '{s+=$2+$4+$6} END{print s+0}'),"
   RES_65536+=" coordinator CPU $(grep -o 'coord_cpu_ms=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | sort -n | head -1) ms (best)"
   echo "  N=65536: median $LAT_65536 ms; $RES_65536; coordinator peak open descriptors $FDS_65536"
 fi
+FLOOR_SRV='' FLOOR_TOT=''
+if want h; then
+  echo
+  echo "(h) the floor: bare TCP exchanges on this loopback (bench_floor 16384 32: connect, 100 bytes" \
+    "each way, close; no protocol), a fresh netns per run (root); $(load)"
+  : >"$tmp/h"
+  for r in 1 2 3; do
+    if [ "$(id -u)" -eq 0 ]; then
+      unshare -n bash -c "ip link set lo up; sysctl -qw net.core.somaxconn=65535 \
+        net.ipv4.tcp_max_syn_backlog=65535; $FLOOR 16384 32" >>"$tmp/h" 2>&1
+    else
+      "$FLOOR" 16384 32 >>"$tmp/h" 2>&1
+    fi
+    echo "  $(tail -1 "$tmp/h")"
+  done
+  FLOOR_SRV=$(grep -o 'server_us=[0-9.]*' "$tmp/h" | cut -d= -f2 | med)
+  FLOOR_TOT=$(grep -o 'total_us=[0-9.]*' "$tmp/h" | cut -d= -f2 | med)
+  [ "$FLOOR_SRV" = - ] && FLOOR_SRV='' FLOOR_TOT=''
+  [ -n "$FLOOR_SRV" ] && echo "  medians: the server $FLOOR_SRV us, all processes $FLOOR_TOT us per" \
+    "connection; a member makes 2 (phase 1, VERIFY; 1 direct in the tree)"
+fi
+# floor_ms N [LOADED]: N members' two connections' CPU, all processes, over the cores
+# (halved by a busy loop per core when LOADED)
+floor_ms() {
+  [ -n "$FLOOR_TOT" ] || return 0
+  awk -v n="$1" -v t="$FLOOR_TOT" -v c="$(nproc)" -v l="${2:-1}" \
+    'BEGIN{printf "%.0f", n * 2 * t * l / c / 1000}'
+}
+floor_note() { # floor_note WHAT_MS TARGET_MS
+  [ -n "$1" ] && echo "    floor ${1} ms with no protocol at all (h: 2 bare connections per member" \
+    "on $(nproc) cores)$(awk -v f="$1" -v t="$2" 'BEGIN{if (f > t) print ": above the target"}')"
+}
+
 echo
 echo "against the targets (issues 10 and 26), $(load):"
 vs() { # vs WHAT FIGURE TARGET UNIT: distance as figure/target
@@ -444,14 +487,22 @@ vs() { # vs WHAT FIGURE TARGET UNIT: distance as figure/target
   fi
 }
 vs "N=1024 rendezvous (b), median" "$LAT_1024" 50 ms
+[ -n "$LAT_1024" ] && floor_note "$(floor_ms 1024)" 50
 vs "N=8192 rendezvous (b), median" "$LAT_8192" 500 ms
+[ -n "$LAT_8192" ] && floor_note "$(floor_ms 8192)" 500
 vs "member peak RSS (a, N=2)" "$MEMBER_RSS" 4096 kB
 [ -n "$ORDER_LAST" ] && echo "  coordinator started last (a): $ORDER_LAST"
 [ -n "${LISTEN_LAST:-}" ] && echo "  coordinator last, from its listen (a): $LISTEN_LAST"
 [ -n "${SYN_RATE:-}" ] && echo "  SYN rate (a): $SYN_RATE"
 [ -n "$PROFILE" ] && echo "  coordinator per member at N=1024 (b): $PROFILE (target: <= 40 us)"
+[ -n "${TREE_US:-}" ] && echo "  coordinator per member in the relay tree at N=16384 (g, best of 2):" \
+  "$TREE_US us (target: <= 40 us)"
+[ -n "$FLOOR_SRV" ] && echo "  coordinator per member, floor with no protocol at all (h): $(awk -v s="$FLOOR_SRV" \
+  'BEGIN{printf "%.0f", 2 * s}') us in the star (2 bare connections' server CPU), $FLOOR_SRV us" \
+  "in the tree (1, VERIFY; target <= 40 us)"
 vs "coordinator peak RSS at N=8192 (b)" "$COORD_RSS_8192" 16384 kB
 vs "N=16384 rendezvous (b), median, loaded" "$LAT_16384" 2000 ms
+[ -n "$LAT_16384" ] && floor_note "$(floor_ms 16384 2)" 2000
 [ -n "$LAT_16384" ] && vs "N=16384 (b), p90 / median" "$(awk -v a="$P90_16384" -v b="$LAT_16384" \
   'BEGIN{printf "%.2f", a/b}')" 1.5 x
 [ -n "$RES_16384" ] && echo "  N=16384 (b): resets $RST_16384 (target 0); $RES_16384"

@@ -14,7 +14,13 @@
 #   stranger.py hellos HOST PORT N JOB
 #       N rendezvous HELLOs for JOB, one connection each, one after the other (20 s at most);
 #       prints "sent N".
-import os, resource, selectors, socket, struct, sys, time
+import os, re, resource, selectors, socket, struct, sys, time
+
+# the rendezvous protocol's major version, from the source (a HELLO of another version is
+# refused before the job id or the budget are looked at: the cases would test nothing)
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "rdzv",
+                       "rdzv_int.h")) as f:
+    VMAJOR = int(re.search(r"#define RDZV_VMAJOR (\d+)", f.read()).group(1))
 
 
 def tlv(t, v):
@@ -24,7 +30,7 @@ def tlv(t, v):
 def hello(job):
     body = (tlv(1, os.urandom(32)) + tlv(2, struct.pack("!I", 1)) + tlv(3, b"job-worker-1") +
             tlv(8, struct.pack("!I", 1)) + tlv(4, job))
-    return struct.pack("!IBBHI", 0x47584231, 1, 0, 1, len(body)) + body
+    return struct.pack("!IBBHI", 0x47584231, VMAJOR, 0, 1, len(body)) + body
 
 
 def payload(spec, k):

@@ -110,6 +110,59 @@ static void test_mac(void **state)
 	assert_int_equal(rdzv_mac_verify(s, 'C', 5, RDZV_COMMIT, body, 4, mac), GX_EMAC);
 }
 
+/* Protocol 2's keyed functions are keyed BLAKE2b-256 over PROTOCOL.md's inputs: each
+ * against libsodium's one-shot crypto_generichash of the same bytes, so that a change of
+ * construction (protocol 1's HMAC-SHA-256, a label, the byte order) shows here. */
+static void test_mac_construction(void **state)
+{
+	unsigned char k[32], nm[32], nc[32], vn[RDZV_TICKET_LEN], got[32], want[32], in[160];
+	const unsigned char body[] = "body";
+	const char *job = "job-1";
+
+	(void)state;
+	randombytes_buf(k, 32);
+	randombytes_buf(nm, 32);
+	randombytes_buf(nc, 32);
+	randombytes_buf(vn, sizeof(vn));
+	/* MAC = BLAKE2b(S; dir | seq u64 BE | type u16 BE | body) */
+	rdzv_mac(k, 'M', 0x0102030405060708ull, RDZV_JOIN, body, 4, got);
+	memcpy(in, "M\x01\x02\x03\x04\x05\x06\x07\x08", 9);
+	in[9] = (unsigned char)(RDZV_JOIN >> 8);
+	in[10] = (unsigned char)(RDZV_JOIN & 0xff);
+	memcpy(in + 11, body, 4);
+	crypto_generichash(want, 32, in, 15, k, 32);
+	assert_memory_equal(got, want, 32);
+	/* proof_m = BLAKE2b(K; "gxboot member\0" | nonce_m | nonce_c | job id) */
+	rdzv_proof(k, 0, nm, nc, job, got);
+	memcpy(in, "gxboot member", 14);
+	memcpy(in + 14, nm, 32);
+	memcpy(in + 46, nc, 32);
+	memcpy(in + 78, job, strlen(job));
+	crypto_generichash(want, 32, in, 78 + strlen(job), k, 32);
+	assert_memory_equal(got, want, 32);
+	/* proof_c: "gxboot coord\0" */
+	rdzv_proof(k, 1, nm, nc, job, got);
+	memcpy(in, "gxboot coord", 13);
+	memcpy(in + 13, nm, 32);
+	memcpy(in + 45, nc, 32);
+	memcpy(in + 77, job, strlen(job));
+	crypto_generichash(want, 32, in, 77 + strlen(job), k, 32);
+	assert_memory_equal(got, want, 32);
+	/* S = BLAKE2b(K; "session\0" | nonce_m | nonce_c) */
+	rdzv_session_key(k, nm, nc, got);
+	memcpy(in, "session", 8);
+	memcpy(in + 8, nm, 32);
+	memcpy(in + 40, nc, 32);
+	crypto_generichash(want, 32, in, 72, k, 32);
+	assert_memory_equal(got, want, 32);
+	/* V = BLAKE2b(S1; "gxboot verify\0" | vn) */
+	rdzv_ticket_key(k, vn, got);
+	memcpy(in, "gxboot verify", 14);
+	memcpy(in + 14, vn, sizeof(vn));
+	crypto_generichash(want, 32, in, 14 + sizeof(vn), k, 32);
+	assert_memory_equal(got, want, 32);
+}
+
 /* ---- the session over a socketpair: member side a, coordinator side b ---- */
 struct pair {
 	struct rdzv_conn a, b;
@@ -265,10 +318,10 @@ static void test_conn_framing(void **state)
 	/* another major version: reported, with the peer's numbers */
 	pair_open(&p, nm, nc);
 	rdzv_hdr_encode(h, RDZV_VFAIL, 40);
-	h[4] = 2;
+	h[4] = RDZV_VMAJOR + 1;
 	inject(&p, h, sizeof(h));
 	assert_int_equal(recv_one(&p.b, &type, text, sizeof(text)), GX_EVERSION);
-	assert_int_equal(p.b.peer_vmaj, 2);
+	assert_int_equal(p.b.peer_vmaj, RDZV_VMAJOR + 1);
 	pair_close(&p);
 	/* a header in two pieces, then EOF mid-body */
 	pair_open(&p, nm, nc);
@@ -289,6 +342,7 @@ int main(void)
 	    cmocka_unit_test(test_handshake_tokens),
 	    cmocka_unit_test(test_proof_labels),
 	    cmocka_unit_test(test_mac),
+	    cmocka_unit_test(test_mac_construction),
 	    cmocka_unit_test(test_session_good_replay_gap),
 	    cmocka_unit_test(test_session_mac_mismatch_and_cross),
 	    cmocka_unit_test(test_conn_framing),

@@ -351,7 +351,8 @@ static void test_relay_pending_own_name(void **state)
  * the lingering slot and the coordinator dropped the relay with all its children. */
 static void test_relay_stranger_wrap(void **state)
 {
-	static const unsigned char bad[12] = {0x47, 0x58, 0x42, 0x31, 2, 0, 0, 1, 0, 0, 0, 0};
+	static const unsigned char bad[12] = {0x47, 0x58, 0x42, 0x31, RDZV_VMAJOR + 1, 0, 0, 1,
+					      0,    0,	  0,	0};
 	union gx_sockaddr sa;
 	socklen_t len;
 	struct tw w;
