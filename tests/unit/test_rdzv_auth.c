@@ -110,12 +110,28 @@ static void test_mac(void **state)
 	assert_int_equal(rdzv_mac_verify(s, 'C', 5, RDZV_COMMIT, body, 4, mac), GX_EMAC);
 }
 
+/* want = BLAKE2b-256 keyed with k over label (with its NUL) | a | b | c, one shot */
+static void one_shot(unsigned char want[32], const unsigned char k[32], const char *label,
+		     const void *a, size_t alen, const void *b, size_t blen, const void *c,
+		     size_t clen)
+{
+	unsigned char in[256];
+	size_t n = strlen(label) + 1;
+
+	assert_true(n + alen + blen + clen <= sizeof(in));
+	memcpy(in, label, n);
+	memcpy(in + n, a, alen);
+	memcpy(in + n + alen, b, blen);
+	memcpy(in + n + alen + blen, c, clen);
+	crypto_generichash(want, 32, in, n + alen + blen + clen, k, 32);
+}
+
 /* Protocol 2's keyed functions are keyed BLAKE2b-256 over PROTOCOL.md's inputs: each
  * against libsodium's one-shot crypto_generichash of the same bytes, so that a change of
  * construction (protocol 1's HMAC-SHA-256, a label, the byte order) shows here. */
 static void test_mac_construction(void **state)
 {
-	unsigned char k[32], nm[32], nc[32], vn[RDZV_TICKET_LEN], got[32], want[32], in[160];
+	unsigned char k[32], nm[32], nc[32], vn[RDZV_TICKET_LEN], got[32], want[32], in[16];
 	const unsigned char body[] = "body";
 	const char *job = "job-1";
 
@@ -134,32 +150,19 @@ static void test_mac_construction(void **state)
 	assert_memory_equal(got, want, 32);
 	/* proof_m = BLAKE2b(K; "gxboot member\0" | nonce_m | nonce_c | job id) */
 	rdzv_proof(k, 0, nm, nc, job, got);
-	memcpy(in, "gxboot member", 14);
-	memcpy(in + 14, nm, 32);
-	memcpy(in + 46, nc, 32);
-	memcpy(in + 78, job, strlen(job));
-	crypto_generichash(want, 32, in, 78 + strlen(job), k, 32);
+	one_shot(want, k, "gxboot member", nm, 32, nc, 32, job, strlen(job));
 	assert_memory_equal(got, want, 32);
 	/* proof_c: "gxboot coord\0" */
 	rdzv_proof(k, 1, nm, nc, job, got);
-	memcpy(in, "gxboot coord", 13);
-	memcpy(in + 13, nm, 32);
-	memcpy(in + 45, nc, 32);
-	memcpy(in + 77, job, strlen(job));
-	crypto_generichash(want, 32, in, 77 + strlen(job), k, 32);
+	one_shot(want, k, "gxboot coord", nm, 32, nc, 32, job, strlen(job));
 	assert_memory_equal(got, want, 32);
 	/* S = BLAKE2b(K; "session\0" | nonce_m | nonce_c) */
 	rdzv_session_key(k, nm, nc, got);
-	memcpy(in, "session", 8);
-	memcpy(in + 8, nm, 32);
-	memcpy(in + 40, nc, 32);
-	crypto_generichash(want, 32, in, 72, k, 32);
+	one_shot(want, k, "session", nm, 32, nc, 32, "", 0);
 	assert_memory_equal(got, want, 32);
 	/* V = BLAKE2b(S1; "gxboot verify\0" | vn) */
 	rdzv_ticket_key(k, vn, got);
-	memcpy(in, "gxboot verify", 14);
-	memcpy(in + 14, vn, sizeof(vn));
-	crypto_generichash(want, 32, in, 14 + sizeof(vn), k, 32);
+	one_shot(want, k, "gxboot verify", vn, sizeof(vn), "", 0, "", 0);
 	assert_memory_equal(got, want, 32);
 }
 
