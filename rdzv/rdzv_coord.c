@@ -571,7 +571,7 @@ static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 	return 0;
 }
 
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa)
+void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec)
 {
 	struct cconn *cc = calloc(1, sizeof(*cc));
 
@@ -591,6 +591,7 @@ void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa
 	cc->co = co;
 	cc->peer = -1;
 	cc->claimed = -1;
+	cc->via_sec = (uint8_t)(via_sec != 0);
 	cc->deadline = gx_now_ms() + RDZV_HELLO_MS;
 	cc->next = co->conns;
 	if (co->conns)
@@ -901,7 +902,6 @@ int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_
 		rc = -ENOMEM;
 		goto out;
 	}
-	co->lfd[0] = co->lfd[1] = -1;
 	co->ev = ev;
 	co->done = done;
 	co->arg = arg;

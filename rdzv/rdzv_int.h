@@ -137,6 +137,7 @@ enum rdzv_tlv {
 	T_RAILS = 30,
 	T_PRIMARY = 31,
 	T_VTICKET = 32, /* ASSIGN: the phase-2 ticket's nonce (RDZV_TICKET_LEN) */
+	T_PLENS = 33,	/* peer: prefix lengths, plen4 | plen6 << 8 (u32) */
 };
 
 #define RDZV_TICKET_LEN 16
@@ -324,6 +325,15 @@ enum cc_role {
 
 struct rdzv_coord;
 
+/* One listening socket of the coordinator. secondary: bound to its secondary interface
+ * (SO_BINDTODEVICE) and address, the only one a VERIFY is taken from (cfg.bind_iface). */
+struct rdzv_lsn {
+	struct rdzv_coord *co;
+	int fd;
+	int secondary;
+};
+#define RDZV_MAX_LISTEN 4
+
 struct cconn {
 	struct rdzv_conn rc;
 	struct rdzv_coord *co;
@@ -338,6 +348,7 @@ struct cconn {
 	struct rdzv_peer *pj; /* PENDING: its JOIN, until promoted */
 	struct gx_pa_ent pa;  /* in co->pa until the session is up */
 	uint8_t ticketed;     /* session from a TVERIFY (RDMA pending): its VERIFY counts one */
+	uint8_t via_sec;      /* accepted on a secondary listener: it came in on that interface */
 	/* a carried connection: its relay and its id there (issue 26) */
 	struct cconn *relay;
 	uint32_t kid;
@@ -369,7 +380,9 @@ struct rdzv_coord {
 	rdzv_done_fn *done;
 	void *arg;
 	uint32_t world;
-	int lfd[2], nlfd, paused;
+	struct rdzv_lsn lsn[RDZV_MAX_LISTEN];
+	int nlfd, paused;
+	int sec_bound; /* secondary listeners are up: a VERIFY must come through one */
 	uint64_t sweep_id, deadline_id;
 	unsigned char k[RDZV_KEY_LEN];
 	int has_token;
@@ -432,8 +445,9 @@ void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
 void rdzv_co_compare_peers(struct rdzv_coord *co);
 /* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
 int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
-/* sa: the peer's address from accept4 (no getpeername per connection) */
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa);
+/* sa: the peer's address from accept4 (no getpeername per connection); via_sec: accepted
+ * on a listener bound to the secondary interface */
+void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec);
 int rdzv_co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
 int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
@@ -443,7 +457,8 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 /* rdzv_auth.c: HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len);
-/* rdzv_conn.c: listeners (wildcard v4 + v6, or cfg.listen_addr). */
+/* rdzv_conn.c: listeners (wildcard v4 + v6, or cfg.listen_addr; with cfg.bind_iface also
+ * the secondary addresses, bound to the secondary interface, on the same port). */
 int rdzv_co_listen_open(struct rdzv_coord *co);
 void rdzv_co_listen_resume(struct rdzv_coord *co);
 void rdzv_co_listen_close(struct rdzv_coord *co);

@@ -26,6 +26,10 @@
 #   cluster_net1_down i              link net1 down in pod i
 #   cluster_net1_other_subnet i      move pod i's net1 to another bridge + 192.168.<y+1>.0/24
 #   cluster_loss i PCT [IFACE]       drop PCT % of packets arriving on IFACE (net1) in pod i
+#   cluster_router "BRIDGE ADDR/PLEN"...  a router: netns ${GX_P}-rt with a leg (veth) into
+#                                    each bridge, forwarding on inside it only
+#   cluster_leaf i BRIDGE ADDR/PLEN  move pod i's net1 to BRIDGE with address ADDR (a leaf)
+#   pod_net1_addr i ADDR             pod i's net1 address is ADDR from now on (for pod_net1)
 #   cluster_token [FILE]             write a random token (0600), print its path
 #   cluster_need_root                exit 77 "SKIPPED: needs root/netns" unless possible
 # Variables after cluster_create: GX_P (prefix), GX_DIR (state + logs), GX_N, GX_NET_A (10.x.1),
@@ -71,6 +75,7 @@ pod_fqdn() { echo "job-worker-$1.$GX_SVC"; }
 # the address plan: block i / 244 (0 up to 244 pods), host 10 + i % 244
 pod_eth0() { echo "${GX_NET_A%.*}.$((${GX_NET_A##*.} + $1 / 244)).$((10 + $1 % 244))"; }
 pod_net1() {
+  if [ -s "$GX_DIR/net1.$1" ]; then cat "$GX_DIR/net1.$1"; return; fi
   if [ "${GX_NET1_V6:-0}" = 1 ]; then echo "$GX_NET_V6$((10 + $1))"; return; fi
   local net=$GX_NET_B
   [ -e "$GX_DIR/other.$1" ] && net=$GX_NET_C
@@ -359,6 +364,41 @@ cluster_net1_other_subnet() {
   sed -i "s|^$old |$(pod_net1 "$i") |" "$GX_HOSTMAP"
 }
 
+# A router namespace: routed leaves of the secondary network, or a gateway that joins the
+# primary and secondary networks as a cluster's routers do. Forwarding is on in its own
+# namespace only: the host's net.ipv4.ip_forward stays 0, and it routes nowhere else.
+cluster_router() { # cluster_router "BRIDGE ADDR/PLEN"...
+  local ns="${GX_P}-rt" k=0 leg br
+  ip netns add "$ns" || return 1
+  ip -n "$ns" link set lo up
+  ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
+    net.ipv4.conf.default.rp_filter=0
+  for leg in "$@"; do
+    br=${leg%% *}
+    ip link show "$br" >/dev/null 2>&1 || gx_bridge "$br" || return 1
+    ip link add "${GX_P}-x$k" type veth peer name "leg$k" netns "$ns" || return 1
+    ip link set "${GX_P}-x$k" master "$br" up
+    ip -n "$ns" addr add "${leg#* }" dev "leg$k"
+    ip -n "$ns" link set "leg$k" up
+    k=$((k + 1))
+  done
+}
+
+pod_net1_addr() { echo "$2" >"$GX_DIR/net1.$1"; } # pod_net1_addr i ADDR
+
+cluster_leaf() { # cluster_leaf i BRIDGE ADDR/PLEN : pod i's net1 on another bridge and subnet
+  local i=$1 ns old
+  ns=$(pod_ns "$i")
+  ip link show "$2" >/dev/null 2>&1 || gx_bridge "$2"
+  old=$(pod_net1 "$i")
+  ip link set "${GX_P}-n$i" nomaster
+  ip link set "${GX_P}-n$i" master "$2" up
+  ip -n "$ns" addr flush dev net1 scope global
+  ip -n "$ns" addr add "$3" dev net1
+  pod_net1_addr "$i" "${3%/*}"
+  sed -i "s|^$old |${3%/*} |" "$GX_HOSTMAP"
+}
+
 cluster_loss() { # cluster_loss i PCT [IFACE]
   ip netns exec "$(pod_ns "$1")" nft -f - <<EOF
 table inet gxloss {
@@ -412,7 +452,8 @@ cluster_destroy() {
     ip netns del "${GX_P}-p$i" 2>/dev/null
     rm -rf "/etc/netns/${GX_P}-p$i"
   done
-  for i in 0 1 2; do ip link del "${GX_P}-b$i" 2>/dev/null; done
+  ip netns del "${GX_P}-rt" 2>/dev/null # a router's legs go with it
+  for i in 0 1 2 3 4; do ip link del "${GX_P}-b$i" 2>/dev/null; done
   for i in 2 3 4 5 6 7 8; do ip link del "${GX_P}-r$i" 2>/dev/null; done # extra rails (case_check_rails)
   [ -n "${GX_STATE_ROOT:-}" ] && rm -f "$GX_STATE_ROOT/$GX_P"
   gx_arp_restore
