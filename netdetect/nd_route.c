@@ -165,9 +165,11 @@ void nd_route_why(const struct nd_route *rt, const char *src, const char *dst, i
 	char net[INET6_ADDRSTRLEN + 4];
 
 	prefix_text(dst, dst_plen, net, sizeof(net));
-	snprintf(why, len, "the kernel routes %s from %s %s%s%sdev %s: its %s attachment has no route to %s%s%s",
-		 dst, src, rt->gateway[0] ? "via " : "", rt->gateway, rt->gateway[0] ? " " : "",
-		 rt->oif, iface, net, overlap && overlap[0] ? "; " : "", overlap ? overlap : "");
+	snprintf(
+	    why, len,
+	    "the kernel routes %s from %s %s%s%sdev %s: its %s attachment has no route to %s%s%s",
+	    dst, src, rt->gateway[0] ? "via " : "", rt->gateway, rt->gateway[0] ? " " : "", rt->oif,
+	    iface, net, overlap && overlap[0] ? "; " : "", overlap ? overlap : "");
 }
 
 int nd_route_check(struct nd_routes *rt, const char *src, const char *dst, int dst_plen,
