@@ -165,11 +165,18 @@ void nd_route_why(const struct nd_route *rt, const char *src, const char *dst, i
 	char net[INET6_ADDRSTRLEN + 4];
 
 	prefix_text(dst, dst_plen, net, sizeof(net));
-	snprintf(
-	    why, len,
-	    "the kernel routes %s from %s %s%s%sdev %s: its %s attachment has no route to %s%s%s",
-	    dst, src, rt->gateway[0] ? "via " : "", rt->gateway, rt->gateway[0] ? " " : "", rt->oif,
-	    iface, net, overlap && overlap[0] ? "; " : "", overlap ? overlap : "");
+	/* an overlap is the reason when there is one: the attachment has the route then, and
+	 * the primary's wins */
+	if (overlap && overlap[0])
+		snprintf(why, len, "the kernel routes %s from %s %s%s%sdev %s, not through %s: %s",
+			 dst, src, rt->gateway[0] ? "via " : "", rt->gateway,
+			 rt->gateway[0] ? " " : "", rt->oif, iface, overlap);
+	else
+		snprintf(why, len,
+			 "the kernel routes %s from %s %s%s%sdev %s: its %s attachment has no route "
+			 "to %s",
+			 dst, src, rt->gateway[0] ? "via " : "", rt->gateway,
+			 rt->gateway[0] ? " " : "", rt->oif, iface, net);
 }
 
 int nd_route_check(struct nd_routes *rt, const char *src, const char *dst, int dst_plen,

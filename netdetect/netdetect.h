@@ -166,7 +166,9 @@ int nd_routes_get(struct nd_routes *rt, const char *src, const char *dst, struct
  * host's own address); GX_EROUTE with one line in why otherwise, naming the interface it
  * takes and what is missing ("the kernel routes 192.168.66.100 from 192.168.67.102 via
  * 10.66.0.1 dev eth0: its net1 attachment has no route to 192.168.66.0/24"), dst_plen the
- * destination's prefix length when known (0 otherwise), overlap a sentence to add ("").
+ * destination's prefix length when known (0 otherwise); overlap, when not NULL or "", is the
+ * reason instead (the secondary's prefix overlaps the primary's: "..., not through net1: net1
+ * 10.66.0.102/24 overlaps eth0 10.66.0.12/24"). No quotes in it: the line travels the wire.
  */
 int nd_route_check(struct nd_routes *rt, const char *src, const char *dst, int dst_plen,
 		   const char *iface, const char *overlap, char *why, size_t len);

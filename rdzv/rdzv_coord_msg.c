@@ -192,8 +192,8 @@ static int local_is_secondary(struct rdzv_coord *co, struct cconn *cc, char *why
 	}
 	if (co->sec_bound && !cc->via_sec) {
 		snprintf(why, len,
-			 "VERIFY to %s came in on another interface than the coordinator's %s (a "
-			 "host route or an overlapping range sends it through the primary network)",
+			 "VERIFY to %s did not come in through %s (a host route or an overlapping "
+			 "range sends it through another interface, the primary network)",
 			 local, co->tab[0].iface);
 		return 0;
 	}

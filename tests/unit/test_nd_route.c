@@ -74,12 +74,10 @@ static void test_route_why_line(void **state)
 			    "the kernel routes 192.168.66.100 from 192.168.67.102 via 10.66.0.1 "
 			    "dev eth0: its net1 attachment has no route to 192.168.66.0/24");
 	r.gateway[0] = '\0';
-	nd_route_why(&r, "10.66.0.102", "10.66.0.100", 0, "net1",
-		     "net1's 10.66.0.102/24 overlaps eth0's 10.66.0.12/24", why, sizeof(why));
-	assert_string_equal(why,
-			    "the kernel routes 10.66.0.100 from 10.66.0.102 dev eth0: its net1 "
-			    "attachment has no route to 10.66.0.100; net1's 10.66.0.102/24 "
-			    "overlaps eth0's 10.66.0.12/24");
+	nd_route_why(&r, "10.66.0.102", "10.66.0.100", 24, "net1",
+		     "net1 10.66.0.102/24 overlaps eth0 10.66.0.12/24", why, sizeof(why));
+	assert_string_equal(why, "the kernel routes 10.66.0.100 from 10.66.0.102 dev eth0, not "
+				 "through net1: net1 10.66.0.102/24 overlaps eth0 10.66.0.12/24");
 	nd_route_why(&r, "fd66::102", "fd66:1::100", 64, "net1", "", why, sizeof(why));
 	assert_non_null(strstr(why, "has no route to fd66:1::/64"));
 }
