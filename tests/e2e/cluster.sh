@@ -27,6 +27,8 @@
 #   cluster_net1_down i              link net1 down in pod i
 #   cluster_net1_other_subnet i      move pod i's net1 to another bridge + 192.168.<y+1>.0/24
 #   cluster_loss i PCT [IFACE]       drop PCT % of packets arriving on IFACE (net1) in pod i
+#   cluster_delay i MS               pod i's net1 becomes a tap whose frames are held MS each
+#                                    way (delay_link.py: no netem here; TCP stays end to end)
 #   cluster_router "BRIDGE ADDR/PLEN"...  a router: netns ${GX_P}-rt with a leg (veth) into
 #                                    each bridge, forwarding on inside it only
 #   cluster_leaf i BRIDGE ADDR/PLEN  move pod i's net1 to BRIDGE with address ADDR (a leaf)
@@ -415,6 +417,21 @@ cluster_leaf() { # cluster_leaf i BRIDGE ADDR/PLEN : pod i's net1 on another bri
   ip -n "$ns" addr add "$3" dev net1
   pod_net1_addr "$i" "${3%/*}"
   sed -i "s|^$old |${3%/*} |" "$GX_HOSTMAP"
+}
+
+cluster_delay() { # cluster_delay i MS
+  local i=$1 ns addr
+  ns=$(pod_ns "$i")
+  addr=$(pod_net1 "$i")
+  ip -n "$ns" link del net1 || return 1 # the veth pair goes with it
+  ip link add "${GX_P}-n$i" type veth peer name dly netns "$ns" || return 1
+  ip link set "${GX_P}-n$i" master "${GX_P}-b1" up
+  ip -n "$ns" link set dly up promisc on
+  pod_bg "$i" "$GX_DIR/delay$i.log" "$PY" -u "$GX_E2E_DIR/delay_link.py" net1 dly "$2" \
+    "$GX_DIR/delay$i.stats"
+  gx_wait_until 5 grep -q ready "$GX_DIR/delay$i.log" || return 1
+  ip -n "$ns" addr add "$addr/${GX_PLEN:-24}" dev net1
+  ip -n "$ns" link set net1 up
 }
 
 cluster_loss() { # cluster_loss i PCT [IFACE]
