@@ -42,12 +42,24 @@ ip netns add "$PEER"
 pod() { ip netns exec "$POD" "$@"; }
 peer() { ip netns exec "$PEER" "$@"; }
 
+# up_wait NAME: until the kernel reports NAME's operstate up (carrier comes through
+# linkwatch a moment after both ends are set up; netdetect must not race it). Bounded.
+up_wait() {
+  local k
+  for k in $(seq 1 50); do
+    pod ip -o link show dev "$1" | grep -q 'state UP' && return 0
+    sleep 0.1
+  done
+  echo "$1 did not come up"
+}
+
 # veth NAME ADDR/PLEN: NAME in the pod, NAME-p in the peer namespace, both up.
 veth() {
   ip link add "$1" netns "$POD" type veth peer name "$1-p" netns "$PEER"
   pod ip addr add "$2" dev "$1"
   pod ip link set "$1" up
   peer ip link set "$1-p" up
+  up_wait "$1"
 }
 
 # nd NAME ARGS...: run netdetect in the pod; stdout/stderr in $TMP/NAME.{out,err}; sets rc.
@@ -97,6 +109,7 @@ if [ $rc -ne 4 ]; then result net1_down "exit $rc, want 4"
 elif ! grep -q 'net1 is down (no carrier)' "$TMP/net1_down.err"; then result net1_down "error line does not name net1 down"
 else result net1_down ok; fi
 peer ip link set net1-p up
+up_wait net1
 
 # 3: two secondaries, --iface CIDR picks the one inside it
 veth net2 192.168.78.2/24
@@ -162,6 +175,7 @@ ip link add net1 netns "$POD" type veth peer name net1-p netns "$PEER"
 pod ip addr add fd00:77::2/64 dev net1 nodad
 pod ip link set net1 up
 peer ip link set net1-p up
+up_wait net1
 ip link add net2 netns "$POD" type veth peer name net2-p netns "$PEER"
 pod ip link set net2 up
 peer ip link set net2-p up
