@@ -40,9 +40,12 @@ struct nd_link {
 	unsigned char lladdr[32];
 	int lladdr_len;
 	char mac[64];	/* lladdr as text */
-	int is_default; /* holds a default route (v4 or v6) */
+	int is_default; /* holds a default route (v4 or v6): a fact, not the primary */
 	int is_loopback;
-	int speed_mbps; /* -1 unknown */
+	unsigned int flags; /* IFF_* (ifi_flags): NOARP, POINTOPOINT, ... */
+	int master;	    /* IFLA_MASTER: the bridge, bond or VRF it is a port of; 0 none */
+	int peer_here;	    /* a veth/netkit whose peer is in this namespace (no LINK_NETNSID) */
+	int speed_mbps;	    /* -1 unknown */
 	struct nd_addr *addrs;
 	size_t naddrs;
 };
@@ -250,12 +253,38 @@ struct nd_ctx {
 	char memlock_txt[32];
 };
 
+#define ND_WHY_MAX 160 /* a passed-over reason, as struct nd_passed.why */
+
 /* Append "; "-separated text to r->reason. */
 void nd_reason(struct nd_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int nd_result_warn(struct nd_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An info-level line (r->notes). */
+int nd_result_note(struct nd_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int nd_result_pass(struct nd_result *r, const char *iface, const char *why);
-/* NULL when l may be a secondary (bootstrap) interface; else a predicate: "is down (...)". */
-const char *nd_secondary_why(const struct nd_link *l);
+/*
+ * NULL when l may be a secondary (bootstrap) interface; else a predicate: "is down (...)",
+ * "is the pod network (...)". r->inv and r's pod network (nd_primary_decide) are used;
+ * buf (ND_WHY_MAX) holds texts that name another link.
+ */
+const char *nd_secondary_why(const struct nd_result *r, const struct nd_link *l, char *buf,
+			     size_t len);
+/* NULL when l holds a global address, else "has only link-local addresses" / "has no address". */
+const char *nd_addr_why(const struct nd_link *l);
+
+/* ---- nd_primary.c: the pod network, hostNetwork, CNI plumbing, overlap --- */
+/* Rules 1, 3, 4 of README "The pod network" into r->primary*, r->host_network*. */
+void nd_primary_decide(struct nd_ctx *c);
+/* 1 when l is the pod (node) network r decided on. */
+int nd_link_is_primary(const struct nd_result *r, const struct nd_link *l);
+/* Why a primary link is passed over: "is the pod network (eth0 in a pod)", ... */
+const char *nd_primary_why(const struct nd_result *r);
+/* NULL, or why l is CNI / kernel plumbing and never a job's network (buf as above). */
+const char *nd_virtual_why(const struct nd_result *r, const struct nd_link *l, char *buf,
+			   size_t len);
+/* After the choice: r->overlap and a warning when the chosen prefix overlaps the pod network's. */
+void nd_overlap_check(struct nd_ctx *c);
+/* l's address equal to the text ip ("192.168.1.5", "fd00::5", a "/plen" ignored), or NULL. */
+const struct nd_addr *nd_link_addr_of(const struct nd_link *l, const char *ip);
 /* Link speed for ranking: the larger of ethtool speed and an active port's rate (Mb/s). */
 int nd_link_rank_speed(const struct nd_inventory *inv, const struct nd_link *l);
 /* Steps 1-5 of issue 4 (nd_choose.c): sets ctx->chosen or returns an error. */

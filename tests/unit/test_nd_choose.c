@@ -65,7 +65,7 @@ static void test_tcp_fastest_secondary(void **state)
 	assert_false(r->is_primary);
 	assert_non_null(strstr(r->reason, "4: net2"));
 	assert_non_null(strstr(r->reason, "no RDMA devices"));
-	assert_string_equal(passed_why(r, "eth0"), "holds the default route");
+	assert_string_equal(passed_why(r, "eth0"), "is the pod network (eth0 in a pod)");
 	assert_string_equal(passed_why(r, "net3"), "is down (no carrier)");
 	assert_string_equal(passed_why(r, "net5"), "has only link-local addresses");
 	assert_non_null(strstr(passed_why(r, "net1"), "slower than net2"));
@@ -133,7 +133,7 @@ static void test_only_primary(void **state)
 	r = detect(NULL, &q, GX_ENOSECONDARY);
 	assert_non_null(r);
 	assert_string_equal(r->iface, "");
-	assert_string_equal(passed_why(r, "eth0"), "holds the default route");
+	assert_string_equal(passed_why(r, "eth0"), "is the pod network (eth0 in a pod)");
 	nd_result_free(r);
 }
 
@@ -479,7 +479,7 @@ static void test_json_and_table(void **state)
 	fclose(f);
 	assert_non_null(strstr(buf, "<- chosen"));
 	assert_non_null(strstr(buf, "NCCL_IB_GID_INDEX: 13"));
-	assert_non_null(strstr(buf, "passed over: eth0 holds the default route"));
+	assert_non_null(strstr(buf, "passed over: eth0 is the pod network (eth0 in a pod)"));
 	free(buf);
 	nd_result_free(r);
 }
