@@ -290,6 +290,44 @@ static void nd_net_pcidev(struct nd_ctx *c, const struct nd_net *n, const struct
 			       c->ns_rdma, l->name, pd->var[0] ? pd->var : "sysfs", pd->rdma_dev);
 }
 
+/* The RDMA device network-status's device-info (or the device plugin) ties to n, or NULL. */
+static const char *nd_net_rdma(const struct nd_inventory *inv, const struct nd_net *n)
+{
+	const struct nd_pcidev *pd;
+
+	if (n->rdma_dev[0])
+		return n->rdma_dev;
+	pd = nd_pcidev_by_addr(inv, n->pci);
+	return pd && pd->rdma_dev[0] ? pd->rdma_dev : NULL;
+}
+
+/*
+ * The first listed network is taken (README "The choice"); when it has no RDMA and a later
+ * listed one carries an RDMA device (a storage network listed before the RDMA one), say
+ * that it was passed over and how to pick it.
+ */
+static void nd_rdma_net_later(struct nd_ctx *c, const struct nd_net *n, const struct nd_link *l)
+{
+	const struct nd_inventory *inv = c->inv;
+	const char *dev;
+	size_t i;
+
+	if (c->req->network || c->req->rdma_mode == ND_RDMA_OFF || nd_net_rdma(inv, n) ||
+	    nd_has_rdma_port(inv, l))
+		return;
+	for (i = (size_t)(n - inv->nets) + 1; i < inv->nnets; i++) {
+		const struct nd_net *x = &inv->nets[i];
+
+		if (x->is_default || !x->iface[0] || !(dev = nd_net_rdma(inv, x)))
+			continue;
+		nd_result_warn(c->r,
+			       "network-status lists %s (%s) first, so it carries the bootstrap; "
+			       "%s (%s) after it carries RDMA device %s: pick it with --network %s",
+			       n->name, l->name, x->name, x->iface, dev, x->name);
+		return;
+	}
+}
+
 /* Step 2 without network-status: a netdev the SR-IOV device plugin handed this pod
  * (PCIDEVICE_*), the lowest name first. 1 chosen, 0 go on. */
 static int nd_step2_pcidev(struct nd_ctx *c)
@@ -356,13 +394,18 @@ static int nd_step2(struct nd_ctx *c)
 			       n->iface, n->name);
 	if (!nd_link_is_up(l, &why))
 		return nd_fail(c, GX_ENOSECONDARY, "%s is %s", l->name, why);
+	/* the same line as without network-status: never a choice without an address */
+	if ((why = nd_addr_why(l)) != NULL)
+		return nd_fail(c, GX_ENOSECONDARY, "%s %s", l->name, why);
 	c->ns_rdma = n->rdma_dev[0] ? n->rdma_dev : NULL;
 	c->ns_name = n->name;
+	c->ns_net = n;
 	gx_strlcpy(c->r->network, n->name, sizeof(c->r->network));
 	nd_reason(c->r, "2: network-status network %s is %s%s%s", n->name, l->name,
 		  c->ns_rdma ? " with rdma-device " : "", c->ns_rdma ? c->ns_rdma : "");
 	c->chosen = l;
 	nd_net_pcidev(c, n, l);
+	nd_rdma_net_later(c, n, l);
 	return 1;
 }
 

@@ -134,6 +134,39 @@ static const struct nd_addr *nd_pick_addr(const struct nd_link *l, int family)
 	return a;
 }
 
+/*
+ * With a network-status choice, the address it lists for the network (the kernel's first
+ * may be another one on the same link); when it lists one l does not hold, say so and keep
+ * the kernel's.
+ */
+static const struct nd_addr *nd_ns_addr(struct nd_ctx *c, const struct nd_link *l, int fam,
+					const struct nd_addr *dflt)
+{
+	const struct nd_net *n = c->ns_net;
+	const struct nd_addr *a;
+	const char *listed = NULL;
+	size_t i;
+
+	for (i = 0; n && i < n->nips; i++) {
+		if ((strchr(n->ips[i], ':') ? AF_INET6 : AF_INET) != fam)
+			continue;
+		a = nd_link_addr_of(l, n->ips[i]);
+		if (a && a->scope != 253) {
+			if (a != dflt)
+				nd_reason(c->r, "2: address %s as network-status lists it", a->str);
+			return a;
+		}
+		if (!listed)
+			listed = n->ips[i];
+	}
+	if (listed && dflt)
+		nd_result_warn(c->r,
+			       "network-status lists %s for %s, which %s does not hold as a usable "
+			       "address: using %s",
+			       listed, n->name, l->name, dflt->str);
+	return dflt;
+}
+
 /* The default route on the chosen secondary is allowed: said at info, once. */
 static void nd_default_note(const struct nd_ctx *c)
 {
@@ -150,7 +183,8 @@ static void nd_fill_choice(struct nd_ctx *c)
 {
 	const struct nd_link *l = c->chosen;
 	struct nd_result *r = c->r;
-	const struct nd_addr *a4 = nd_pick_addr(l, AF_INET), *a6 = nd_pick_addr(l, AF_INET6);
+	const struct nd_addr *a4 = nd_ns_addr(c, l, AF_INET, nd_pick_addr(l, AF_INET)),
+			     *a6 = nd_ns_addr(c, l, AF_INET6, nd_pick_addr(l, AF_INET6));
 
 	gx_strlcpy(r->iface, l->name, sizeof(r->iface));
 	r->ifindex = l->ifindex;
@@ -192,6 +226,10 @@ int nd_detect_with(const struct nd_request *req, const struct nd_inventory *inv,
 	r->gid_type = ND_GID_NONE;
 	r->nccl_gid_index = -1;
 	nd_primary_decide(&c);
+	if (inv->nets_loaded && inv->nets_old_key)
+		nd_result_note(r, "network-status read from the older "
+				  "k8s.v1.cni.cncf.io/networks-status annotation");
+	nd_pcidev_absent(inv, r);
 	rc = nd_parse_request(&c);
 	if (rc == 0)
 		rc = nd_choose_iface(&c);

@@ -98,6 +98,7 @@ struct nd_pcidev {
 	char rdma_src[8];	  /* where rdma_dev came from: "_INFO", "sysfs", "uverbs", "" */
 	char uverbs[32];	  /* "uverbs3" from _INFO rdma.uverbs, "" */
 	char netdev[ND_IFNAMSIZ]; /* its netdev in this namespace (sysfs), "" none */
+	int vfio; /* _INFO has a "vfio" provider: a DPDK device, no netdev by design */
 };
 
 struct nd_inventory {
@@ -108,7 +109,8 @@ struct nd_inventory {
 	int rdma_err; /* listing devices failed: -ENOSYS when the kernel has no RDMA */
 	struct nd_net *nets;
 	size_t nnets;
-	int nets_loaded; /* a network-status file was read */
+	int nets_loaded;  /* a network-status file was read */
+	int nets_old_key; /* ... from the older k8s.v1.cni.cncf.io/networks-status annotation */
 	struct nd_pcidev *pcidevs;
 	size_t npcidevs;
 	uint64_t memlock; /* RLIMIT_MEMLOCK soft limit; ND_MEMLOCK_INF unlimited */
@@ -217,6 +219,8 @@ int nd_pcidev_load(char *const *envp, const char *sysroot, struct nd_inventory *
 		   size_t errlen);
 const struct nd_pcidev *nd_pcidev_by_addr(const struct nd_inventory *inv, const char *addr);
 const struct nd_pcidev *nd_pcidev_by_netdev(const struct nd_inventory *inv, const char *ifname);
+/* One warning per PCIDEVICE_* variable whose devices have no netdev in this pod. */
+void nd_pcidev_absent(const struct nd_inventory *inv, struct nd_result *r);
 
 /* ---- the choice (nd_choose.c, nd_rails.c, nd_detect.c) ----------------- */
 #define ND_MAX_WANT 32
@@ -242,6 +246,7 @@ struct nd_ctx {
 	int step;			     /* 1..5: the rule that chose */
 	const char *ns_rdma;		     /* rdma-device network-status gives the chosen net */
 	const char *ns_name;		     /* the network-status network chosen */
+	const struct nd_net *ns_net;	     /* its entry (the addresses it names) */
 	const struct nd_pcidev *pd;	     /* the PCIDEVICE_* device that chose (step 2) */
 	struct nd_devport want[ND_MAX_WANT]; /* --rdma-dev */
 	size_t nwant;

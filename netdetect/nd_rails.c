@@ -215,7 +215,12 @@ static void nd_rail_netdev(const struct nd_result *r, struct nd_rail *x, const s
 	gx_strlcpy(x->iface, l->name, sizeof(x->iface));
 	x->ifindex = l->ifindex;
 	x->netdev_mtu = l->mtu;
-	a = nd_link_global(l, r->family == AF_INET6 ? AF_INET6 : AF_INET);
+	/* the bootstrap iface: the address chosen for it (network-status may name another) */
+	a = l->ifindex == r->ifindex
+		? nd_link_addr_of(l, r->family == AF_INET6 ? r->addr6 : r->addr4)
+		: NULL;
+	if (!a || a->scope != 0)
+		a = nd_link_global(l, r->family == AF_INET6 ? AF_INET6 : AF_INET);
 	if (!a)
 		a = nd_link_global(l, r->family == AF_INET6 ? AF_INET : AF_INET6);
 	if (a)
