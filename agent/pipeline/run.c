@@ -359,7 +359,8 @@ static int route_check(void *arg, const char *src, const char *dst, int dst_plen
 			return 0;
 		}
 	}
-	return nd_route_check(r->routes, src, dst, dst_plen, iface, NULL, why, whylen);
+	return nd_route_check(r->routes, src, dst, dst_plen, iface, r->nd ? r->nd->overlap : NULL,
+			      why, whylen);
 }
 
 static int start_rdzv(struct agent_run *r)
