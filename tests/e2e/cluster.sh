@@ -256,6 +256,10 @@ gx_arp_restore() {
   rm -f "$GX_DIR/arp"
 }
 
+gx_links_up() { # gx_links_up i : eth0 and net1 of pod i report state UP
+  [ "$(ip -n "$(pod_ns "$1")" -o link show up 2>/dev/null | grep -cE ': (eth0|net1)@[^:]*:.*state UP')" = 2 ]
+}
+
 cluster_create() {
   local n=$1 i
   [ -n "$GX_P" ] && cluster_destroy
@@ -285,6 +289,12 @@ cluster_create() {
   gx_bridge "${GX_P}-b1" || return 1
   for i in $(seq 0 $((n - 1))); do
     gx_pod_create "$i" || return 1
+  done
+  # a new veth's carrier and operstate reach netlink through the kernel's link watch, up to
+  # a second later (and later on a loaded node): a pod starts once its links say "UP", as a
+  # kubelet starts containers after the CNI plugins returned
+  for i in $(seq 0 $((n - 1))); do
+    gx_wait_until 10 gx_links_up "$i" || { gx_log "pod $i: links not up"; return 1; }
   done
   for i in $(seq 0 $((n - 1))); do
     case " ${GX_UNPUBLISHED:-} " in *" $i "*) continue ;; esac
