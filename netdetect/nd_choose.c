@@ -69,7 +69,8 @@ static int nd_better(const struct nd_inventory *inv, const struct nd_link *a,
 	sb = nd_link_rank_speed(inv, b);
 	if (sa != sb)
 		return sa > sb;
-	return a->ifindex < b->ifindex;
+	/* by name (net1 before net2): the same on every pod, where ifindexes need not be */
+	return strverscmp(a->name, b->name) < 0;
 }
 
 static int nd_has_rdma_port(const struct nd_inventory *inv, const struct nd_link *l)
@@ -418,36 +419,45 @@ static int nd_candidate(struct nd_ctx *c, const struct nd_link *l, int need_rdma
 }
 
 /*
- * Candidates as fast as best: the lower ifindex wins, which nothing makes the same on
- * every pod, so the tie is said with every name and how to settle it.
+ * Candidates as fast as best: the first by name wins, the same choice on every pod. Never in
+ * silence: one note (info, as 8 rails of one speed are the normal case) with every name and
+ * how to choose another.
  */
-static void nd_tie_warn(struct nd_ctx *c, const struct nd_link *best, int need_rdma)
+static int nd_name_cmp(const void *a, const void *b)
 {
+	return strverscmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void nd_tie_note(struct nd_ctx *c, const struct nd_link *best, int need_rdma)
+{
+	const char *tied[16];
 	char names[256], speed[32];
 	size_t i, off = 0, n = 0, last = 0;
 	int s = nd_link_rank_speed(c->inv, best);
 
-	names[0] = '\0';
-	for (i = 0; i < c->inv->nlinks; i++) {
+	for (i = 0; i < c->inv->nlinks && n < sizeof(tied) / sizeof(tied[0]); i++) {
 		const struct nd_link *l = &c->inv->links[i];
 
-		if (l == best || !nd_candidate(c, l, need_rdma) ||
-		    nd_link_rank_speed(c->inv, l) != s || off + ND_IFNAMSIZ + 2 > sizeof(names))
-			continue;
-		last = off;
-		off += (size_t)snprintf(names + off, sizeof(names) - off, ", %s", l->name);
-		n++;
+		if (l != best && nd_candidate(c, l, need_rdma) &&
+		    nd_link_rank_speed(c->inv, l) == s)
+			tied[n++] = l->name;
 	}
 	if (!n)
 		return;
+	qsort(tied, n, sizeof(tied[0]), nd_name_cmp);
+	names[0] = '\0';
+	for (i = 0; i < n && off + ND_IFNAMSIZ + 2 < sizeof(names); i++) {
+		last = off;
+		off += (size_t)snprintf(names + off, sizeof(names) - off, ", %s", tied[i]);
+	}
 	if (s > 0)
 		snprintf(speed, sizeof(speed), "%d Mb/s", s);
 	else
 		snprintf(speed, sizeof(speed), "unknown speed");
 	/* "a, b and c": the last ", " becomes " and " */
-	nd_result_warn(c->r,
-		       "%s%.*s and %s tie (%s%s): %s is used, the lower ifindex; name the one "
-		       "you mean with --iface",
+	nd_result_note(c->r,
+		       "%s%.*s and %s tie (%s%s): %s is used, the first by name; name another "
+		       "with --iface",
 		       best->name, (int)last, names, names + last + 2, speed,
 		       need_rdma ? ", each with an RDMA port" : "", best->name);
 }
@@ -465,7 +475,7 @@ static const struct nd_link *nd_best(struct nd_ctx *c, int need_rdma)
 			best = l;
 	}
 	if (best)
-		nd_tie_warn(c, best, need_rdma);
+		nd_tie_note(c, best, need_rdma);
 	return best;
 }
 
@@ -586,7 +596,7 @@ static void nd_rank_why(struct nd_ctx *c, const struct nd_link *l, char *buf, si
 	else if (sl != sc)
 		snprintf(buf, len, "slower than %s (%d vs %d Mb/s)", ch->name, sl, sc);
 	else
-		snprintf(buf, len, "same speed as %s, higher ifindex", ch->name);
+		snprintf(buf, len, "same speed as %s, later by name", ch->name);
 }
 
 void nd_fill_passed(struct nd_ctx *c)

@@ -120,6 +120,8 @@ struct nd_inventory {
 void nd_inventory_free(struct nd_inventory *inv);
 
 /* ---- nd_links.c: netlink ---------------------------------------------- */
+/* The boundary: libnl's NLE_* (returned negated) to -errno / GX_ENETLINK, what in err. */
+int nd_nl_err(int nle, const char *what, char *err, size_t errlen);
 int nd_links_collect(struct nd_inventory *inv, char *err, size_t errlen);
 /* up = IFF_UP, carrier, operstate not down; why (when not up) says which. */
 int nd_link_is_up(const struct nd_link *l, const char **why);

@@ -34,7 +34,7 @@ enum {
 };
 
 /* The boundary: NLE_* (positive numbers, returned negated) to -errno / GX_ENETLINK. */
-static int nd_nl_err(int nle, const char *what, char *err, size_t errlen)
+int nd_nl_err(int nle, const char *what, char *err, size_t errlen)
 {
 	int e = nle < 0 ? -nle : nle;
 

@@ -325,7 +325,7 @@ static int nd_overlap_one(struct nd_ctx *c, const struct nd_link *p, int fam)
 		    !nd_prefix_overlap(a, plen, x->a, x->prefixlen))
 			continue;
 		snprintf(r->overlap, sizeof(r->overlap),
-			 "%s's %s/%d overlaps %s's %s/%d: the kernel cannot keep the two apart",
+			 "%s %s/%d overlaps %s %s/%d: the kernel cannot keep the two apart",
 			 r->iface, mine, plen, p->name, x->str, x->prefixlen);
 		nd_result_warn(r, "%s", r->overlap);
 		return 1;

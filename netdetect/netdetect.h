@@ -155,6 +155,39 @@ int nd_rails_hca(const struct nd_result *r, char *buf, size_t len);
 /* 1 if ip (IPv4/IPv6 text) is an address of a local interface, 0 if not, -errno. */
 int nd_addr_on_local_iface(const char *ip);
 
+/*
+ * The kernel's route (nd_route.c): RTM_GETROUTE "to dst from src", as `ip route get`.
+ * One netlink socket, opened once and asked many times (a coordinator asks once per peer).
+ */
+struct nd_routes;
+struct nd_route {
+	int type;		   /* RTN_UNICAST, RTN_LOCAL (one of this host's addresses) */
+	int ifindex;		   /* the interface it leaves through */
+	char oif[ND_IFNAMSIZ];	   /* its name ("if<N>" when it has none here) */
+	char gateway[ND_ADDR6SIZ]; /* "" on-link */
+	char prefsrc[ND_ADDR6SIZ]; /* "" none */
+	int answered;
+};
+int nd_routes_open(struct nd_routes **ret);
+void nd_routes_close(struct nd_routes *rt);
+/* src may be NULL (no source); same family as dst. 0, -EINVAL (a source that is not this
+ * host's, or not an address), -ENETUNREACH, -EADDRNOTAVAIL, -ENOMEM, GX_ENETLINK. */
+int nd_routes_get(struct nd_routes *rt, const char *src, const char *dst, struct nd_route *out);
+/*
+ * The path check: 0 when the kernel routes dst from src out of iface (or dst is this
+ * host's own address); GX_EROUTE with one line in why otherwise, naming the interface it
+ * takes and what is missing ("the kernel routes 192.168.66.100 from 192.168.67.102 via
+ * 10.66.0.1 dev eth0: its net1 attachment has no route to 192.168.66.0/24"), dst_plen the
+ * destination's prefix length when known (0 otherwise); overlap, when not NULL or "", is the
+ * reason instead (the secondary's prefix overlaps the primary's: "..., not through net1: net1
+ * 10.66.0.102/24 overlaps eth0 10.66.0.12/24"). No quotes in it: the line travels the wire.
+ */
+int nd_route_check(struct nd_routes *rt, const char *src, const char *dst, int dst_plen,
+		   const char *iface, const char *overlap, char *why, size_t len);
+/* The why line of a route out of another interface than iface (pure; tests). */
+void nd_route_why(const struct nd_route *rt, const char *src, const char *dst, int dst_plen,
+		  const char *iface, const char *overlap, char *why, size_t len);
+
 /* Text of enum nd_gid_type / nd_link_layer ("RoCE v2", "Ethernet", ...). */
 const char *nd_gid_type_str(int type);
 const char *nd_link_layer_str(int ll);

@@ -168,7 +168,12 @@ static void verify_reply(struct rdzv_coord *co, struct cconn *cc, int code, cons
 	rdzv_co_close_later(co, cc);
 }
 
-/* The connection must have arrived on our secondary address (getsockname). */
+/*
+ * The connection must have arrived on our secondary address (getsockname) and, when the
+ * secondary listeners are up, through our secondary interface: Linux takes a packet for
+ * net1's address on eth0 too (weak host), and such a VERIFY proves a path the job's
+ * traffic would not take.
+ */
 static int local_is_secondary(struct rdzv_coord *co, struct cconn *cc, char *why, size_t len)
 {
 	union gx_sockaddr sa;
@@ -178,22 +183,49 @@ static int local_is_secondary(struct rdzv_coord *co, struct cconn *cc, char *why
 	memset(&sa, 0, sizeof(sa));
 	if (getsockname(cc->rc.fd, &sa.sa, &sl) == 0)
 		gx_addr_str(&sa, local, sizeof(local));
-	if ((co->tab[0].addr4[0] && strcmp(local, co->tab[0].addr4) == 0) ||
-	    (co->tab[0].addr6[0] && strcmp(local, co->tab[0].addr6) == 0))
-		return 1;
-	snprintf(why, len, "VERIFY arrived on %s, not on the coordinator's secondary address %s",
-		 local, co->res.master_addr);
-	return 0;
+	if (!(co->tab[0].addr4[0] && strcmp(local, co->tab[0].addr4) == 0) &&
+	    !(co->tab[0].addr6[0] && strcmp(local, co->tab[0].addr6) == 0)) {
+		snprintf(why, len,
+			 "VERIFY arrived on %s, not on the coordinator's secondary address %s",
+			 local, co->res.master_addr);
+		return 0;
+	}
+	if (co->sec_bound && !cc->via_sec) {
+		snprintf(why, len,
+			 "VERIFY to %s did not come in through %s (a host route or an overlapping "
+			 "range sends it through another interface, the primary network)",
+			 local, co->tab[0].iface);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * The way back: the kernel must route from our secondary address to the member's out of
+ * our secondary interface, as rank 0's own sockets to it will go. 0, or GX_EROUTE with the
+ * line in why (the coordinator named first: its table is the one to mend).
+ */
+static int route_back(struct rdzv_coord *co, const struct rdzv_peer *t, char *why, size_t len)
+{
+	const struct rdzv_peer *s = &co->tab[0];
+	const char *master = co->res.master_addr, *dst = rdzv_peer_addr(t, master);
+	char line[480]; /* with two names it fits co_verify's why */
+	int rc;
+
+	if (!co->cfg.route || !dst[0])
+		return 0;
+	rc = co->cfg.route(co->cfg.route_arg, master, dst,
+			   strchr(master, ':') ? t->plen6 : t->plen4, s->iface, line, sizeof(line));
+	if (rc < 0)
+		snprintf(why, len, "%s (the coordinator), to %s: %s", s->name, t->name, line);
+	return rc;
 }
 
 /* The peer's note: the text it reported (its netdetect line, its failed verification). */
 static void note_set(struct cpeer *sp, const char *text)
 {
-	char buf[512];
-
-	snprintf(buf, sizeof(buf), "%s", text);
 	free(sp->note);
-	sp->note = strdup(buf);
+	sp->note = strndup(text, 511);
 }
 
 /* The slot's phase-2 ticket ends: used, or the member's phase 2 went another way (a VERIFY
@@ -212,7 +244,7 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	uint32_t i = m->index;
 	struct cpeer *sp;
 	struct rdzv_peer *t;
-	char why[256];
+	char why[1024];
 
 	if (i == 0 || i >= co->world || strcmp(co->names[i], m->name) != 0) {
 		verify_reply(co, cc, GX_ERDZV, "VERIFY for an unknown peer");
@@ -229,6 +261,17 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	if (!local_is_secondary(co, cc, why, sizeof(why))) {
 		note_set(sp, why);
 		verify_reply(co, cc, GX_ERDZV, why);
+		return 0;
+	}
+	if (route_back(co, t, why, sizeof(why)) < 0) {
+		if (co->cfg.soft_verify) {
+			note_set(sp, why);
+			verify_reply(co, cc, GX_ERDZV, why);
+			rdzv_co_soft_fail(co, i, why);
+		} else {
+			verify_reply(co, cc, GX_ERDZV, why);
+			rdzv_co_abort(co, GX_ERDZV, 1, "%s", why);
+		}
 		return 0;
 	}
 	gx_strlcpy(t->seen_from, cc->rc.peer_str, sizeof(t->seen_from));
@@ -452,13 +495,15 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		if (co->cfg.ended)
 			co->cfg.ended(co->cfg.ended_arg, (int)(m->code & 0xff), NULL);
 	} else if (type == RDZV_VFAIL && cc->role == ROLE_MEMBER) {
-		char text[300];
+		char text[512];
 
 		rdzv_sanitize(text, sizeof(text), m->text);
 		ticket_end(&co->st[cc->peer]); /* it forgot its ticket too */
 		note_set(&co->st[cc->peer], text);
 		if (co->cfg.soft_verify)
 			rdzv_co_soft_fail(co, (uint32_t)cc->peer, text);
+		else if (m->code) /* its own configuration (a route, a family): final */
+			rdzv_co_final_fail(co, (uint32_t)cc->peer, text);
 	} /* anything else: unknown or not for us, skipped */
 	free(m);
 	return rc;

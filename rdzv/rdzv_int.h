@@ -51,6 +51,9 @@
 #define RDZV_REFUSED_MIN_MS 5	    /* a refused connect is retried every d, the first */
 #define RDZV_REFUSED_SYN_PER_S 2000 /* after [0, d): d = max(5 ms, world / 2000 s) */
 #define RDZV_LIST_NAMES 40	    /* names quoted in one line, then "and N more" */
+/* After a member's final failure, the others' outcomes are awaited this long before the
+ * line is decided: the coordinator may be the odd one (rdzv_blame.c) */
+#define RDZV_BLAME_WAIT_MS 1500
 #define RDZV_FRAMES_PER_EVENT 16
 /* The relay tree (issue 26, PROTOCOL.md "Relays") */
 #define RDZV_CARRY_MAX 65536 /* CARRY body: records of child bytes */
@@ -137,6 +140,7 @@ enum rdzv_tlv {
 	T_RAILS = 30,
 	T_PRIMARY = 31,
 	T_VTICKET = 32, /* ASSIGN: the phase-2 ticket's nonce (RDZV_TICKET_LEN) */
+	T_PLENS = 33,	/* peer: prefix lengths, plen4 | plen6 << 8 (u32) */
 };
 
 #define RDZV_TICKET_LEN 16
@@ -324,6 +328,15 @@ enum cc_role {
 
 struct rdzv_coord;
 
+/* One listening socket of the coordinator. secondary: bound to its secondary interface
+ * (SO_BINDTODEVICE) and address, the only one a VERIFY is taken from (cfg.bind_iface). */
+struct rdzv_lsn {
+	struct rdzv_coord *co;
+	int fd;
+	int secondary;
+};
+#define RDZV_MAX_LISTEN 4
+
 struct cconn {
 	struct rdzv_conn rc;
 	struct rdzv_coord *co;
@@ -338,6 +351,7 @@ struct cconn {
 	struct rdzv_peer *pj; /* PENDING: its JOIN, until promoted */
 	struct gx_pa_ent pa;  /* in co->pa until the session is up */
 	uint8_t ticketed;     /* session from a TVERIFY (RDMA pending): its VERIFY counts one */
+	uint8_t via_sec;      /* accepted on a secondary listener: it came in on that interface */
 	/* a carried connection: its relay and its id there (issue 26) */
 	struct cconn *relay;
 	uint32_t kid;
@@ -357,6 +371,7 @@ struct cpeer {
 	uint8_t joined, verified, told;
 	uint8_t commit_sent; /* its COMMIT went out on a live session */
 	uint8_t vt;	     /* vkey holds an unused phase-2 ticket (issue 26) */
+	uint8_t final;	     /* its own route or family failed it (final VFAIL): rdzv_blame.c */
 	unsigned char vkey[RDZV_KEY_LEN];
 	char *note; /* why it is missing: rejection / verification failure */
 };
@@ -369,7 +384,9 @@ struct rdzv_coord {
 	rdzv_done_fn *done;
 	void *arg;
 	uint32_t world;
-	int lfd[2], nlfd, paused;
+	struct rdzv_lsn lsn[RDZV_MAX_LISTEN];
+	int nlfd, paused;
+	int sec_bound; /* secondary listeners are up: a VERIFY must come through one */
 	uint64_t sweep_id, deadline_id;
 	unsigned char k[RDZV_KEY_LEN];
 	int has_token;
@@ -409,6 +426,8 @@ struct rdzv_coord {
 	size_t ncarried;	  /* carried connections open (not in nconns: they hold no fd) */
 	uint32_t nrelays_open;	  /* relays in session: done waits for them after a COMMIT */
 	size_t pa_carried;	  /* carried children in pa (not counted for a flood) */
+	uint32_t nfinal;	  /* members failed for good (final VFAIL) */
+	int64_t blame_at;	  /* then the line is decided by (rdzv_blame.c) */
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
@@ -432,8 +451,9 @@ void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
 void rdzv_co_compare_peers(struct rdzv_coord *co);
 /* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
 int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
-/* sa: the peer's address from accept4 (no getpeername per connection) */
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa);
+/* sa: the peer's address from accept4 (no getpeername per connection); via_sec: accepted
+ * on a listener bound to the secondary interface */
+void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec);
 int rdzv_co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
 int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
@@ -443,7 +463,8 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 /* rdzv_auth.c: HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len);
-/* rdzv_conn.c: listeners (wildcard v4 + v6, or cfg.listen_addr). */
+/* rdzv_conn.c: listeners (wildcard v4 + v6, or cfg.listen_addr; with cfg.bind_iface also
+ * the secondary addresses, bound to the secondary interface, on the same port). */
 int rdzv_co_listen_open(struct rdzv_coord *co);
 void rdzv_co_listen_resume(struct rdzv_coord *co);
 void rdzv_co_listen_close(struct rdzv_coord *co);
@@ -468,6 +489,15 @@ void rdzv_co_relays_committed(struct rdzv_coord *co);
 void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r);
 /* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
 void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
+
+/* ---- rdzv_blame.c: whom the line names when members cannot reach the coordinator ---- */
+/* Member i failed for good (its note says why): the job ends once the others' outcomes are
+ * in, or RDZV_BLAME_WAIT_MS later (rdzv_co_blame_due, from the sweep). */
+void rdzv_co_final_fail(struct rdzv_coord *co, uint32_t i, const char *why);
+void rdzv_co_blame_due(struct rdzv_coord *co, int64_t now);
+/* 1 and the line in out when the coordinator is the odd one among the members marked in
+ * failed[] (world bytes): two or more, none verified, all outside its subnet. */
+int rdzv_co_coord_odd(struct rdzv_coord *co, const uint8_t *failed, char *out, size_t len);
 
 /* Checks a config for either role; fills a validated copy of cfg->self. */
 int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);

@@ -175,6 +175,11 @@ void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 /* Phase 2 failed: tell the coordinator why (VFAIL), retry after a backoff. */
 void rdzv_mb_fail2(struct rdzv_member *m, const char *why)
 {
+	rdzv_mb_fail2_final(m, 0, why);
+}
+
+void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why)
+{
 	struct rdzv_buf b = {0};
 
 	gx_debug("rdzv: %s: secondary check: %s; retrying", m->self.name, why);
@@ -186,6 +191,8 @@ void rdzv_mb_fail2(struct rdzv_member *m, const char *why)
 	rdzv_mb_ticket_end(m);
 	if (m->c1.rc.state == RC_SESSION) {
 		rdzv_put_str(&b, T_TEXT, m->err2);
+		if (code) /* our own configuration: retrying will not mend it */
+			rdzv_put_u32(&b, T_CODE, (uint32_t)code);
 		rdzv_mb_send(m, &m->c1, RDZV_VFAIL, &b);
 	}
 	if (!m->retry2_id)
@@ -242,7 +249,7 @@ static void note_refused(struct rdzv_member *m, int rc)
 }
 
 static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const union gx_sockaddr *dst,
-		   socklen_t dlen, const union gx_sockaddr *src, socklen_t slen)
+		   socklen_t dlen, const union gx_sockaddr *src, socklen_t slen, const char *ifname)
 {
 	char a[INET6_ADDRSTRLEN];
 	int fd = -1, rc;
@@ -255,7 +262,7 @@ static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const unio
 	c->keepalive = 0;
 	snprintf(c->dst, sizeof(c->dst), dst->sa.sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
 		 gx_addr_str(dst, a, sizeof(a)), m->cfg.port);
-	rc = gx_tcp_connect(dst, dlen, src, slen, &fd);
+	rc = gx_tcp_connect_dev(dst, dlen, src, slen, ifname, &fd);
 	if (rc == 0) {
 		rc = gx_ev_add(m->ev, fd, EPOLLOUT | EPOLLIN, conn_event, c);
 		if (rc < 0)
@@ -280,7 +287,7 @@ static void p1_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr *
 		rdzv_mb_fail1(m, why);
 		return;
 	}
-	rc = mc_open(m, &m->c1, 1, sa, len, NULL, 0);
+	rc = mc_open(m, &m->c1, 1, sa, len, NULL, 0, NULL);
 	if (rc < 0) {
 		note_refused(m, rc); /* a loopback connect may be refused at once */
 		io_fail(m, &m->c1, rc);
@@ -316,30 +323,62 @@ void rdzv_member_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr
 	p1_resolved(m, rc == -EINPROGRESS ? -EIO : rc, sa, len);
 }
 
-/* Phase 2 goes from our secondary address to the coordinator's, same family. */
+/*
+ * Phase 2 goes from our secondary address to the coordinator's in the job's family (its
+ * MASTER_ADDR's), bound to our secondary interface, and only once the kernel says it routes
+ * there out of that interface: the job's own sockets (NCCL, Gloo, MPI) are bound to an
+ * address at most, and Linux sends them where the route says.
+ */
 void rdzv_mb_p2_connect(struct rdzv_member *m)
 {
 	const struct rdzv_peer *co = &m->res.coord, *s = &m->self;
+	const char *master = m->res.master_addr, *from = rdzv_peer_addr(s, master);
+	int v6 = strchr(master, ':') != NULL;
+	const char *ifname = m->cfg.bind_iface && !m->nobind ? s->iface : NULL;
 	union gx_sockaddr dst, src;
 	socklen_t dlen, slen;
-	int rc = -EAFNOSUPPORT;
+	char why[600];
+	int rc;
 
-	if (s->addr4[0] && co->addr4[0])
-		rc = gx_addr_parse(co->addr4, m->cfg.port, &dst, &dlen) ||
-		     gx_addr_parse(s->addr4, 0, &src, &slen);
-	else if (s->addr6[0] && co->addr6[0])
-		rc = gx_addr_parse(co->addr6, m->cfg.port, &dst, &dlen) ||
-		     gx_addr_parse(s->addr6, 0, &src, &slen);
-	if (rc != 0 && !co->addr4[0] && !co->addr6[0]) {
+	if (!co->addr4[0] && !co->addr6[0]) {
 		rdzv_mb_fail2(m, "the coordinator has no secondary address");
 		return;
 	}
-	if (rc != 0) {
-		rdzv_mb_fail2(
-		    m, "no secondary address of ours in the address family of the coordinator");
+	if (!from[0]) {
+		/* a table of two families cannot be routed: rank 0 would reach the others'
+		 * addresses through another interface, or not at all */
+		snprintf(why, sizeof(why),
+			 "%s has no %s address on %s (only %s), and MASTER_ADDR %s is %s: every "
+			 "pod needs a secondary address of one family",
+			 s->name, v6 ? "IPv6" : "IPv4", s->iface, v6 ? s->addr4 : s->addr6, master,
+			 v6 ? "IPv6" : "IPv4");
+		rdzv_mb_fail2_final(m, GX_EROUTE, why);
 		return;
 	}
-	rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen);
+	if (gx_addr_parse(master, m->cfg.port, &dst, &dlen) < 0 ||
+	    gx_addr_parse(from, 0, &src, &slen) < 0) {
+		rdzv_mb_fail2(m, "unusable secondary address");
+		return;
+	}
+	if (m->cfg.route &&
+	    (rc = m->cfg.route(m->cfg.route_arg, from, master, v6 ? co->plen6 : co->plen4, s->iface,
+			       why, sizeof(why))) < 0) {
+		char line[sizeof(why) + sizeof(s->name) + 2];
+
+		snprintf(line, sizeof(line), "%s: %s", s->name, why);
+		rdzv_mb_fail2_final(m, rc == GX_EROUTE ? GX_EROUTE : GX_ERDZV, line);
+		return;
+	}
+	rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen, ifname);
+	if (rc == -EPERM && ifname) {
+		/* SO_BINDTODEVICE needs CAP_NET_RAW before Linux 5.7: the route check above
+		 * still holds the path to the interface, the bind only made it certain */
+		gx_warn("rdzv: cannot bind phase 2 to %s (%s: Linux before 5.7 needs "
+			"CAP_NET_RAW): bound to %s only, the kernel's route decides",
+			ifname, gx_strerror(rc), from);
+		m->nobind = 1;
+		rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen, NULL);
+	}
 	if (rc < 0)
 		rdzv_mb_fail(m, &m->c2, gx_strerror(rc));
 }

@@ -52,12 +52,13 @@ struct rdzv_member {
 	unsigned nrefused; /* phase-1 connects refused in a row (the first retry: a phase) */
 	int resolving;	   /* a resolve() answer is pending (rdzv_member_resolved) */
 	int rdma_checking; /* the RDMA-CM check() runs in the loop: VERIFY waits for it */
+	int nobind;	   /* SO_BINDTODEVICE was refused (EPERM): phase 2 bound to its address */
 	/* the phase-2 ticket of the last ASSIGN (issue 26), unused yet; none when RDMA-CM
 	 * must be checked (the check sits between the phase-2 handshake and VERIFY) */
 	int vt;
 	unsigned char vkey[RDZV_KEY_LEN];
 	uint64_t round;
-	char err1[300], err2[300];
+	char err1[300], err2[512];
 	char rejected[300]; /* a clear REJECT before the session (retried, issue 25), or "" */
 	int reject_code, reject_phase;
 	struct rdzv_result res;
@@ -99,6 +100,9 @@ void rdzv_mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void rdzv_mb_fail1(struct rdzv_member *m, const char *why);
 void rdzv_mb_fail2(struct rdzv_member *m, const char *why);
+/* The same, final: code (GX_EROUTE, ...) tells the coordinator that this member's own
+ * configuration failed it, so the job ends now (the member still retries, in case). */
+void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why);
 void rdzv_mb_fail(struct rdzv_member *m, struct mconn *c, const char *why);
 /* M_STAYING: the session ended (END status, or -1 and why); ended() once. */
 void rdzv_mb_ended(struct rdzv_member *m, int status, const char *why);

@@ -299,6 +299,8 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 	rails_text(nd, self->rails, sizeof(self->rails));
 	gx_strlcpy(self->addr4, nd->addr4, sizeof(self->addr4));
 	gx_strlcpy(self->addr6, nd->addr6, sizeof(self->addr6));
+	self->plen4 = nd->addr4[0] ? nd->prefix4 : 0;
+	self->plen6 = nd->addr6[0] ? nd->prefix6 : 0;
 	if (nd->rdma_usable) {
 		gx_strlcpy(self->rdma_dev, nd->rdma_dev, sizeof(self->rdma_dev));
 		self->rdma_port = nd->rdma_port;
@@ -332,6 +334,33 @@ static const struct rdzv_rdma_ops *rdma_ops(struct agent_run *r)
 	/* check probes its rails itself: the rendezvous gates only run/init/serve's */
 	rdzv_rdma_set_rails(r->rdma_ctx, !r->soft_verify);
 	return rdzv_rdma_ops(r->rdma_ctx);
+}
+
+/*
+ * The rendezvous' route question (rdzv_config.route): does the kernel send to dst from src
+ * out of iface? The netlink socket is opened on the first question and kept: a coordinator
+ * asks once per member.
+ */
+static int route_check(void *arg, const char *src, const char *dst, int dst_plen, const char *iface,
+		       char *why, size_t whylen)
+{
+	struct agent_run *r = arg;
+	int rc;
+
+	if (r->routes_off)
+		return 0;
+	if (!r->routes) {
+		rc = nd_routes_open(&r->routes);
+		if (rc < 0) {
+			/* no answer is no proof either way: the device binding still holds */
+			gx_warn("cannot ask the kernel's routes (%s): the path check is skipped",
+				gx_strerror(rc));
+			r->routes_off = 1;
+			return 0;
+		}
+	}
+	return nd_route_check(r->routes, src, dst, dst_plen, iface, r->nd ? r->nd->overlap : NULL,
+			      why, whylen);
 }
 
 static int start_rdzv(struct agent_run *r)
@@ -381,6 +410,10 @@ static int start_rdzv(struct agent_run *r)
 	cfg.ended_arg = r;
 	cfg.changed = table_changed;
 	cfg.changed_arg = r;
+	/* the proof is the job's path: bound to the device, routed out of it, both ways */
+	cfg.bind_iface = nd_ok(r) && !r->peers.observer;
+	cfg.route = cfg.bind_iface ? route_check : NULL;
+	cfg.route_arg = r;
 	if (!cfg.elastic) {
 		cfg.relay_fanout = r->relay_fanout >= 0		   ? (uint32_t)r->relay_fanout
 				   : cfg.world > AGENT_RELAY_WORLD ? AGENT_RELAY_FANOUT
@@ -579,7 +612,7 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 	for (i = 0; i < r->res.ntable; i++) {
 		const struct rdzv_peer *p = &r->res.table[i];
 
-		hp[i].addr = p->addr4[0] ? p->addr4 : p->addr6;
+		hp[i].addr = rdzv_peer_addr(p, r->res.master_addr);
 		hp[i].name = p->name;
 		hp[i].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
 					       p->slots ? (long)p->slots : 1);
@@ -702,8 +735,8 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.rank = r->res.rank;
 	in.world = (long)r->res.world;
 	in.iface = our_iface(r);
-	if (nd_ok(r))
-		in.addr = r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6;
+	if (nd_ok(r)) /* in the job's family: MASTER_ADDR's */
+		in.addr = rdzv_peer_addr(&r->self, r->res.master_addr);
 	in.rails = r->rdma_gated ? r->rdma_hca : rails;
 	in.nccl_gid_index = nd_ok(r) && r->nd->rdma_usable ? r->nd->nccl_gid_index : -1;
 	if (r->rdma_gated)
@@ -1011,7 +1044,7 @@ static struct agent_rw_host *rw_hosts(const struct agent_run *r)
 
 		h[i].name = p->name;
 		h[i].primary = p->primary;
-		h[i].addr = p->addr4[0] ? p->addr4 : p->addr6;
+		h[i].addr = rdzv_peer_addr(p, r->res.master_addr);
 	}
 	return h;
 }
@@ -1107,6 +1140,7 @@ void agent_run_free(struct agent_run *r)
 	agent_dns_free(r->rdns);
 	free(r->relay_lookup);
 	rdzv_rdma_ctx_free(r->rdma_ctx); /* before the loop it polls in */
+	nd_routes_close(r->routes);
 	rdzv_result_clear(&r->res);
 	gx_ev_free(r->ev);
 	nd_result_free(r->nd);

@@ -84,6 +84,8 @@ struct agent_run {
 	struct agent_peers peers;
 	struct agent_token token;
 	struct nd_result *nd;
+	struct nd_routes *routes; /* the kernel's route answers (rdzv_config.route), lazily */
+	int routes_off;		  /* netlink refused: no route check (warned once) */
 	int nd_rc;
 	char nd_err[512];
 	char job_id[130];

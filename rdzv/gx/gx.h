@@ -39,7 +39,8 @@ enum gx_err {
 	GX_ECHECK = -(GX_EBASE + 18),	    /* check: some pair unreachable (exit 1) */
 	GX_ECMDNOTFOUND = -(GX_EBASE + 19), /* CMD not found (exit 127) */
 	GX_ECMDEXEC = -(GX_EBASE + 20),	    /* CMD could not be executed (exit 126) */
-	GX_ELAST = -(GX_EBASE + 21),
+	GX_EROUTE = -(GX_EBASE + 21),	    /* the kernel routes the secondary path elsewhere */
+	GX_ELAST = -(GX_EBASE + 22),
 };
 
 /* Text for 0, a negative errno or a GX_E* code. Never NULL. */
@@ -118,10 +119,30 @@ int gx_addr_normalize(const char *in, char *out, size_t outlen);
 int gx_somaxconn(void);
 /* Listening TCP socket on sa (SO_REUSEADDR, CLOEXEC, NONBLOCK), backlog somaxconn. */
 int gx_tcp_listen(const union gx_sockaddr *sa, socklen_t len, int *fd_out);
+/* The same, bound to device ifname first when it is not NULL or "" (SO_BINDTODEVICE:
+ * -EPERM without CAP_NET_RAW before Linux 5.7, -ENODEV), with flags GX_LISTEN_*. */
+#define GX_LISTEN_SHARED 1 /* SO_REUSEPORT: a wildcard and a device listener share a port */
+int gx_tcp_listen_opt(const union gx_sockaddr *sa, socklen_t len, const char *ifname, int flags,
+		      int *fd_out);
+/*
+ * Listeners on a pod's secondary addresses (addr4, addr6: "" skips one) at port, bound to
+ * device ifname, GX_LISTEN_SHARED (beside wildcard listeners on the same port): fds[0] for
+ * addr4, fds[1] for addr6 (-1 where none). Returns how many opened; 0 with none open when
+ * the kernel refuses the device (-EPERM before Linux 5.7 without CAP_NET_RAW, -ENODEV) and
+ * *why says so: the caller falls back to the address; < 0 on any other error (none open).
+ */
+int gx_tcp_listen_secondary(const char *addr4, const char *addr6, uint16_t port, const char *ifname,
+			    int fds[2], int *why);
 /* Non-blocking connect; 0 when started or done (check SO_ERROR on EPOLLOUT).
  * src may be NULL; otherwise the socket is bound to it (port 0) first. */
 int gx_tcp_connect(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,
 		   socklen_t slen, int *fd_out);
+/* The same, and bound to device ifname (when not NULL or "") before anything else:
+ * the connection then leaves through that interface whatever the routing table says. */
+int gx_tcp_connect_dev(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,
+		       socklen_t slen, const char *ifname, int *fd_out);
+/* SO_BINDTODEVICE: 0, or -EPERM (no CAP_NET_RAW before Linux 5.7), -ENODEV. */
+int gx_bind_device(int fd, const char *ifname);
 /* SO_ERROR of a connecting socket as -errno (0 = connected). */
 int gx_sock_error(int fd);
 /* Raise RLIMIT_NOFILE soft limit to the hard limit; returns the new soft limit. */
