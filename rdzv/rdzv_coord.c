@@ -850,6 +850,7 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 		return rc;
 	co->has_token = cfg->token != NULL;
 	randombytes_buf(&co->round, sizeof(co->round));
+	randombytes_buf(co->decoy, sizeof(co->decoy));
 	co->rng = rdzv_rng_new(); /* NULL: a syscall per nonce, as before */
 	co->maxconns = 2 * (size_t)co->world + 64;
 	if (co->maxconns < RDZV_MIN_CONNS)
@@ -987,6 +988,7 @@ void rdzv_coord_free(struct rdzv_coord *co)
 	free(co->tab);
 	rdzv_buf_free(&co->table);
 	sodium_memzero(co->k, sizeof(co->k));
+	sodium_memzero(co->decoy, sizeof(co->decoy));
 	rdzv_rng_free(co->rng);
 	free(co);
 }

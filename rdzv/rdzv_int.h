@@ -405,10 +405,12 @@ struct rdzv_coord {
 	char unauth_note[300];	  /* the last refusal before a proof: never blamed on a peer */
 	uint64_t nunauth_refused; /* JOINs refused before authentication */
 	struct rdzv_rng *rng;	  /* challenge nonces (issue 26) */
-	struct cconn *dirty;	  /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
-	size_t ncarried;	  /* carried connections open (not in nconns: they hold no fd) */
-	uint32_t nrelays_open;	  /* relays in session: done waits for them after a COMMIT */
-	size_t pa_carried;	  /* carried children in pa (not counted for a flood) */
+	/* the key a TVERIFY for a slot without a ticket is MAC'd under: the same work */
+	unsigned char decoy[RDZV_KEY_LEN];
+	struct cconn *dirty;   /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
+	size_t ncarried;       /* carried connections open (not in nconns: they hold no fd) */
+	uint32_t nrelays_open; /* relays in session: done waits for them after a COMMIT */
+	size_t pa_carried;     /* carried children in pa (not counted for a flood) */
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
@@ -440,6 +442,10 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		   const unsigned char *body, size_t len);
 /* A ticket VERIFY (RDZV_TVERIFY: body, then the MAC) as the first frame. Same return. */
 int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
+/* Its ticket check: NULL and *sp when m's MAC verifies under its slot's unused ticket, else
+ * why not; the same MAC work either way (a decoy key for a slot without a ticket). */
+const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m,
+				 const unsigned char *body, size_t blen, struct cpeer **sp);
 /* rdzv_auth.c: HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len);
