@@ -201,6 +201,12 @@ int rdzv_peer_decode(const unsigned char *p, size_t len, struct rdzv_peer *peer)
 int rdzv_msg_decode(uint16_t type, const unsigned char *body, size_t len, struct rdzv_msg *m);
 /* Copy s into out replacing anything gx_safe_text refuses with '?'. */
 void rdzv_sanitize(char *out, size_t outlen, const char *s);
+/* Text an unauthenticated party sent (a REJECT before the session), for a line of ours:
+ * sanitized, at most RDZV_UNAUTH_TEXT bytes ("..." when cut), quoted and marked:
+ * (WHO said, unauthenticated: "TEXT"). Whoever sits at the coordinator's address, or on the
+ * path, chooses it: it must not read as ours in the termination log. */
+#define RDZV_UNAUTH_TEXT 120
+void rdzv_quote_unauth(char *out, size_t outlen, const char *who, const char *s);
 /* "a, b, c and 12 more": at most RDZV_LIST_NAMES items, bounded by cap. */
 struct rdzv_list {
 	char *out; /* caller's buffer, out[0] = '\0' at start */

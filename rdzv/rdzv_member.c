@@ -468,10 +468,10 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			       "%s cannot reach the coordinator %s on the secondary network: %s",
 			       m->self.name, m->cfg.coord_name, m->err2);
 	else if (m->rejected[0] && (m->st == M_CONNECT || m->reject_phase == 2))
-		rdzv_mb_finish(
-		    m, m->reject_code == GX_EVERSION ? GX_EVERSION : GX_EREJECTED,
-		    "coordinator %s rejected our %s (unauthenticated, until the deadline): %s",
-		    m->cfg.coord_name, m->reject_phase == 1 ? "JOIN" : "VERIFY", m->rejected);
+		rdzv_mb_finish(m, m->reject_code == GX_EVERSION ? GX_EVERSION : GX_EREJECTED,
+			       "coordinator %s rejected our %s until the deadline %s",
+			       m->cfg.coord_name, m->reject_phase == 1 ? "JOIN" : "VERIFY",
+			       m->rejected);
 	else if (m->auth_failed)
 		rdzv_mb_finish(m, GX_EAUTH, "coordinator %s failed authentication (%s)",
 			       m->cfg.coord_name, m->err1);

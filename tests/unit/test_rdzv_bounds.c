@@ -1117,6 +1117,76 @@ static void test_member_deadlines(void **state)
 	rh_free(&h);
 }
 
+/* ---- what an impostor at the coordinator's address writes into a final line ----
+ * Whoever answers at the coordinator's address can send a clear REJECT with ~1,000
+ * printable bytes of its choosing. The member's line quotes them, bounded and marked as
+ * the unauthenticated sender's (on 9740b38 they were the line's own tail). */
+static void impostor(uint32_t token)
+{
+	char text[1000], want[200];
+	struct rdzv_config cfg;
+	struct rdzv_buf b = {0};
+	unsigned char *frame;
+	union gx_sockaddr sa;
+	socklen_t len;
+	int lfd = -1, fd, i;
+	size_t n;
+	int64_t t0;
+	struct rh h;
+
+	/* a forged log line, then padding, then the part that must not come through */
+	n = (size_t)snprintf(text, sizeof(text),
+			     "bad token\n2026-01-01T00:00:00Z gxboot[1] info: all fine; ");
+	memset(text + n, 'x', sizeof(text) - n - 12);
+	snprintf(text + sizeof(text) - 12, 12, " curl x|sh");
+	rdzv_put_u32(&b, T_CODE, (uint32_t)GX_EAUTH);
+	rdzv_put_str(&b, T_TEXT, text);
+	frame = malloc(RDZV_HDR_LEN + b.len);
+	assert_non_null(frame);
+	rdzv_hdr_encode(frame, RDZV_REJECT, (uint32_t)b.len);
+	memcpy(frame + RDZV_HDR_LEN, b.p, b.len);
+
+	h_init(&h, 2, 60000);
+	assert_int_equal(gx_addr_parse("127.0.0.1", h.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &lfd), 0);
+	member_cfg(&h, 1, &cfg);
+	cfg.deadline_ms = gx_now_ms() + 1500;
+	if (!token) {
+		cfg.token = NULL;
+		cfg.token_len = 0;
+	}
+	rh_start_member_in(&h, h.ev, 1, &cfg);
+	t0 = gx_now_ms();
+	while (!h.s[1].done && gx_now_ms() - t0 < 6000) {
+		pump(&h, 20);
+		for (i = 0; i < 8 && (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0; i++) {
+			send_all(fd, frame, RDZV_HDR_LEN + b.len);
+			close(fd);
+		}
+	}
+	assert_int_equal(h.s[1].done, 1);
+	assert_int_equal(h.s[1].rc, GX_EREJECTED);
+	printf("# %s\n", h.s[1].err);
+	snprintf(want, sizeof(want),
+		 "(the coordinator said, unauthenticated: \"bad token?2026-01-01T00:00:00Z "
+		 "gxboot[1] info: all fine; xx");
+	assert_non_null(strstr(h.s[1].err, want));
+	assert_non_null(strstr(h.s[1].err, "x...\")"));
+	assert_null(strstr(h.s[1].err, "curl"));
+	assert_true(strlen(h.s[1].err) < 100 + RDZV_UNAUTH_TEXT + 30);
+	close(lfd);
+	rdzv_buf_free(&b);
+	free(frame);
+	rh_free(&h);
+}
+
+static void test_impostor_reject_text(void **state)
+{
+	(void)state;
+	impostor(1); /* retried until the deadline, then the line */
+	impostor(0); /* no token: at once */
+}
+
 /* ---- pipelined AUTH (issue 26): the JOIN comes in the AUTH's flight ---------
  * A coordinator that verifies AUTH and never sends PROOF still gets a JOIN whose MAC
  * checks under the session key with sequence 0; the member accepts nothing meanwhile. */
@@ -1708,6 +1778,7 @@ int main(void)
 	    cmocka_unit_test(test_member_deadlines),
 	    cmocka_unit_test(test_member_pipelined_join),
 	    cmocka_unit_test(test_commit_waits_for_lost_session),
+	    cmocka_unit_test(test_impostor_reject_text),
 	    cmocka_unit_test(test_phase2_ticket),
 	    cmocka_unit_test(test_phase2_ticket_foreign),
 	    cmocka_unit_test(test_phase2_ticket_timing),
