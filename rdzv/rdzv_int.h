@@ -63,6 +63,9 @@
 #define RDZV_RELAY_DRAIN_MS 5000 /* a relay carries its children's COMMITs at most this long */
 #define RDZV_RELAY_KID_OUT (RDZV_MAX_TABLE_BODY + RDZV_CARRY_MAX) /* queued to one child */
 #define RDZV_RELAY_PER_SRC 8 /* a relay's children from one address at once (loopback exempt) */
+/* ... and from one IPv6 /64 (a node's pods share one; a stranger with one has 2^64 addresses):
+ * half the slots, so one /64 cannot take them all, and the fan-out (<= 512) fits */
+#define RDZV_RELAY_PER_NET (RDZV_RELAY_KIDS / 2)
 #define RDZV_RELAY_UP_HIGH (1u << 20) /* children's bytes queued up: stop reading them */
 
 /* ---- message types ------------------------------------------------------ */

@@ -376,8 +376,12 @@ static void test_relay_stranger_wrap(void **state)
 	for (i = 0; i < 1100; i++) {
 		int f = -1;
 
-		if (gx_tcp_connect(&sa, len, NULL, 0, &f) == 0)
+		/* a byte each: a child that never sent one is never the coordinator's */
+		if (gx_tcp_connect(&sa, len, NULL, 0, &f) == 0) {
+			pump(&w, 100, 0);
+			(void)send(f, "x", 1, MSG_NOSIGNAL);
 			close(f);
+		}
 		if (i % 32 == 31)
 			pump(&w, 100, 5);
 	}
@@ -473,6 +477,118 @@ static void test_relay_presession_flood(void **state)
 	tw_free(&w);
 }
 
+/* Under valgrind the loop is ~30x slower: time bounds get that much more slack. */
+static int64_t slack_ms(int64_t ms)
+{
+	const char *v = getenv("GX_TEST_VALGRIND");
+
+	return v && *v == '1' ? 30 * ms : ms;
+}
+
+/* Open silent connections to a: fds[0..n), each non-blocking, connected. */
+static void silent_open(struct tw *w, const char *a, int *fds, int n)
+{
+	union gx_sockaddr sa;
+	socklen_t len;
+	int i;
+
+	assert_int_equal(gx_addr_parse(a, w->h.port, &sa, &len), 0);
+	for (i = 0; i < n; i++) {
+		fds[i] = -1;
+		assert_int_equal(gx_tcp_connect(&sa, len, NULL, 0, &fds[i]), 0);
+		if (i % 64 == 63)
+			pump(w, 100, 1);
+	}
+}
+
+/* How many of fds[0..n) the relay has closed (EOF or reset), marking them -2. */
+static int silent_closed(int *fds, int n)
+{
+	char c;
+	int i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		ssize_t r;
+
+		if (fds[i] == -2) {
+			k++;
+			continue;
+		}
+		r = recv(fds[i], &c, 1, MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+			close(fds[i]);
+			fds[i] = -2;
+			k++;
+		}
+	}
+	return k;
+}
+
+/* Run until k of fds are closed or ms passed: the ms it took. */
+static int64_t silent_wait(struct tw *w, int *fds, int n, int k, int64_t ms)
+{
+	int64_t t0 = gx_now_ms();
+
+	while (silent_closed(fds, n) < k && gx_now_ms() - t0 < ms)
+		pump(w, 100, 20);
+	return gx_now_ms() - t0;
+}
+
+/*
+ * A relay gives silent connections the coordinator's pre-authentication deadline before
+ * its own session is up (here the coordinator's address accepts nothing): one that sends
+ * nothing is closed RDZV_HELLO_MS after its accept, or RDZV_HANDSHAKE_MS while few are
+ * silent; one that spoke is held (a member before its coordinator starts). At the
+ * relay's RDZV_RELAY_KIDS the oldest silent one makes room for a newcomer. On 9740b38 the
+ * relay held 2,048 silent connections for 26 s, none closed, and refused its children.
+ */
+static void test_relay_silent_deadline(void **state)
+{
+	static int few[8], flood[RDZV_RELAY_KIDS + 100];
+	union gx_sockaddr csa;
+	socklen_t clen;
+	int lfd = -1, spoke = -1, nf = RDZV_RELAY_KIDS + 100;
+	int64_t t0, dt;
+	char ip[32];
+	struct tw w;
+
+	(void)state;
+	tw_init(&w, 20, 8, 60000);
+	assert_int_equal(gx_addr_parse("127.0.0.1", w.h.port, &csa, &clen), 0);
+	assert_int_equal(gx_tcp_listen(&csa, clen, &lfd), 0); /* accepts nothing */
+	start_member(&w, 8);
+	pump(&w, 100, 200);
+	addr_of(8, ip, sizeof(ip));
+
+	/* few: room, so the slow-member extension: closed at 5 s from the accept */
+	t0 = gx_now_ms();
+	silent_open(&w, ip, few, 8);
+	silent_open(&w, ip, &spoke, 1);
+	assert_int_equal(send(spoke, "x", 1, MSG_NOSIGNAL), 1); /* a child before the session */
+	dt = silent_wait(&w, few, 8, 8, RDZV_HANDSHAKE_MS + slack_ms(2000));
+	printf("# 8 silent connections closed %lld ms after they opened\n", (long long)dt);
+	assert_int_equal(silent_closed(few, 8), 8);
+	assert_true(dt >= RDZV_HANDSHAKE_MS - 100);
+	assert_true(dt <= RDZV_HANDSHAKE_MS + slack_ms(2 * RDZV_SWEEP_MS + 500));
+	assert_int_equal(silent_closed(&spoke, 1), 0); /* it spoke: still held */
+
+	/* a flood past the relay's slots: newcomers push out the oldest silent ones, and the
+	 * flood's deadline (1 s) holds: all gone 1 s after the last */
+	t0 = gx_now_ms();
+	silent_open(&w, ip, flood, nf);
+	dt = silent_wait(&w, flood, nf, nf, 3 * RDZV_HELLO_MS + slack_ms(2000));
+	printf("# %d silent connections (%d slots): all closed %lld ms after the first opened\n",
+	       nf, RDZV_RELAY_KIDS, (long long)(gx_now_ms() - t0));
+	assert_int_equal(silent_closed(flood, nf), nf);
+	assert_true(gx_now_ms() - t0 >= RDZV_HELLO_MS - 100);
+	assert_true(dt <= slack_ms(RDZV_HANDSHAKE_MS));
+	assert_int_equal(silent_closed(&spoke, 1), 0);
+	assert_int_equal(w.h.s[8].m->relay ? 1 : 0, 1);
+	close(spoke);
+	close(lfd);
+	tw_free(&w);
+}
+
 /* Members that stay (serving) join the coordinator, a relay's pod included: no relay
  * that would outlive its children (the coordinator's done waited RDZV_RELAY_DRAIN_MS). */
 static void test_relay_stay(void **state)
@@ -553,6 +669,7 @@ int main(void)
 	    cmocka_unit_test(test_relay_stranger_wrap),
 	    cmocka_unit_test(test_relay_late_coordinator),
 	    cmocka_unit_test(test_relay_presession_flood),
+	    cmocka_unit_test(test_relay_silent_deadline),
 	    cmocka_unit_test(test_relay_stay),
 	    cmocka_unit_test(test_relay_dies_after_commit),
 	};
