@@ -11,6 +11,7 @@
 #include "rdzv/rdzv_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,9 +216,10 @@ void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
 static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const unsigned char *p,
 		    size_t n)
 {
-	char addr[INET6_ADDRSTRLEN], norm[INET6_ADDRSTRLEN];
+	char addr[INET6_ADDRSTRLEN], norm[INET6_ADDRSTRLEN], why[160];
 	struct gx_pa_ent *old = NULL;
 	struct cconn *k;
+	int known;
 
 	if (r->kids[id % RDZV_RELAY_KIDS] || n == 0 || n >= sizeof(addr))
 		return GX_EPROTO;
@@ -225,20 +227,34 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 	addr[n] = '\0';
 	if (gx_addr_normalize(addr, norm, sizeof(norm)) != 0) /* parsed and printed again */
 		return GX_EPROTO;
-	/* the pre-authentication budget per source address, as for an accepted socket: a
-	 * stranger behind a relay holds at most RDZV_PREAUTH_PER_SRC handshakes; its others are
-	 * closed at once (the relay frees their slots), never the relay's session */
-	/* known: a carried child is never evicted for a socket (it holds none of ours), and
-	 * it evicts nothing itself (refused when the budget is full) */
-	if (gx_pa_admit(&co->pa, norm, 1, co->pa.n >= co->pa.max, &old) < 0 || old) {
-		gx_rl_log(
-		    &co->rl_pre,
-		    "rdzv: refused a connection from %s through relay %s: %zu unauthenticated "
-		    "ones from there",
-		    norm, r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str,
-		    gx_pa_count(&co->pa, norm));
+	/*
+	 * The carried children's own pre-authentication budget (pa_kids), as for an accepted
+	 * socket: a stranger behind a relay holds at most RDZV_PREAUTH_PER_SRC handshakes (its
+	 * others are closed at once: the relay frees their slots), never the relay's session;
+	 * at its bound the oldest carried one from outside the table is closed for the newcomer.
+	 * Apart from the direct connections' budget: carried children, which hold no fd of ours,
+	 * never take the room of a VERIFY or a member's reconnect (on 9740b38 they were known
+	 * entries of one budget, never closed, and a stranger filling relays' slots refused
+	 * every direct connection until their deadlines passed).
+	 */
+	known = gx_aset_has(&co->known, norm);
+	if (gx_pa_admit(&co->pa_kids, norm, known, 0, &old) < 0) {
+		gx_rl_log(&co->rl_pre, "rdzv: refused a connection from %s through relay %s: %s",
+			  norm, r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str,
+			  gx_pa_why(&co->pa_kids, norm, why, sizeof(why)));
 		add_rec(co, r, id, CK_CLOSE, NULL, 0);
 		return 0;
+	}
+	if (old) {
+		struct cconn *oc = (struct cconn *)((char *)old - offsetof(struct cconn, pa));
+
+		gx_rl_log(
+		    &co->rl_pre,
+		    "rdzv: closed the oldest unauthenticated connection through a relay (from "
+		    "%s) for one from %s",
+		    oc->rc.peer_str, norm);
+		co->res.nevicted++;
+		rdzv_co_drop(co, oc, NULL); /* its relay's slot too: CK_CLOSE queued */
 	}
 	k = calloc(1, sizeof(*k));
 	if (!k)
@@ -247,8 +263,7 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 	k->rc.buffered = 1;
 	k->rc.carried = 1;
 	gx_strlcpy(k->rc.peer_str, norm, sizeof(k->rc.peer_str));
-	gx_pa_add(&co->pa, &k->pa, norm, 1);
-	co->pa_carried++;
+	gx_pa_add(&co->pa_kids, &k->pa, norm, known);
 	k->co = co;
 	k->peer = -1;
 	k->claimed = -1;

@@ -13,6 +13,17 @@
 #include <string.h>
 #include <sys/socket.h>
 
+/* A JOINed member's addresses become known to the budgets (co_admit, kid_open): its VERIFY
+ * comes from its secondary address, a reconnect from its primary. A set bounded by 3 per
+ * slot and some: a pod that restarted elsewhere many times is not known everywhere. */
+static void known_add(struct rdzv_coord *co, const struct rdzv_peer *t)
+{
+	if (gx_aset_add(&co->known, t->primary) < 0 || gx_aset_add(&co->known, t->addr4) < 0 ||
+	    gx_aset_add(&co->known, t->addr6) < 0)
+		gx_debug("rdzv: more than %zu table addresses: not all of %s's are known",
+			 co->known.cap, t->name);
+}
+
 void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct cpeer *sp = &co->st[cc->peer];
@@ -27,6 +38,7 @@ void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 	t->seen_from[0] = '\0';
 	if (cc->rc.peer_str[0] != '?')
 		gx_strlcpy(t->primary, cc->rc.peer_str, sizeof(t->primary));
+	known_add(co, t);
 	cc->role = ROLE_MEMBER;
 	cc->deadline = 0;
 	sp->conn = cc;

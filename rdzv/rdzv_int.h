@@ -409,7 +409,11 @@ struct rdzv_coord {
 	uint32_t nassigned;    /* elastic: slots in use, a prefix of at most world */
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
-	struct gx_pa pa;	  /* unauthenticated connections (issue 25) */
+	struct gx_pa pa; /* unauthenticated direct connections (issue 25) */
+	/* ... and carried ones, apart: a relay's children never take a direct connection's
+	 * room (VERIFYs and members' reconnects go direct) nor it theirs */
+	struct gx_pa pa_kids;
+	struct gx_aset known;	  /* the table's addresses (JOINs): known in both budgets */
 	struct gx_rl rl_pre;	  /* warnings about them */
 	char unauth_note[300];	  /* the last refusal before a proof: never blamed on a peer */
 	uint64_t nunauth_refused; /* JOINs refused before authentication */
@@ -419,7 +423,6 @@ struct rdzv_coord {
 	struct cconn *dirty;   /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
 	size_t ncarried;       /* carried connections open (not in nconns: they hold no fd) */
 	uint32_t nrelays_open; /* relays in session: done waits for them after a COMMIT */
-	size_t pa_carried;     /* carried children in pa (not counted for a flood) */
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 

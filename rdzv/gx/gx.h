@@ -199,6 +199,26 @@ void gx_pa_net(const char *src, char *out, size_t len);
 /* 1 for 127.0.0.0/8, ::1 and ::ffff:127.x.y.z. */
 int gx_addr_is_loopback(const char *src);
 
+/* ---- a set of addresses: the job table's (gx_guard.c) ------------------- */
+/* Which sources are the job's peers: a budget's "known" (gx_pa_admit). Hashed as the budget
+ * is (SipHash under a random key); at most cap addresses, never removed. */
+struct gx_aset_ent {
+	struct gx_aset_ent *next;
+	char a[46];
+};
+
+struct gx_aset {
+	struct gx_aset_ent **b;
+	size_t nb, n, cap;
+	unsigned char key[16];
+};
+
+int gx_aset_init(struct gx_aset *s, size_t cap);
+void gx_aset_free(struct gx_aset *s);
+/* 0 (added, or in already; "" is ignored), -ENOSPC at cap, -ENOMEM */
+int gx_aset_add(struct gx_aset *s, const char *a);
+int gx_aset_has(const struct gx_aset *s, const char *a);
+
 /* ---- rate-limited warnings (gx_guard.c) --------------------------------- */
 /*
  * For events anyone can cause (a stranger's connection, a bad proof): the

@@ -244,6 +244,82 @@ void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e)
 	pa->n--;
 }
 
+/* ---- a set of addresses ---- */
+static uint32_t aset_bucket(const struct gx_aset *s, const char *a)
+{
+	unsigned char h[crypto_shorthash_BYTES];
+	uint64_t v = 0;
+	size_t i;
+
+	crypto_shorthash(h, (const unsigned char *)a, strlen(a), s->key);
+	for (i = 0; i < sizeof(h); i++)
+		v = v << 8 | h[i];
+	return (uint32_t)(v % s->nb);
+}
+
+int gx_aset_init(struct gx_aset *s, size_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	if (cap < 1 || sodium_init() < 0)
+		return -EINVAL;
+	s->nb = 64;
+	while (s->nb < cap && s->nb < 65536)
+		s->nb *= 2;
+	s->b = calloc(s->nb, sizeof(*s->b));
+	if (!s->b)
+		return -ENOMEM;
+	s->cap = cap;
+	randombytes_buf(s->key, sizeof(s->key));
+	return 0;
+}
+
+void gx_aset_free(struct gx_aset *s)
+{
+	size_t i;
+
+	for (i = 0; s->b && i < s->nb; i++)
+		while (s->b[i]) {
+			struct gx_aset_ent *e = s->b[i];
+
+			s->b[i] = e->next;
+			free(e);
+		}
+	free(s->b);
+	memset(s, 0, sizeof(*s));
+}
+
+int gx_aset_has(const struct gx_aset *s, const char *a)
+{
+	const struct gx_aset_ent *e;
+
+	if (!s->b || !a[0])
+		return 0;
+	for (e = s->b[aset_bucket(s, a)]; e; e = e->next)
+		if (strcmp(e->a, a) == 0)
+			return 1;
+	return 0;
+}
+
+int gx_aset_add(struct gx_aset *s, const char *a)
+{
+	struct gx_aset_ent *e;
+	uint32_t k;
+
+	if (!s->b || !a[0] || gx_aset_has(s, a))
+		return 0;
+	if (s->n >= s->cap || strlen(a) >= sizeof(e->a))
+		return -ENOSPC;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	gx_strlcpy(e->a, a, sizeof(e->a));
+	k = aset_bucket(s, a);
+	e->next = s->b[k];
+	s->b[k] = e;
+	s->n++;
+	return 0;
+}
+
 /* ---- rate-limited warnings ---- */
 /* Warnings at the normal level; with -q (level warn or below) they go to debug: a stranger's
  * noise is not what -q keeps. */

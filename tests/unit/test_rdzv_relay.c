@@ -589,6 +589,56 @@ static void test_relay_silent_deadline(void **state)
 	tw_free(&w);
 }
 
+/*
+ * Carried children never take a direct connection's room: a stranger holds 1,200 connections
+ * through two relays, each of which sent a byte (so each is carried to the coordinator and
+ * held there until its handshake deadline); a member that joins the coordinator directly
+ * still gets in while they are held. On 9740b38 they were known entries of the one budget
+ * (its size: the connection bound plus the world, 1,044 here): a full budget refused every
+ * direct connection, VERIFYs included, until their deadlines passed.
+ */
+static void test_relay_carried_budget(void **state)
+{
+	static int fds[1200];
+	char a8[32], a16[32];
+	struct tw w;
+	int64_t t0;
+	size_t held = 0;
+	int i;
+
+	(void)state;
+	tw_init(&w, 20, 8, 20000);
+	start_coord(&w);
+	start_member(&w, 8);
+	start_member(&w, 16);
+	pump(&w, 100, 500);
+	assert_int_equal(w.h.co->nrelays_open, 2);
+	addr_of(8, a8, sizeof(a8));
+	addr_of(16, a16, sizeof(a16));
+	silent_open(&w, a8, fds, 600);
+	silent_open(&w, a16, fds + 600, 600);
+	pump(&w, 100, 100);
+	for (i = 0; i < 1200; i++)
+		(void)send(fds[i], "G", 1, MSG_NOSIGNAL); /* a partial header: never a frame */
+	t0 = gx_now_ms();
+	while (w.h.co->ncarried < 1000 && gx_now_ms() - t0 < 3000)
+		pump(&w, 100, 20);
+	held = w.h.co->ncarried;
+	printf("# carried connections held by the coordinator: %zu\n", held);
+	assert_true(held >= 1000);
+	start_member(&w, 1); /* direct: the relays' children hold their handshakes meanwhile */
+	t0 = gx_now_ms();
+	while (!w.h.co->st[1].joined && gx_now_ms() - t0 < 3000)
+		pump(&w, 100, 20);
+	printf("# job-worker-1 joined directly %lld ms after it started, %zu carried held\n",
+	       (long long)(gx_now_ms() - t0), w.h.co->ncarried);
+	assert_int_equal(w.h.co->st[1].joined, 1);
+	assert_true(w.h.co->ncarried >= 1000); /* still held: it did not wait for them */
+	for (i = 0; i < 1200; i++)
+		close(fds[i]);
+	tw_free(&w);
+}
+
 /* Members that stay (serving) join the coordinator, a relay's pod included: no relay
  * that would outlive its children (the coordinator's done waited RDZV_RELAY_DRAIN_MS). */
 static void test_relay_stay(void **state)
@@ -670,6 +720,7 @@ int main(void)
 	    cmocka_unit_test(test_relay_late_coordinator),
 	    cmocka_unit_test(test_relay_presession_flood),
 	    cmocka_unit_test(test_relay_silent_deadline),
+	    cmocka_unit_test(test_relay_carried_budget),
 	    cmocka_unit_test(test_relay_stay),
 	    cmocka_unit_test(test_relay_dies_after_commit),
 	};
