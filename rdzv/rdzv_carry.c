@@ -212,6 +212,85 @@ void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
 	cc->is_relay = 0;
 }
 
+/* The members that join directly and have not yet: 1 .. F-1 and the relays. */
+static size_t direct_missing(const struct rdzv_coord *co)
+{
+	uint32_t f = co->cfg.relay_fanout, i;
+	size_t n = 0;
+
+	for (i = 1; i < f && i < co->world; i++)
+		n += !co->st[i].conn;
+	for (i = f; i < co->world; i += f)
+		n += !co->st[i].conn;
+	return n;
+}
+
+/* A relay in session that takes children still, the one carrying fewest; 0 when none. */
+static uint32_t live_relay(const struct rdzv_coord *co)
+{
+	uint32_t f = co->cfg.relay_fanout, i, best = 0, nbest = 0;
+
+	for (i = f; i < co->world; i += f) {
+		const struct cconn *r = co->st[i].conn;
+
+		if (!r || !r->is_relay || r->rc.state != RC_SESSION || r->told_committed ||
+		    r->nkids >= RDZV_RELAY_KIDS / 2)
+			continue;
+		if (!best || r->nkids < nbest) {
+			best = i;
+			nbest = r->nkids;
+		}
+	}
+	return best;
+}
+
+/*
+ * A member that belongs behind a relay (index >= F, not a relay, not serving: those join
+ * here by design) comes directly: its relay failed it. The star takes it while the
+ * connections left under the bound cover the direct members and relays not yet joined
+ * and the VERIFYs in flight; past that, children of a failed relay would hold the
+ * sessions those need and no one could commit (80 pods, fan-out 8, a bound of 65: 63
+ * children came and 74-80 pods exited 3 on 9740b38). Then the member is sent to the relay
+ * in session that carries fewest (a MAC'd REJECT, RDZV_RJ_RELAY, with its T_INDEX), or
+ * told to wait, with the cause in its line, when none is.
+ */
+int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_peer *p)
+{
+	uint32_t f = co->cfg.relay_fanout, to;
+	size_t slack = co->maxconns / 8 < RDZV_VERIFY_SLACK ? co->maxconns / 8 : RDZV_VERIFY_SLACK;
+	struct rdzv_buf b = {0};
+	char why[300];
+
+	if (f < 2 || co->cfg.elastic || cc->rc.carried || p->index < f || p->index % f == 0 ||
+	    (p->flags & (RDZV_PF_SERVES | RDZV_PF_OBSERVER)) ||
+	    co->nconns + direct_missing(co) + slack <= co->maxconns)
+		return 0;
+	to = live_relay(co);
+	if (to)
+		snprintf(why, sizeof(why),
+			 "the coordinator holds %zu of its %zu connections: members behind a relay "
+			 "join through one (sent to %s)",
+			 co->nconns, co->maxconns, co->names[to]);
+	else
+		snprintf(why, sizeof(why),
+			 "the coordinator holds %zu of its %zu connections and no relay is in "
+			 "session to carry members behind one: waiting for a relay",
+			 co->nconns, co->maxconns);
+	gx_rl_log(&co->rl_star, "rdzv: %s joined directly: %s", p->name, why);
+	if (!co->st[p->index].joined) {
+		free(co->st[p->index].note);
+		co->st[p->index].note = strdup(why);
+	}
+	rdzv_put_u32(&b, T_CODE, RDZV_RJ_RELAY);
+	rdzv_put_str(&b, T_TEXT, why);
+	if (to)
+		rdzv_put_u32(&b, T_INDEX, to);
+	rdzv_co_send(co, cc, RDZV_REJECT, &b);
+	rdzv_buf_free(&b);
+	rdzv_co_close_later(co, cc);
+	return 1;
+}
+
 /* A child connected to the relay: a new connection, as if accepted here. */
 static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const unsigned char *p,
 		    size_t n)

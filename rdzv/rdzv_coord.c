@@ -531,6 +531,7 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 	co->sweep_id = 0;
 	sweep_conns(co, now);
 	gx_rl_flush(&co->rl_pre);
+	gx_rl_flush(&co->rl_star);
 	if (co->paused && co->nconns < co->maxconns)
 		rdzv_co_listen_resume(co);
 	if (now >= co->next_report && !co->committed && !co->aborted) {
@@ -881,6 +882,7 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	}
 	co->next_report = gx_now_ms() + RDZV_REPORT_MS;
 	co->rl_pre.what = "rdzv: unauthenticated connections refused or closed";
+	co->rl_star.what = "rdzv: members sent to a relay (no room for them here)";
 	/* with relays, their children's handshakes too (they hold no fd of ours) */
 	rc = gx_pa_init(&co->pa, co->maxconns, RDZV_PREAUTH_PER_SRC);
 	/* carried: every pod's handshake at once (relays start their children together), and
@@ -985,6 +987,7 @@ void rdzv_coord_free(struct rdzv_coord *co)
 		rdzv_co_drop(co, co->conns, NULL);
 	rdzv_co_listen_close(co);
 	gx_rl_final(&co->rl_pre);
+	gx_rl_final(&co->rl_star);
 	gx_pa_free(&co->pa);
 	gx_pa_free(&co->pa_kids);
 	gx_aset_free(&co->known);

@@ -126,6 +126,8 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 		rdzv_co_reject(co, cc, GX_EINVAL_NAME, why);
 		return 0;
 	}
+	if (rdzv_co_star_room(co, cc, &p)) /* sent to a relay: the star has no room for it */
+		return 0;
 	cc->pj = malloc(sizeof(*cc->pj));
 	if (!cc->pj) {
 		rdzv_co_drop(co, cc, "out of memory");

@@ -102,6 +102,14 @@ enum rdzv_carry_kind {
 	CK_COMMITTED = 4, /* C -> relay: the COMMIT went out; children leave, then the relay */
 };
 
+/* A MAC'd REJECT of a JOIN with this T_CODE is not final: the coordinator cannot hold the
+ * member directly (it belongs behind a relay); T_INDEX names a relay in session to join
+ * through, or is absent (none: wait). A GX_E* code is negative, this is not. */
+#define RDZV_RJ_RELAY 1
+/* Direct connections a coordinator keeps for VERIFYs in flight when it decides whether a
+ * member that belongs behind a relay may join it directly: maxconns / 8, at most this */
+#define RDZV_VERIFY_SLACK 64
+
 /* VERIFY / TVERIFY T_FLAGS */
 #define RDZV_VF_RDMA 1u		/* the member's RDMA-CM check to the coordinator passed */
 #define RDZV_VF_RDMA_PENDING 2u /* TVERIFY only: the session is up, VERIFY follows the check */
@@ -415,6 +423,7 @@ struct rdzv_coord {
 	struct gx_pa pa_kids;
 	struct gx_aset known;	  /* the table's addresses (JOINs): known in both budgets */
 	struct gx_rl rl_pre;	  /* warnings about them */
+	struct gx_rl rl_star;	  /* members sent to a relay: the star had no room */
 	char unauth_note[300];	  /* the last refusal before a proof: never blamed on a peer */
 	uint64_t nunauth_refused; /* JOINs refused before authentication */
 	struct rdzv_rng *rng;	  /* challenge nonces (issue 26) */
@@ -484,6 +493,10 @@ void rdzv_co_carry_flush(struct rdzv_coord *co);
 void rdzv_co_relays_committed(struct rdzv_coord *co);
 /* One relay: its own COMMIT went (a relay that rejoins after the COMMIT too). */
 void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r);
+/* A direct JOIN (entry p) of a member that belongs behind a relay: 0 when the coordinator
+ * has room for it under its connection bound, else 1: answered (sent to a relay in
+ * session, or told to wait) and closing. */
+int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_peer *p);
 /* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
 void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
 

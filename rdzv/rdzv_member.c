@@ -144,6 +144,33 @@ static void relay_failed(struct rdzv_member *m, const char *why)
 		m->cfg.names[m->relay_idx], why, m->cfg.coord_name);
 }
 
+/*
+ * The coordinator could not hold us directly (its connection bound; we belong behind a
+ * relay, ours failed us): through the relay it named, with a fresh patience, or, when none
+ * is in session, to it again after a backoff. Its words stay as the cause in our line.
+ */
+int rdzv_mb_redirected(struct rdzv_member *m, const struct rdzv_msg *msg)
+{
+	uint32_t f = m->cfg.relay_fanout, r = msg->index;
+	char text[sizeof(msg->text)];
+
+	rdzv_sanitize(text, sizeof(text), msg->text);
+	snprintf(m->redirect, sizeof(m->redirect), "%.290s",
+		 text[0] ? text : "the coordinator has no room for members behind a relay");
+	if (f >= 2 && r >= f && r % f == 0 && r < m->cfg.world && r != m->self.index &&
+	    m->cfg.relay_resolve) {
+		gx_info("rdzv: %s: joining through relay %s: %s", m->self.name, m->cfg.names[r],
+			m->redirect);
+		m->relay_idx = r;
+		m->via_relay = 1;
+		m->relay_fails = m->relay_drops = 0;
+		m->attempt1 = 0;
+	}
+	m->nrefused = 0;
+	rdzv_mb_fail1(m, m->redirect);
+	return 1;
+}
+
 /* Phase 1 lost: start again from JOIN after a backoff. */
 void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 {
@@ -298,7 +325,7 @@ static void p1_connect(struct rdzv_member *m)
 	m->c1_relay = m->via_relay;
 	m->c1_up = 0;
 	if (m->c1_relay) /* our relay's name (its pod may not be up yet) */
-		rc = m->cfg.relay_resolve(m->cfg.resolve_arg, &sa, &len);
+		rc = m->cfg.relay_resolve(m->cfg.resolve_arg, m->relay_idx, &sa, &len);
 	else if (m->cfg.resolve)
 		rc = m->cfg.resolve(m->cfg.resolve_arg, &sa, &len);
 	if (rc == -EINPROGRESS) {
@@ -481,6 +508,8 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			       m->err1[0]     ? m->err1
 			       : m->resolving ? "its name is still being resolved: no DNS answer"
 					      : "no connection");
+	else if (m->redirect[0] && m->st == M_CONNECT)
+		rdzv_mb_finish(m, GX_EPEERS, "not joined after %lds: %s", secs, m->redirect);
 	else if (m->res.waiting[0])
 		rdzv_mb_finish(m, GX_EPEERS, "peers missing after %lds: %s", secs, m->res.waiting);
 	else

@@ -254,6 +254,7 @@ static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
 	gx_strlcpy(m->res.master_addr, msg->master, sizeof(m->res.master_addr));
 	m->res.t_joined_ms = gx_now_ms();
 	m->res.via_relay = m->c1_relay;
+	m->redirect[0] = '\0';
 	m->c1.deadline = 0;
 	m->attempt1 = 0;
 	m->st = M_ASSIGNED;
@@ -486,6 +487,8 @@ int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 			rdzv_mb_finish(m, GX_EREJECTED, "coordinator %s rejected our %s %s",
 				       m->cfg.coord_name, c->phase == 1 ? "JOIN" : "VERIFY", text);
 		rc = 1;
+	} else if (type == RDZV_REJECT && msg->code == RDZV_RJ_RELAY && c->phase == 1) {
+		rc = rdzv_mb_redirected(m, msg); /* no room here: through a relay */
 	} else if (type == RDZV_REJECT) { /* MAC'd under our token's session: the coordinator */
 		rdzv_sanitize(text, sizeof(text), msg->text);
 		rdzv_mb_finish(m, GX_EREJECTED, "coordinator %s rejected our %s: %s",

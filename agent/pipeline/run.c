@@ -144,13 +144,21 @@ static void relay_resolved(void *arg, int rc, const struct agent_dns_answer *ans
 			     rc == 0 ? ans->lens[0] : 0);
 }
 
-/* rdzv's relay_resolve hook: our relay's name, looked up before each connect to it. */
-static int resolve_relay(void *arg, union gx_sockaddr *sa, socklen_t *len)
+static int relay_lookup_set(struct agent_run *r, size_t rel);
+
+/* rdzv's relay_resolve hook: our relay's name, looked up before each connect to it (another
+ * relay's when the coordinator sent us there). */
+static int resolve_relay(void *arg, uint32_t relay, union gx_sockaddr *sa, socklen_t *len)
 {
 	struct agent_run *r = arg;
 	uint16_t port = (uint16_t)(r->port ? r->port : r->o->port);
 	int rc;
 
+	if (relay != r->relay_idx) {
+		rc = relay_lookup_set(r, relay);
+		if (rc < 0)
+			return rc;
+	}
 	if (gx_addr_parse(r->relay_lookup, port, sa, len) == 0)
 		return 0;
 	/* as for the coordinator's name: one answer serves COORD_DNS_REUSE_MS of retries (a
@@ -189,10 +197,32 @@ static int relay_fanout_env(long *f, char *err, size_t errlen)
 	return 0;
 }
 
-static int relay_name(struct agent_run *r, uint32_t f)
+/* The name looked up for relay rel: qualified as the coordinator's is (see relay_name). */
+static int relay_lookup_set(struct agent_run *r, size_t rel)
 {
 	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
-	size_t l0 = strlen(c0), i = r->peers.self, rel;
+	size_t l0 = strlen(c0);
+	char *name = NULL;
+
+	if (rel == 0 || rel >= r->peers.n)
+		return -EINVAL;
+	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.') {
+		if (asprintf(&name, "%s%s", r->peers.names[rel], fq + l0) < 0)
+			return -ENOMEM;
+	} else if (!(name = strdup(r->peers.names[rel]))) {
+		return -ENOMEM;
+	}
+	free(r->relay_lookup);
+	r->relay_lookup = name;
+	r->relay_idx = rel;
+	r->relay_resolved_ms = 0; /* another relay: its own answer */
+	r->relay_as_given = 0;
+	return 0;
+}
+
+static int relay_name(struct agent_run *r, uint32_t f)
+{
+	size_t i = r->peers.self, rel;
 
 	/* an observer (AGENT_SELF_NONE) joins the coordinator: it stays for the job's end */
 	if (f < 2 || r->peers.observer || i == AGENT_SELF_NONE || i == 0 || i >= r->peers.n ||
@@ -201,13 +231,7 @@ static int relay_name(struct agent_run *r, uint32_t f)
 	rel = i / f * f;
 	if (rel == 0 || rel == i)
 		return 0;
-	r->relay_idx = rel;
-	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
-		return asprintf(&r->relay_lookup, "%s%s", r->peers.names[rel], fq + l0) < 0
-			   ? -ENOMEM
-			   : 0;
-	r->relay_lookup = strdup(r->peers.names[rel]);
-	return r->relay_lookup ? 0 : -ENOMEM;
+	return relay_lookup_set(r, rel);
 }
 
 static void progress(void *arg, const char *line)

@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -36,13 +39,14 @@ static void addr_of(uint32_t i, char *out, size_t len)
 	snprintf(out, len, "127.0.%u.%u", (1 + i / 250) & 0xff, 1 + i % 250);
 }
 
-static int relay_resolve(void *arg, union gx_sockaddr *sa, socklen_t *len)
+static int relay_resolve(void *arg, uint32_t relay, union gx_sockaddr *sa, socklen_t *len)
 {
 	struct rarg *a = arg;
 	char ip[32];
 
 	a->calls++;
-	addr_of(a->relay, ip, sizeof(ip));
+	a->relay = relay;
+	addr_of(relay, ip, sizeof(ip));
 	return gx_addr_parse(ip, a->port, sa, len);
 }
 
@@ -639,6 +643,131 @@ static void test_relay_carried_budget(void **state)
 	tw_free(&w);
 }
 
+/* A listener on the relay's own address and port that accepts and closes at once: that
+ * relay cannot listen (it joins as a plain member) and its children see it fail them. */
+static void closer_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
+{
+	int c;
+
+	(void)ev;
+	(void)events;
+	(void)arg;
+	while ((c = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		close(c);
+}
+
+struct co_child {
+	int done, rc;
+};
+
+static void co_child_done(void *arg, int rc, const struct rdzv_result *res)
+{
+	struct co_child *c = arg;
+
+	(void)res;
+	c->done = 1;
+	c->rc = rc;
+}
+
+/* The coordinator in a child process whose open-file limit (129) makes its connection bound
+ * 65 (maxconns = limit - 64): 0 when it committed. Not under valgrind, which refuses a new
+ * hard limit. */
+static int co_child(struct tw *w)
+{
+	struct rlimit rl = {129, 129};
+	struct co_child c = {0};
+	struct rdzv_config cfg;
+	struct rdzv_coord *co = NULL;
+	struct gx_ev *ev = NULL;
+	int64_t until = gx_now_ms() + 30000;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || gx_ev_new(&ev) < 0)
+		return 77;
+	rh_coord_cfg(&w->h, &cfg);
+	if (rdzv_coord_start(ev, &cfg, co_child_done, &c, &co) < 0)
+		return 2;
+	if (co->maxconns != 65)
+		return 3;
+	while (!c.done && gx_now_ms() < until)
+		gx_ev_run_until(ev, gx_now_ms() + 50);
+	if (!c.done)
+		return 4;
+	printf("# the coordinator (bound %zu): %s\n", co->maxconns,
+	       c.rc ? co->res.err : "committed");
+	fflush(stdout);
+	rdzv_coord_free(co);
+	gx_ev_free(ev);
+	return c.rc == 0 ? 0 : 1;
+}
+
+/*
+ * 80 pods, F = 8, a coordinator that can hold 65 connections (its open-file limit): 8 of
+ * the 9 relays cannot relay (their port answers and closes: a pod whose gxboot cannot
+ * listen), so 56 children fall back to the star, which could hold 7 direct members, 9
+ * relays, their VERIFYs and ~40 of them. The star takes what fits under its bound and sends
+ * the rest to the relay in session (job-worker-72); every pod commits. On 9740b38 all 56
+ * came directly, the star could not hold them until a COMMIT, and the job failed at its
+ * deadline. The 80-pod e2e (80 network namespaces) is too heavy for 2 cores: the harness
+ * runs the same code on loopback, the coordinator in a child process for its own limit.
+ */
+static void test_relay_fallback_bound(void **state)
+{
+	int closer[9], st = 0, sent = 0, carried = 0;
+	struct tw w;
+	uint32_t i, r;
+	pid_t pid;
+
+	(void)state;
+	if (getenv("GX_TEST_VALGRIND"))
+		skip();
+	tw_init(&w, 80, 8, 40000);
+	for (r = 8; r <= 64; r += 8) {
+		union gx_sockaddr sa;
+		socklen_t len;
+		char ip[32];
+
+		addr_of(r, ip, sizeof(ip));
+		assert_int_equal(gx_addr_parse(ip, w.h.port, &sa, &len), 0);
+		assert_int_equal(gx_tcp_listen(&sa, len, &closer[r / 8 - 1]), 0);
+		assert_int_equal(gx_ev_add(w.h.ev, closer[r / 8 - 1], EPOLLIN, closer_event, NULL),
+				 0);
+	}
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(co_child(&w));
+	start_members(&w, 0);
+	pump(&w, (int)w.h.n - 1, 35000);
+	drain_relays(&w, 6000);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77)
+		skip();
+	for (i = 9; i < w.h.n; i++) {
+		if (i % 8 == 0 || i >= 72)
+			continue;
+		sent += w.args[i].relay != i / 8 * 8;
+		carried += w.h.s[i].res.via_relay;
+	}
+	printf("# 56 children of failed relays: %d sent to another relay, %d carried by one\n",
+	       sent, carried);
+	assert_int_equal(WEXITSTATUS(st), 0);
+	for (i = 1; i < w.h.n; i++) {
+		if (w.h.s[i].rc != 0)
+			printf("# %s: %s\n", w.h.names[i], w.h.s[i].err);
+		assert_int_equal(w.h.s[i].done, 1);
+		assert_int_equal(w.h.s[i].rc, 0);
+		assert_int_equal(w.h.s[i].res.rank, (int)i);
+	}
+	assert_true(sent > 0);
+	for (r = 0; r < 8; r++) {
+		gx_ev_del(w.h.ev, closer[r]);
+		close(closer[r]);
+	}
+	tw_free(&w);
+}
+
 /* Members that stay (serving) join the coordinator, a relay's pod included: no relay
  * that would outlive its children (the coordinator's done waited RDZV_RELAY_DRAIN_MS). */
 static void test_relay_stay(void **state)
@@ -721,6 +850,7 @@ int main(void)
 	    cmocka_unit_test(test_relay_presession_flood),
 	    cmocka_unit_test(test_relay_silent_deadline),
 	    cmocka_unit_test(test_relay_carried_budget),
+	    cmocka_unit_test(test_relay_fallback_bound),
 	    cmocka_unit_test(test_relay_stay),
 	    cmocka_unit_test(test_relay_dies_after_commit),
 	};
