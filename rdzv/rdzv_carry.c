@@ -259,7 +259,7 @@ int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv
 	uint32_t f = co->cfg.relay_fanout, to;
 	size_t slack = co->maxconns / 8 < RDZV_VERIFY_SLACK ? co->maxconns / 8 : RDZV_VERIFY_SLACK;
 	struct rdzv_buf b = {0};
-	char why[300];
+	char why[300], note[200];
 
 	if (f < 2 || co->cfg.elastic || cc->rc.carried || p->index < f || p->index % f == 0 ||
 	    (p->flags & (RDZV_PF_SERVES | RDZV_PF_OBSERVER)) ||
@@ -277,9 +277,11 @@ int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv
 			 "session to carry members behind one: waiting for a relay",
 			 co->nconns, co->maxconns);
 	gx_rl_log(&co->rl_star, "rdzv: %s joined directly: %s", p->name, why);
-	if (!co->st[p->index].joined) {
+	if (!co->st[p->index].joined) { /* the deadline line quotes it (short: one per peer) */
+		snprintf(note, sizeof(note), "no room here for it directly: %s%s",
+			 to ? "sent to " : "no relay in session", to ? co->names[to] : "");
 		free(co->st[p->index].note);
-		co->st[p->index].note = strdup(why);
+		co->st[p->index].note = strdup(note);
 	}
 	rdzv_put_u32(&b, T_CODE, RDZV_RJ_RELAY);
 	rdzv_put_str(&b, T_TEXT, why);
