@@ -251,15 +251,23 @@ int rdzv_mb_keepalive(struct mconn *c, int idle, int intvl, int cnt)
 	return 0;
 }
 
-/* A connect or I/O failure of c: phase 1 records its code for the caller's hints. */
+/* A connect or I/O failure of c: phase 1 records its code for the caller's hints. A
+ * connection the other end accepted and then closed or reset before it answered anything
+ * (a full budget or relay, a stranger's port) is said so, and counted: a later "Connection
+ * refused" (the coordinator gone at its own deadline) must not stand for all of them. */
 static void io_fail(struct rdzv_member *m, struct mconn *c, int rc)
 {
+	int early = c->rc.state == RC_HELLO && (rc == -ECONNRESET || rc == -EPIPE);
+
 	if (c == &m->c1)
 		m->res.conn_err = rc;
+	if (c == &m->c1 && early)
+		m->nearly++;
 	rdzv_mb_fail(m, c,
-		     rc == -ECONNRESET	? "closed"
-		     : rc == -ETIMEDOUT ? "timed out"
-					: gx_strerror(rc));
+		     early		 ? "accepted, then closed before any answer"
+		     : rc == -ECONNRESET ? "closed"
+		     : rc == -ETIMEDOUT	 ? "timed out"
+					 : gx_strerror(rc));
 }
 
 /* refused: the coordinator's host is up, its gxboot is about to listen */
@@ -471,6 +479,28 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 	m->tick_id = gx_ev_timer(ev, M_TICK_MS, tick, m);
 }
 
+/* The line of a member the coordinator never answered: through which relay, the last
+ * failure, and how many connections were accepted and closed unanswered before it. */
+static void never_answered(struct rdzv_member *m, long secs)
+{
+	char via[300] = "", early[120] = "";
+
+	if (m->via_relay)
+		snprintf(via, sizeof(via), " through its relay %s", m->cfg.names[m->relay_idx]);
+	if (m->nearly && !strstr(m->err1, "closed before any answer"))
+		snprintf(early, sizeof(early),
+			 "; before: %u connection%s accepted, then closed before any answer",
+			 m->nearly, m->nearly == 1 ? "" : "s");
+	else if (m->nearly > 1)
+		snprintf(early, sizeof(early), " (%u times)", m->nearly);
+	rdzv_mb_finish(m, GX_EPEERS, "coordinator %s never answered in %lds%s (%s%s)",
+		       m->cfg.coord_name, secs, via,
+		       m->err1[0]     ? m->err1
+		       : m->resolving ? "its name is still being resolved: no DNS answer"
+				      : "no connection",
+		       early);
+}
+
 static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct rdzv_member *m = arg;
@@ -503,11 +533,7 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 		rdzv_mb_finish(m, GX_EAUTH, "coordinator %s failed authentication (%s)",
 			       m->cfg.coord_name, m->err1);
 	else if (!m->ever_answered)
-		rdzv_mb_finish(m, GX_EPEERS, "coordinator %s never answered in %lds (%s)",
-			       m->cfg.coord_name, secs,
-			       m->err1[0]     ? m->err1
-			       : m->resolving ? "its name is still being resolved: no DNS answer"
-					      : "no connection");
+		never_answered(m, secs);
 	else if (m->redirect[0] && m->st == M_CONNECT)
 		rdzv_mb_finish(m, GX_EPEERS, "not joined after %lds: %s", secs, m->redirect);
 	else if (m->res.waiting[0])

@@ -50,6 +50,7 @@ struct rdzv_member {
 	uint64_t retry1_id, retry2_id, tick_id, deadline_id;
 	int grace_used;	   /* the deadline grace of a joined member was given */
 	unsigned nrefused; /* phase-1 connects refused in a row (the first retry: a phase) */
+	unsigned nearly;   /* phase-1 connections accepted, then closed before any answer */
 	int resolving;	   /* a resolve() answer is pending (rdzv_member_resolved) */
 	int rdma_checking; /* the RDMA-CM check() runs in the loop: VERIFY waits for it */
 	/* the phase-2 ticket of the last ASSIGN (issue 26), unused yet; none when RDMA-CM

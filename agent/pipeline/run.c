@@ -115,6 +115,7 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	}
 	agent_dns_free(r->dns);
 	r->dns = NULL;
+	r->coord_asked = 1;
 	rc = agent_dns_start(r->ev, r->coord_as_given ? r->peers.names[0] : r->coord_lookup,
 			     r->o->dns_server, port, coord_resolved, r, &r->dns);
 	return rc < 0 ? rc : -EINPROGRESS;
@@ -139,6 +140,7 @@ static void relay_resolved(void *arg, int rc, const struct agent_dns_answer *ans
 	if (rc == 0) {
 		r->relay_addr = ans->addrs[0];
 		r->relay_resolved_ms = gx_now_ms();
+		r->relay_ever_resolved = 1;
 	}
 	rdzv_member_resolved(r->member, rc, rc == 0 ? &ans->addrs[0] : NULL,
 			     rc == 0 ? ans->lens[0] : 0);
@@ -159,8 +161,10 @@ static int resolve_relay(void *arg, uint32_t relay, union gx_sockaddr *sa, sockl
 		if (rc < 0)
 			return rc;
 	}
-	if (gx_addr_parse(r->relay_lookup, port, sa, len) == 0)
+	if (gx_addr_parse(r->relay_lookup, port, sa, len) == 0) {
+		r->relay_ever_resolved = 1; /* an IP needs no DNS */
 		return 0;
+	}
 	/* as for the coordinator's name: one answer serves COORD_DNS_REUSE_MS of retries (a
 	 * refused connect is retried every F / 2000 s: 128 ms at F = 256) */
 	if (r->relay_resolved_ms && gx_now_ms() - r->relay_resolved_ms < COORD_DNS_REUSE_MS) {
@@ -170,6 +174,7 @@ static int resolve_relay(void *arg, uint32_t relay, union gx_sockaddr *sa, sockl
 	}
 	agent_dns_free(r->rdns);
 	r->rdns = NULL;
+	r->relay_asked = 1;
 	rc = agent_dns_start(r->ev, relay_lookup_name(r), r->o->dns_server, port, relay_resolved, r,
 			     &r->rdns);
 	return rc < 0 ? rc : -EINPROGRESS;
@@ -510,7 +515,7 @@ static void istio_hint(const struct agent_run *r, int rc, char *err, size_t errl
 
 	int ce = r->res.conn_err;
 
-	if ((rc != GX_EPEERS && rc != GX_ERDZV) || !r->ever_resolved ||
+	if ((rc != GX_EPEERS && rc != GX_ERDZV) || !(r->ever_resolved || r->relay_ever_resolved) ||
 	    (ce != -ECONNREFUSED && ce != -ECONNRESET && ce != -EPIPE) || !istio_present(r))
 		return;
 	snprintf(err + strlen(err), errlen - strlen(err),
@@ -518,6 +523,24 @@ static void istio_hint(const struct agent_run *r, int rc, char *err, size_t errl
 		 "its proxy): annotate the pods traffic.sidecar.istio.io/excludeOutboundPorts "
 		 "and excludeInboundPorts: \"%ld,%ld,%ld\"",
 		 port, port + 1, port + 2);
+}
+
+/*
+ * A name that was looked up and never answered, said after the line: the coordinator's, or
+ * our relay's. Only what was asked: a member behind a relay never asks for the
+ * coordinator's name, and one whose DNS answered was kept out by something else (a flood,
+ * a refusal): blaming DNS then sends its reader the wrong way.
+ */
+static void dns_blame(const struct agent_run *r, int rc, char *err, size_t errlen)
+{
+	if (rc != GX_EPEERS || r->peers.self == 0)
+		return;
+	if (r->coord_asked && !r->ever_resolved)
+		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved%s)",
+			 r->coord_lookup, r->peers.coord_nosub ? nosub_hint : "");
+	else if (r->relay_asked && !r->relay_ever_resolved && r->relay_lookup)
+		snprintf(err + strlen(err), errlen - strlen(err),
+			 " (the relay's name %s never resolved)", relay_lookup_name(r));
 }
 
 static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
@@ -532,9 +555,8 @@ static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
 		snprintf(err, errlen, "rendezvous failed: %s", gx_strerror(rc));
 	if (rc == GX_EPEERS && r->dns_hint_shown)
 		snprintf(err + strlen(err), errlen - strlen(err), "; %s", dns_trap_hint);
-	else if (rc == GX_EPEERS && r->peers.self != 0 && !r->ever_resolved)
-		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved%s)",
-			 r->coord_lookup, r->peers.coord_nosub ? nosub_hint : "");
+	else
+		dns_blame(r, rc, err, errlen);
 	istio_hint(r, rc, err, errlen);
 	return rc;
 }

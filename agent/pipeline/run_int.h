@@ -92,6 +92,7 @@ struct agent_run {
 	const char *coord_lookup;
 	int64_t first_nxdomain_ms;
 	int ever_resolved;
+	int coord_asked; /* its name was looked up (a member behind a relay may never) */
 	int dns_hint_shown;
 	union gx_sockaddr coord_primary;
 	int64_t coord_resolved_ms; /* when coord_primary was last answered */
@@ -108,6 +109,7 @@ struct agent_run {
 	size_t relay_idx;	      /* its index in peers.names */
 	int relay_as_given;	      /* NXDOMAIN for our guess of its full name: as written */
 	int64_t relay_resolved_ms;
+	int relay_asked, relay_ever_resolved; /* a relay's name was looked up / answered */
 	struct rdzv_result res;
 	struct rdzv_peer self;
 	int rdzv_rc;

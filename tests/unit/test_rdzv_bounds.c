@@ -1187,6 +1187,48 @@ static void test_impostor_reject_text(void **state)
 	impostor(0); /* no token: at once */
 }
 
+/* ---- what a member says when it was accepted and closed, then refused ----------
+ * For 1.5 s the coordinator's address accepts every connection and closes it before any
+ * answer (a full budget, a full relay), then nothing listens there (the coordinator gone
+ * at its own deadline). The line names both: on 9740b38 it said only "Connection refused",
+ * the last failure, as if nothing had ever listened. */
+static void test_member_closed_then_refused(void **state)
+{
+	union gx_sockaddr sa;
+	struct rdzv_config cfg;
+	socklen_t len;
+	int lfd = -1, fd, n = 0;
+	int64_t t0;
+	struct rh h;
+
+	(void)state;
+	h_init(&h, 2, 60000);
+	assert_int_equal(gx_addr_parse("127.0.0.1", h.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &lfd), 0);
+	member_cfg(&h, 1, &cfg);
+	cfg.deadline_ms = gx_now_ms() + 3000;
+	rh_start_member_in(&h, h.ev, 1, &cfg);
+	t0 = gx_now_ms();
+	while (!h.s[1].done && gx_now_ms() - t0 < 8000) {
+		pump(&h, 10);
+		while (lfd >= 0 && (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+			close(fd);
+			n++;
+		}
+		if (lfd >= 0 && gx_now_ms() - t0 >= 1500) {
+			close(lfd);
+			lfd = -1;
+		}
+	}
+	printf("# %d connections accepted and closed; then: %s\n", n, h.s[1].err);
+	assert_true(n > 0);
+	assert_int_equal(h.s[1].rc, GX_EPEERS);
+	assert_non_null(strstr(h.s[1].err, "never answered in 3s (127.0.0.1:"));
+	assert_non_null(strstr(h.s[1].err, "Connection refused; before:"));
+	assert_non_null(strstr(h.s[1].err, "accepted, then closed before any answer"));
+	rh_free(&h);
+}
+
 /* ---- pipelined AUTH (issue 26): the JOIN comes in the AUTH's flight ---------
  * A coordinator that verifies AUTH and never sends PROOF still gets a JOIN whose MAC
  * checks under the session key with sequence 0; the member accepts nothing meanwhile. */
@@ -1779,6 +1821,7 @@ int main(void)
 	    cmocka_unit_test(test_member_pipelined_join),
 	    cmocka_unit_test(test_commit_waits_for_lost_session),
 	    cmocka_unit_test(test_impostor_reject_text),
+	    cmocka_unit_test(test_member_closed_then_refused),
 	    cmocka_unit_test(test_phase2_ticket),
 	    cmocka_unit_test(test_phase2_ticket_foreign),
 	    cmocka_unit_test(test_phase2_ticket_timing),

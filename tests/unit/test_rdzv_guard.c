@@ -231,6 +231,34 @@ static void test_ipv6_sources(void **state)
 	gx_pa_free(&pa);
 }
 
+/* A refusal says why: the source's own limit, its /64's, or a full budget (on 9740b38 the
+ * coordinator said "0 unauthenticated ones from there" for a full budget). */
+static void test_refusal_why(void **state)
+{
+	struct gx_pa_ent e[4] = {0}, *old = NULL;
+	struct gx_pa pa;
+	char why[200];
+
+	(void)state;
+	assert_int_equal(gx_pa_init(&pa, 2, 1), 0);
+	gx_pa_add(&pa, &e[0], "10.0.0.1", 1);
+	assert_int_equal(gx_pa_admit(&pa, "10.0.0.1", 1, 0, &old), -EBUSY);
+	assert_string_equal(gx_pa_why(&pa, "10.0.0.1", why, sizeof(why)),
+			    "1 unauthenticated ones from there (the limit per source)");
+	gx_pa_add(&pa, &e[1], "10.0.0.2", 1);
+	assert_int_equal(gx_pa_admit(&pa, "10.0.0.3", 0, 0, &old), -EBUSY); /* all known */
+	assert_non_null(strstr(gx_pa_why(&pa, "10.0.0.3", why, sizeof(why)),
+			       "the pre-authentication budget is full (2 unauthenticated"));
+	gx_pa_free(&pa);
+	assert_int_equal(gx_pa_init(&pa, 100, 1), 0);
+	pa.per_net = 1;
+	gx_pa_add(&pa, &e[2], "2001:db8::1", 0);
+	assert_int_equal(gx_pa_admit(&pa, "2001:db8::2", 0, 0, &old), -EBUSY);
+	assert_string_equal(gx_pa_why(&pa, "2001:db8::2", why, sizeof(why)),
+			    "1 unauthenticated ones from 2001:db8::/64 (the limit per /64)");
+	gx_pa_free(&pa);
+}
+
 static void test_ratelimit(void **state)
 {
 	struct gx_rl rl = {.what = "test: strangers"};
@@ -256,7 +284,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_budget_property), cmocka_unit_test(test_loopback_exempt),
 	    cmocka_unit_test(test_known_kept),	    cmocka_unit_test(test_ipv6_sources),
-	    cmocka_unit_test(test_ratelimit),
+	    cmocka_unit_test(test_refusal_why),	    cmocka_unit_test(test_ratelimit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
