@@ -635,10 +635,27 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 	return rc;
 }
 
+int agent_run_out(struct agent_run *r, char *err, size_t errlen)
+{
+	int rc;
+
+	if (r->out_open)
+		return r->out_fd;
+	rc = agent_out_open(r->o->out, 1, &r->out_fd, err, errlen);
+	if (rc < 0)
+		return rc;
+	r->out_open = 1;
+	return r->out_fd;
+}
+
 static int write_text(struct agent_run *r, const char *name, const char *text, size_t len,
 		      char *err, size_t errlen)
 {
-	return agent_write_file_atomic(r->o->out, name, text, len, 0644, err, errlen);
+	int dfd = agent_run_out(r, err, errlen);
+
+	if (dfd < 0)
+		return dfd;
+	return agent_write_file_at(dfd, r->o->out, name, text, len, 0644, err, errlen);
 }
 
 static int write_json(struct agent_run *r, const char *name, json_t *j, char *err, size_t errlen)
@@ -813,7 +830,7 @@ static int write_rsh_link(struct agent_run *r, char *err, size_t errlen)
 	if (l < 5 || strcmp(r->rsh_agent + l - 4, " rsh") != 0)
 		return 0;
 	snprintf(self, sizeof(self), "%.*s", (int)(l - 4), r->rsh_agent);
-	return agent_write_link_atomic(r->o->out, "gxboot-rsh", self, err, errlen);
+	return agent_write_link_at(r->out_fd, r->o->out, "gxboot-rsh", self, err, errlen);
 }
 
 /* env last: it is what `gxboot exec` loads, so it only exists beside a whole set. */
@@ -823,7 +840,7 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 	size_t len = 0;
 	int rc;
 
-	agent_out_clean(r->o->out, 0);
+	agent_out_clean(r->out_fd, 0);
 	rc = write_table_files(r, err, errlen);
 	if (rc == 0)
 		rc = write_json(r, "env.json", agent_env_json(env), err, errlen);
@@ -837,7 +854,7 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 		rc = write_text(r, "env", text, len, err, errlen);
 	free(text);
 	if (rc < 0)
-		agent_out_clean(r->o->out, 1);
+		agent_out_clean(r->out_fd, 1);
 	r->files_written = rc == 0;
 	return rc;
 }
@@ -848,10 +865,9 @@ static int store_files(struct agent_run *r, const struct agent_env *env, char *e
 	int rc;
 
 	agent_signals_block(1);
-	if (mkdir(r->o->out, 0755) < 0 && errno != EEXIST)
-		gx_debug("mkdir %s: %s", r->o->out, strerror(errno));
-	agent_exec_out_tighten(r->o->out); /* what gxboot exec requires (issue 25) */
-	rc = write_files(r, env, err, errlen);
+	rc = agent_run_out(r, err, errlen); /* created, ours: what gxboot exec requires */
+	if (rc >= 0)
+		rc = write_files(r, env, err, errlen);
 	agent_signals_block(0);
 	if (rc < 0 && rc > -GX_EBASE)
 		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
@@ -1090,8 +1106,10 @@ static int rewrite(struct agent_run *r, char ***argv, char *err, size_t errlen)
 	rc = agent_rewrite_cmd(r->o->argv, r->o->argc, &c, argv);
 	if (rc >= 0 && text) {
 		agent_signals_block(1);
-		rc = agent_write_file_atomic(r->o->out, "hostfile.launch", text, strlen(text), 0644,
-					     err, errlen);
+		rc = agent_run_out(r, err, errlen);
+		if (rc >= 0)
+			rc = agent_write_file_at(rc, r->o->out, "hostfile.launch", text,
+						 strlen(text), 0644, err, errlen);
 		agent_signals_block(0);
 	}
 	free(text);
@@ -1147,6 +1165,9 @@ void agent_run_free(struct agent_run *r)
 {
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
+	if (r->out_open)
+		close(r->out_fd);
+	r->out_open = 0;
 	agent_dns_free(r->dns);
 	agent_dns_free(r->rdns);
 	free(r->relay_lookup);

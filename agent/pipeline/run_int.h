@@ -135,6 +135,7 @@ struct agent_run {
 	char rsh_key_file[4200]; /* --out/rsh.key when written */
 	int ended, end_status;	 /* the job-end notice (END; -1: session dropped) */
 	int files_written;	 /* --out holds this run's files (table refreshes) */
+	int out_fd, out_open;	 /* --out, opened once (agent_out_open): every write is in it */
 	char end_why[300];
 };
 
@@ -159,6 +160,8 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen);
 int agent_run_serve_before_meet(struct agent_run *r, char *err, size_t errlen);
 void agent_run_serve_after_meet(struct agent_run *r);
 int agent_run_serve_write_key(struct agent_run *r, char *err, size_t errlen);
+/* --out's descriptor, opened (and created) at the first call: >= 0, or < 0 with err. */
+int agent_run_out(struct agent_run *r, char *err, size_t errlen);
 int agent_run_needs_supervisor(const struct agent_run *r);
 int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, char *err,
 			      size_t errlen);
