@@ -169,10 +169,13 @@ struct rdzv_config {
 	 * (relay_listen, or the wildcard addresses, on port) and carries its children's bytes
 	 * on its own phase-1 session: handshake, JOIN, ASSIGN, COMMIT stay end to end between
 	 * each member and the coordinator, and phase 2 goes to the coordinator's secondary
-	 * address as before. relay_resolve answers like resolve, for the relay's name
-	 * (names[r]); a member whose relay fails twice over relay_patience_ms, or drops it
-	 * twice, goes to the coordinator. Members with stay use the coordinator (their
-	 * session outlives the relay's). All peers must agree on F (0: no tree).
+	 * address as before. relay_resolve answers like resolve, for the name of the relay
+	 * (names[relay]: its own, or another one the coordinator sent it to); a member whose
+	 * relay fails twice over relay_patience_ms, or drops it twice, goes to the
+	 * coordinator, which takes it while it has room under its connection bound and
+	 * otherwise sends it to a relay in session (or tells it to wait). Members with stay
+	 * use the coordinator (their session outlives the relay's). All peers must agree on F
+	 * (0: no tree).
 	 */
 	uint32_t relay_fanout;
 	int relay_patience_ms; /* 0: RDZV_RELAY_PATIENCE_MS */
@@ -191,7 +194,7 @@ struct rdzv_config {
 	int (*route)(void *arg, const char *src, const char *dst, int dst_plen, const char *iface,
 		     char *why, size_t whylen);
 	void *route_arg;
-	int (*relay_resolve)(void *arg, union gx_sockaddr *sa, socklen_t *len);
+	int (*relay_resolve)(void *arg, uint32_t relay, union gx_sockaddr *sa, socklen_t *len);
 	union gx_sockaddr relay_listen;
 	socklen_t relay_listen_len;
 };

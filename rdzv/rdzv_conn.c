@@ -259,7 +259,7 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	for (i = 0; i < 256; i++) {
 		/* at the bound the oldest unauthenticated connection makes room (rdzv_co_conn_new);
 		 * only authenticated ones can fill it */
-		if (co->nconns >= co->maxconns && co->pa.n - co->pa_carried == 0) {
+		if (co->nconns >= co->maxconns && co->pa.n == 0) {
 			pause_accept(co); /* the sweep resumes; members wait in the backlog */
 			return;
 		}

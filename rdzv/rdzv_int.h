@@ -66,6 +66,9 @@
 #define RDZV_RELAY_DRAIN_MS 5000 /* a relay carries its children's COMMITs at most this long */
 #define RDZV_RELAY_KID_OUT (RDZV_MAX_TABLE_BODY + RDZV_CARRY_MAX) /* queued to one child */
 #define RDZV_RELAY_PER_SRC 8 /* a relay's children from one address at once (loopback exempt) */
+/* ... and from one IPv6 /64 (a node's pods share one; a stranger with one has 2^64 addresses):
+ * half the slots, so one /64 cannot take them all, and the fan-out (<= 512) fits */
+#define RDZV_RELAY_PER_NET (RDZV_RELAY_KIDS / 2)
 #define RDZV_RELAY_UP_HIGH (1u << 20) /* children's bytes queued up: stop reading them */
 
 /* ---- message types ------------------------------------------------------ */
@@ -101,6 +104,14 @@ enum rdzv_carry_kind {
 	CK_CLOSE = 3,	  /* both ways: the child's connection ended / end it after the data */
 	CK_COMMITTED = 4, /* C -> relay: the COMMIT went out; children leave, then the relay */
 };
+
+/* A MAC'd REJECT of a JOIN with this T_CODE is not final: the coordinator cannot hold the
+ * member directly (it belongs behind a relay); T_INDEX names a relay in session to join
+ * through, or is absent (none: wait). A GX_E* code is negative, this is not. */
+#define RDZV_RJ_RELAY 1
+/* Direct connections a coordinator keeps for VERIFYs in flight when it decides whether a
+ * member that belongs behind a relay may join it directly: maxconns / 8, at most this */
+#define RDZV_VERIFY_SLACK 64
 
 /* VERIFY / TVERIFY T_FLAGS */
 #define RDZV_VF_RDMA 1u		/* the member's RDMA-CM check to the coordinator passed */
@@ -205,6 +216,12 @@ int rdzv_peer_decode(const unsigned char *p, size_t len, struct rdzv_peer *peer)
 int rdzv_msg_decode(uint16_t type, const unsigned char *body, size_t len, struct rdzv_msg *m);
 /* Copy s into out replacing anything gx_safe_text refuses with '?'. */
 void rdzv_sanitize(char *out, size_t outlen, const char *s);
+/* Text an unauthenticated party sent (a REJECT before the session), for a line of ours:
+ * sanitized, at most RDZV_UNAUTH_TEXT bytes ("..." when cut), quoted and marked:
+ * (WHO said, unauthenticated: "TEXT"). Whoever sits at the coordinator's address, or on the
+ * path, chooses it: it must not read as ours in the termination log. */
+#define RDZV_UNAUTH_TEXT 120
+void rdzv_quote_unauth(char *out, size_t outlen, const char *who, const char *s);
 /* "a, b, c and 12 more": at most RDZV_LIST_NAMES items, bounded by cap. */
 struct rdzv_list {
 	char *out; /* caller's buffer, out[0] = '\0' at start */
@@ -417,17 +434,23 @@ struct rdzv_coord {
 	uint32_t nassigned;    /* elastic: slots in use, a prefix of at most world */
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
-	struct gx_pa pa;	  /* unauthenticated connections (issue 25) */
+	struct gx_pa pa; /* unauthenticated direct connections (issue 25) */
+	/* ... and carried ones, apart: a relay's children never take a direct connection's
+	 * room (VERIFYs and members' reconnects go direct) nor it theirs */
+	struct gx_pa pa_kids;
+	struct gx_aset known;	  /* the table's addresses (JOINs): known in both budgets */
 	struct gx_rl rl_pre;	  /* warnings about them */
+	struct gx_rl rl_star;	  /* members sent to a relay: the star had no room */
 	char unauth_note[300];	  /* the last refusal before a proof: never blamed on a peer */
 	uint64_t nunauth_refused; /* JOINs refused before authentication */
 	struct rdzv_rng *rng;	  /* challenge nonces (issue 26) */
-	struct cconn *dirty;	  /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
-	size_t ncarried;	  /* carried connections open (not in nconns: they hold no fd) */
-	uint32_t nrelays_open;	  /* relays in session: done waits for them after a COMMIT */
-	size_t pa_carried;	  /* carried children in pa (not counted for a flood) */
-	uint32_t nfinal;	  /* members failed for good (final VFAIL) */
-	int64_t blame_at;	  /* then the line is decided by (rdzv_blame.c) */
+	/* the key a TVERIFY for a slot without a ticket is MAC'd under: the same work */
+	unsigned char decoy[RDZV_KEY_LEN];
+	struct cconn *dirty;   /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
+	size_t ncarried;       /* carried connections open (not in nconns: they hold no fd) */
+	uint32_t nrelays_open; /* relays in session: done waits for them after a COMMIT */
+	uint32_t nfinal;       /* members failed for good (final VFAIL) */
+	int64_t blame_at;      /* then the line is decided by (rdzv_blame.c) */
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
@@ -460,6 +483,10 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		   const unsigned char *body, size_t len);
 /* A ticket VERIFY (RDZV_TVERIFY: body, then the MAC) as the first frame. Same return. */
 int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
+/* Its ticket check: NULL and *sp when m's MAC verifies under its slot's unused ticket, else
+ * why not; the same MAC work either way (a decoy key for a slot without a ticket). */
+const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m,
+				 const unsigned char *body, size_t blen, struct cpeer **sp);
 /* rdzv_auth.c: HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len);
@@ -487,6 +514,10 @@ void rdzv_co_carry_flush(struct rdzv_coord *co);
 void rdzv_co_relays_committed(struct rdzv_coord *co);
 /* One relay: its own COMMIT went (a relay that rejoins after the COMMIT too). */
 void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r);
+/* A direct JOIN (entry p) of a member that belongs behind a relay: 0 when the coordinator
+ * has room for it under its connection bound, else 1: answered (sent to a relay in
+ * session, or told to wait) and closing. */
+int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_peer *p);
 /* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
 void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
 

@@ -144,6 +144,33 @@ static void relay_failed(struct rdzv_member *m, const char *why)
 		m->cfg.names[m->relay_idx], why, m->cfg.coord_name);
 }
 
+/*
+ * The coordinator could not hold us directly (its connection bound; we belong behind a
+ * relay, ours failed us): through the relay it named, with a fresh patience, or, when none
+ * is in session, to it again after a backoff. Its words stay as the cause in our line.
+ */
+int rdzv_mb_redirected(struct rdzv_member *m, const struct rdzv_msg *msg)
+{
+	uint32_t f = m->cfg.relay_fanout, r = msg->index;
+	char text[sizeof(msg->text)];
+
+	rdzv_sanitize(text, sizeof(text), msg->text);
+	snprintf(m->redirect, sizeof(m->redirect), "%.290s",
+		 text[0] ? text : "the coordinator has no room for members behind a relay");
+	if (f >= 2 && r >= f && r % f == 0 && r < m->cfg.world && r != m->self.index &&
+	    m->cfg.relay_resolve) {
+		gx_info("rdzv: %s: joining through relay %s: %s", m->self.name, m->cfg.names[r],
+			m->redirect);
+		m->relay_idx = r;
+		m->via_relay = 1;
+		m->relay_fails = m->relay_drops = 0;
+		m->attempt1 = 0;
+	}
+	m->nrefused = 0;
+	rdzv_mb_fail1(m, m->redirect);
+	return 1;
+}
+
 /* Phase 1 lost: start again from JOIN after a backoff. */
 void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 {
@@ -231,15 +258,23 @@ int rdzv_mb_keepalive(struct mconn *c, int idle, int intvl, int cnt)
 	return 0;
 }
 
-/* A connect or I/O failure of c: phase 1 records its code for the caller's hints. */
+/* A connect or I/O failure of c: phase 1 records its code for the caller's hints. A
+ * connection the other end accepted and then closed or reset before it answered anything
+ * (a full budget or relay, a stranger's port) is said so, and counted: a later "Connection
+ * refused" (the coordinator gone at its own deadline) must not stand for all of them. */
 static void io_fail(struct rdzv_member *m, struct mconn *c, int rc)
 {
+	int early = c->rc.state == RC_HELLO && (rc == -ECONNRESET || rc == -EPIPE);
+
 	if (c == &m->c1)
 		m->res.conn_err = rc;
+	if (c == &m->c1 && early)
+		m->nearly++;
 	rdzv_mb_fail(m, c,
-		     rc == -ECONNRESET	? "closed"
-		     : rc == -ETIMEDOUT ? "timed out"
-					: gx_strerror(rc));
+		     early		 ? "accepted, then closed before any answer"
+		     : rc == -ECONNRESET ? "closed"
+		     : rc == -ETIMEDOUT	 ? "timed out"
+					 : gx_strerror(rc));
 }
 
 /* refused: the coordinator's host is up, its gxboot is about to listen */
@@ -305,7 +340,7 @@ static void p1_connect(struct rdzv_member *m)
 	m->c1_relay = m->via_relay;
 	m->c1_up = 0;
 	if (m->c1_relay) /* our relay's name (its pod may not be up yet) */
-		rc = m->cfg.relay_resolve(m->cfg.resolve_arg, &sa, &len);
+		rc = m->cfg.relay_resolve(m->cfg.resolve_arg, m->relay_idx, &sa, &len);
 	else if (m->cfg.resolve)
 		rc = m->cfg.resolve(m->cfg.resolve_arg, &sa, &len);
 	if (rc == -EINPROGRESS) {
@@ -483,6 +518,28 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 	m->tick_id = gx_ev_timer(ev, M_TICK_MS, tick, m);
 }
 
+/* The line of a member the coordinator never answered: through which relay, the last
+ * failure, and how many connections were accepted and closed unanswered before it. */
+static void never_answered(struct rdzv_member *m, long secs)
+{
+	char via[300] = "", early[120] = "";
+
+	if (m->via_relay)
+		snprintf(via, sizeof(via), " through its relay %s", m->cfg.names[m->relay_idx]);
+	if (m->nearly && !strstr(m->err1, "closed before any answer"))
+		snprintf(early, sizeof(early),
+			 "; before: %u connection%s accepted, then closed before any answer",
+			 m->nearly, m->nearly == 1 ? "" : "s");
+	else if (m->nearly > 1)
+		snprintf(early, sizeof(early), " (%u times)", m->nearly);
+	rdzv_mb_finish(m, GX_EPEERS, "coordinator %s never answered in %lds%s (%s%s)",
+		       m->cfg.coord_name, secs, via,
+		       m->err1[0]     ? m->err1
+		       : m->resolving ? "its name is still being resolved: no DNS answer"
+				      : "no connection",
+		       early);
+}
+
 static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct rdzv_member *m = arg;
@@ -507,19 +564,17 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			       "%s cannot reach the coordinator %s on the secondary network: %s",
 			       m->self.name, m->cfg.coord_name, m->err2);
 	else if (m->rejected[0] && (m->st == M_CONNECT || m->reject_phase == 2))
-		rdzv_mb_finish(
-		    m, m->reject_code == GX_EVERSION ? GX_EVERSION : GX_EREJECTED,
-		    "coordinator %s rejected our %s (unauthenticated, until the deadline): %s",
-		    m->cfg.coord_name, m->reject_phase == 1 ? "JOIN" : "VERIFY", m->rejected);
+		rdzv_mb_finish(m, m->reject_code == GX_EVERSION ? GX_EVERSION : GX_EREJECTED,
+			       "coordinator %s rejected our %s until the deadline %s",
+			       m->cfg.coord_name, m->reject_phase == 1 ? "JOIN" : "VERIFY",
+			       m->rejected);
 	else if (m->auth_failed)
 		rdzv_mb_finish(m, GX_EAUTH, "coordinator %s failed authentication (%s)",
 			       m->cfg.coord_name, m->err1);
 	else if (!m->ever_answered)
-		rdzv_mb_finish(m, GX_EPEERS, "coordinator %s never answered in %lds (%s)",
-			       m->cfg.coord_name, secs,
-			       m->err1[0]     ? m->err1
-			       : m->resolving ? "its name is still being resolved: no DNS answer"
-					      : "no connection");
+		never_answered(m, secs);
+	else if (m->redirect[0] && m->st == M_CONNECT)
+		rdzv_mb_finish(m, GX_EPEERS, "not joined after %lds: %s", secs, m->redirect);
 	else if (m->res.waiting[0])
 		rdzv_mb_finish(m, GX_EPEERS, "peers missing after %lds: %s", secs, m->res.waiting);
 	else

@@ -50,6 +50,7 @@ struct rdzv_member {
 	uint64_t retry1_id, retry2_id, tick_id, deadline_id;
 	int grace_used;	   /* the deadline grace of a joined member was given */
 	unsigned nrefused; /* phase-1 connects refused in a row (the first retry: a phase) */
+	unsigned nearly;   /* phase-1 connections accepted, then closed before any answer */
 	int resolving;	   /* a resolve() answer is pending (rdzv_member_resolved) */
 	int rdma_checking; /* the RDMA-CM check() runs in the loop: VERIFY waits for it */
 	int nobind;	   /* SO_BINDTODEVICE was refused (EPERM): phase 2 bound to its address */
@@ -67,6 +68,7 @@ struct rdzv_member {
 	uint32_t relay_idx;
 	int via_relay, c1_relay, c1_up, c1_late;
 	unsigned relay_fails, relay_drops;
+	char redirect[300]; /* the coordinator had no room for us directly: why, or "" */
 	int64_t relay_first_ms;
 	/* we are a relay (rdzv_relay.c); relay_only: we stay after our COMMIT only for it */
 	struct mrelay *relay;
@@ -90,6 +92,8 @@ int rdzv_mb_relay_carry(struct rdzv_member *m, const unsigned char *body, size_t
 void rdzv_mb_relay_stay(struct rdzv_member *m);
 int rdzv_mb_relay_active(const struct rdzv_member *m);
 
+/* A MAC'd REJECT RDZV_RJ_RELAY: to the relay it names, or wait and try again. 1. */
+int rdzv_mb_redirected(struct rdzv_member *m, const struct rdzv_msg *msg);
 void rdzv_mb_close(struct rdzv_member *m, struct mconn *c);
 /* TCP keepalive on c's socket (idle, interval in s, count); 0 or -errno. */
 int rdzv_mb_keepalive(struct mconn *c, int idle, int intvl, int cnt);

@@ -502,6 +502,18 @@ void rdzv_sanitize(char *out, size_t outlen, const char *s)
 	out[i] = '\0';
 }
 
+void rdzv_quote_unauth(char *out, size_t outlen, const char *who, const char *s)
+{
+	char text[RDZV_UNAUTH_TEXT + 1];
+	size_t n = s ? strlen(s) : 0;
+
+	/* sanitized first: no quote, backslash, '$', backtick or control byte is left, so the
+	 * closing quote is ours */
+	rdzv_sanitize(text, sizeof(text), s ? s : "");
+	snprintf(out, outlen, "(%s said, unauthenticated: \"%s%s\")", who, text,
+		 n > RDZV_UNAUTH_TEXT ? "..." : "");
+}
+
 void rdzv_list_add(struct rdzv_list *l, const char *fmt, ...)
 {
 	char item[400];

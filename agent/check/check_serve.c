@@ -409,7 +409,7 @@ static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 	struct gx_pa_ent *old = NULL;
 	union gx_sockaddr sa;
 	socklen_t len = sizeof(sa);
-	char peer[64];
+	char peer[64], why[160];
 	int fd, known;
 
 	(void)events;
@@ -420,8 +420,8 @@ static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 	known = in_table(n, peer);
 	/* the budget (issue 25): per address, and the oldest from outside the table makes room */
 	if (gx_pa_admit(&n->pa, peer, known, n->nconns >= n->maxconns, &old) < 0) {
-		gx_rl_log(&n->rl, "check: refused a connection from %s: %zu open, %zu from there",
-			  peer, n->nconns, gx_pa_count(&n->pa, peer));
+		gx_rl_log(&n->rl, "check: refused a connection from %s: %s", peer,
+			  gx_pa_why(&n->pa, peer, why, sizeof(why)));
 		close(fd);
 		return;
 	}

@@ -115,6 +115,7 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	}
 	agent_dns_free(r->dns);
 	r->dns = NULL;
+	r->coord_asked = 1;
 	rc = agent_dns_start(r->ev, r->coord_as_given ? r->peers.names[0] : r->coord_lookup,
 			     r->o->dns_server, port, coord_resolved, r, &r->dns);
 	return rc < 0 ? rc : -EINPROGRESS;
@@ -139,20 +140,31 @@ static void relay_resolved(void *arg, int rc, const struct agent_dns_answer *ans
 	if (rc == 0) {
 		r->relay_addr = ans->addrs[0];
 		r->relay_resolved_ms = gx_now_ms();
+		r->relay_ever_resolved = 1;
 	}
 	rdzv_member_resolved(r->member, rc, rc == 0 ? &ans->addrs[0] : NULL,
 			     rc == 0 ? ans->lens[0] : 0);
 }
 
-/* rdzv's relay_resolve hook: our relay's name, looked up before each connect to it. */
-static int resolve_relay(void *arg, union gx_sockaddr *sa, socklen_t *len)
+static int relay_lookup_set(struct agent_run *r, size_t rel);
+
+/* rdzv's relay_resolve hook: our relay's name, looked up before each connect to it (another
+ * relay's when the coordinator sent us there). */
+static int resolve_relay(void *arg, uint32_t relay, union gx_sockaddr *sa, socklen_t *len)
 {
 	struct agent_run *r = arg;
 	uint16_t port = (uint16_t)(r->port ? r->port : r->o->port);
 	int rc;
 
-	if (gx_addr_parse(r->relay_lookup, port, sa, len) == 0)
+	if (relay != r->relay_idx) {
+		rc = relay_lookup_set(r, relay);
+		if (rc < 0)
+			return rc;
+	}
+	if (gx_addr_parse(r->relay_lookup, port, sa, len) == 0) {
+		r->relay_ever_resolved = 1; /* an IP needs no DNS */
 		return 0;
+	}
 	/* as for the coordinator's name: one answer serves COORD_DNS_REUSE_MS of retries (a
 	 * refused connect is retried every F / 2000 s: 128 ms at F = 256) */
 	if (r->relay_resolved_ms && gx_now_ms() - r->relay_resolved_ms < COORD_DNS_REUSE_MS) {
@@ -162,6 +174,7 @@ static int resolve_relay(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	}
 	agent_dns_free(r->rdns);
 	r->rdns = NULL;
+	r->relay_asked = 1;
 	rc = agent_dns_start(r->ev, relay_lookup_name(r), r->o->dns_server, port, relay_resolved, r,
 			     &r->rdns);
 	return rc < 0 ? rc : -EINPROGRESS;
@@ -189,10 +202,32 @@ static int relay_fanout_env(long *f, char *err, size_t errlen)
 	return 0;
 }
 
-static int relay_name(struct agent_run *r, uint32_t f)
+/* The name looked up for relay rel: qualified as the coordinator's is (see relay_name). */
+static int relay_lookup_set(struct agent_run *r, size_t rel)
 {
 	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
-	size_t l0 = strlen(c0), i = r->peers.self, rel;
+	size_t l0 = strlen(c0);
+	char *name = NULL;
+
+	if (rel == 0 || rel >= r->peers.n)
+		return -EINVAL;
+	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.') {
+		if (asprintf(&name, "%s%s", r->peers.names[rel], fq + l0) < 0)
+			return -ENOMEM;
+	} else if (!(name = strdup(r->peers.names[rel]))) {
+		return -ENOMEM;
+	}
+	free(r->relay_lookup);
+	r->relay_lookup = name;
+	r->relay_idx = rel;
+	r->relay_resolved_ms = 0; /* another relay: its own answer */
+	r->relay_as_given = 0;
+	return 0;
+}
+
+static int relay_name(struct agent_run *r, uint32_t f)
+{
+	size_t i = r->peers.self, rel;
 
 	/* an observer (AGENT_SELF_NONE) joins the coordinator: it stays for the job's end */
 	if (f < 2 || r->peers.observer || i == AGENT_SELF_NONE || i == 0 || i >= r->peers.n ||
@@ -201,13 +236,7 @@ static int relay_name(struct agent_run *r, uint32_t f)
 	rel = i / f * f;
 	if (rel == 0 || rel == i)
 		return 0;
-	r->relay_idx = rel;
-	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
-		return asprintf(&r->relay_lookup, "%s%s", r->peers.names[rel], fq + l0) < 0
-			   ? -ENOMEM
-			   : 0;
-	r->relay_lookup = strdup(r->peers.names[rel]);
-	return r->relay_lookup ? 0 : -ENOMEM;
+	return relay_lookup_set(r, rel);
 }
 
 static void progress(void *arg, const char *line)
@@ -519,7 +548,7 @@ static void istio_hint(const struct agent_run *r, int rc, char *err, size_t errl
 
 	int ce = r->res.conn_err;
 
-	if ((rc != GX_EPEERS && rc != GX_ERDZV) || !r->ever_resolved ||
+	if ((rc != GX_EPEERS && rc != GX_ERDZV) || !(r->ever_resolved || r->relay_ever_resolved) ||
 	    (ce != -ECONNREFUSED && ce != -ECONNRESET && ce != -EPIPE) || !istio_present(r))
 		return;
 	snprintf(err + strlen(err), errlen - strlen(err),
@@ -527,6 +556,24 @@ static void istio_hint(const struct agent_run *r, int rc, char *err, size_t errl
 		 "its proxy): annotate the pods traffic.sidecar.istio.io/excludeOutboundPorts "
 		 "and excludeInboundPorts: \"%ld,%ld,%ld\"",
 		 port, port + 1, port + 2);
+}
+
+/*
+ * A name that was looked up and never answered, said after the line: the coordinator's, or
+ * our relay's. Only what was asked: a member behind a relay never asks for the
+ * coordinator's name, and one whose DNS answered was kept out by something else (a flood,
+ * a refusal): blaming DNS then sends its reader the wrong way.
+ */
+static void dns_blame(const struct agent_run *r, int rc, char *err, size_t errlen)
+{
+	if (rc != GX_EPEERS || r->peers.self == 0)
+		return;
+	if (r->coord_asked && !r->ever_resolved)
+		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved%s)",
+			 r->coord_lookup, r->peers.coord_nosub ? nosub_hint : "");
+	else if (r->relay_asked && !r->relay_ever_resolved && r->relay_lookup)
+		snprintf(err + strlen(err), errlen - strlen(err),
+			 " (the relay's name %s never resolved)", relay_lookup_name(r));
 }
 
 static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
@@ -541,9 +588,8 @@ static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
 		snprintf(err, errlen, "rendezvous failed: %s", gx_strerror(rc));
 	if (rc == GX_EPEERS && r->dns_hint_shown)
 		snprintf(err + strlen(err), errlen - strlen(err), "; %s", dns_trap_hint);
-	else if (rc == GX_EPEERS && r->peers.self != 0 && !r->ever_resolved)
-		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved%s)",
-			 r->coord_lookup, r->peers.coord_nosub ? nosub_hint : "");
+	else
+		dns_blame(r, rc, err, errlen);
 	istio_hint(r, rc, err, errlen);
 	return rc;
 }
@@ -622,10 +668,27 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 	return rc;
 }
 
+int agent_run_out(struct agent_run *r, char *err, size_t errlen)
+{
+	int rc;
+
+	if (r->out_open)
+		return r->out_fd;
+	rc = agent_out_open(r->o->out, 1, &r->out_fd, err, errlen);
+	if (rc < 0)
+		return rc;
+	r->out_open = 1;
+	return r->out_fd;
+}
+
 static int write_text(struct agent_run *r, const char *name, const char *text, size_t len,
 		      char *err, size_t errlen)
 {
-	return agent_write_file_atomic(r->o->out, name, text, len, 0644, err, errlen);
+	int dfd = agent_run_out(r, err, errlen);
+
+	if (dfd < 0)
+		return dfd;
+	return agent_write_file_at(dfd, r->o->out, name, text, len, 0644, err, errlen);
 }
 
 static int write_json(struct agent_run *r, const char *name, json_t *j, char *err, size_t errlen)
@@ -800,7 +863,7 @@ static int write_rsh_link(struct agent_run *r, char *err, size_t errlen)
 	if (l < 5 || strcmp(r->rsh_agent + l - 4, " rsh") != 0)
 		return 0;
 	snprintf(self, sizeof(self), "%.*s", (int)(l - 4), r->rsh_agent);
-	return agent_write_link_atomic(r->o->out, "gxboot-rsh", self, err, errlen);
+	return agent_write_link_at(r->out_fd, r->o->out, "gxboot-rsh", self, err, errlen);
 }
 
 /* env last: it is what `gxboot exec` loads, so it only exists beside a whole set. */
@@ -810,7 +873,7 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 	size_t len = 0;
 	int rc;
 
-	agent_out_clean(r->o->out, 0);
+	agent_out_clean(r->out_fd, 0);
 	rc = write_table_files(r, err, errlen);
 	if (rc == 0)
 		rc = write_json(r, "env.json", agent_env_json(env), err, errlen);
@@ -824,7 +887,7 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 		rc = write_text(r, "env", text, len, err, errlen);
 	free(text);
 	if (rc < 0)
-		agent_out_clean(r->o->out, 1);
+		agent_out_clean(r->out_fd, 1);
 	r->files_written = rc == 0;
 	return rc;
 }
@@ -835,10 +898,9 @@ static int store_files(struct agent_run *r, const struct agent_env *env, char *e
 	int rc;
 
 	agent_signals_block(1);
-	if (mkdir(r->o->out, 0755) < 0 && errno != EEXIST)
-		gx_debug("mkdir %s: %s", r->o->out, strerror(errno));
-	agent_exec_out_tighten(r->o->out); /* what gxboot exec requires (issue 25) */
-	rc = write_files(r, env, err, errlen);
+	rc = agent_run_out(r, err, errlen); /* created, ours: what gxboot exec requires */
+	if (rc >= 0)
+		rc = write_files(r, env, err, errlen);
 	agent_signals_block(0);
 	if (rc < 0 && rc > -GX_EBASE)
 		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
@@ -1079,8 +1141,10 @@ static int rewrite(struct agent_run *r, char ***argv, char *err, size_t errlen)
 	rc = agent_rewrite_cmd(r->o->argv, r->o->argc, &c, argv);
 	if (rc >= 0 && text) {
 		agent_signals_block(1);
-		rc = agent_write_file_atomic(r->o->out, "hostfile.launch", text, strlen(text), 0644,
-					     err, errlen);
+		rc = agent_run_out(r, err, errlen);
+		if (rc >= 0)
+			rc = agent_write_file_at(rc, r->o->out, "hostfile.launch", text,
+						 strlen(text), 0644, err, errlen);
 		agent_signals_block(0);
 	}
 	free(text);
@@ -1136,6 +1200,9 @@ void agent_run_free(struct agent_run *r)
 {
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
+	if (r->out_open)
+		close(r->out_fd);
+	r->out_open = 0;
 	agent_dns_free(r->dns);
 	agent_dns_free(r->rdns);
 	free(r->relay_lookup);
