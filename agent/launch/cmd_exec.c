@@ -169,6 +169,8 @@ int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen)
 
 	snprintf(path, sizeof(path), "%s/env", o->out);
 	rc = agent_exec_out_check(o->out, err, errlen);
+	if (rc == 0) /* a run that did not commit: its line and exit code, not an old env */
+		rc = agent_out_failed_refuse(o->out, err, errlen);
 	if (rc == 0)
 		rc = agent_env_load(path, &file, err, errlen);
 	if (rc == 0)

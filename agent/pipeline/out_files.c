@@ -118,7 +118,8 @@ static int open_dir(const char *dir, int *dfd)
 
 /* ---- what a run leaves behind ------------------------------------------------------ */
 static const char *const out_names[] = {
-    "env", "env.json", "hostfile", "hostfile.hydra", "rendezvous.json", "rsh.key", "gxboot-rsh"};
+    "env",     "env.json",   "hostfile",      "hostfile.hydra", "rendezvous.json",
+    "rsh.key", "gxboot-rsh", AGENT_OUT_FAILED};
 
 /*
  * A temp file of one of out_names: 1 with its writer in *id when it is

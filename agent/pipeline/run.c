@@ -1148,9 +1148,36 @@ void agent_run_free(struct agent_run *r)
 	agent_peers_free(&r->peers);
 }
 
+/*
+ * --out holds one answer, the last committed run's (out_failed.c). A run that meets removes
+ * the previous one before it meets: killed mid-way, it leaves none that looks current.
+ */
+static void out_retire(const struct agent_run *r)
+{
+	agent_signals_block(1);
+	agent_out_clean(r->o->out, 1);
+	agent_signals_block(0);
+}
+
+/* A run that owns --out and failed before its files were written: why, for exec and hosts. */
+static void out_failed(const struct agent_run *r, int rc, const char *err)
+{
+	int wrc;
+
+	out_retire(r);
+	agent_signals_block(1);
+	wrc = agent_out_mark_failed(r->o->out, agent_cmd_name(r->o->cmd), rc, err);
+	agent_signals_block(0);
+	if (wrc < 0 && wrc != -ENOENT)
+		gx_debug("%s/%s not written: %s", r->o->out, AGENT_OUT_FAILED, gx_strerror(wrc));
+}
+
 int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 {
 	struct agent_run r;
+	/* run and init own --out from the start; serve only once it meets (serving after init
+	 * uses init's answer, which its own failure does not make stale) */
+	int owner = o->cmd != AGENT_CMD_SERVE && !o->dry_run;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
@@ -1172,6 +1199,8 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 		rc = agent_run_serve_after_init(&r, err, errlen);
 		if (rc != 1)
 			goto out;
+		owner = 1;
+		out_retire(&r);
 		rc = agent_run_meet(&r, err, errlen);
 	}
 	if (rc == 0)
@@ -1181,6 +1210,8 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 	if (rc == 0)
 		rc = finish(&r, err, errlen);
 out:
+	if (rc < 0 && owner && !r.files_written)
+		out_failed(&r, rc, err);
 	agent_run_free(&r);
 	return rc;
 }
