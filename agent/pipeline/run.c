@@ -167,6 +167,18 @@ static int resolve_relay(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	return rc < 0 ? rc : -EINPROGRESS;
 }
 
+/* A peer's name as looked up: see run_int.h (our relay's, a missing peer's). */
+void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *buf, size_t cap)
+{
+	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
+	size_t l0 = strlen(c0);
+
+	if (!as_given && fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
+		snprintf(buf, cap, "%s%s", r->peers.names[i], fq + l0);
+	else
+		snprintf(buf, cap, "%s", r->peers.names[i]);
+}
+
 /*
  * The relay tree (issue 26, PROTOCOL.md "Relays"): past AGENT_RELAY_WORLD pods, member i
  * joins through pod (i / F) * F. GXBOOT_RELAY_FANOUT sets F (0: never; the peers must
@@ -191,8 +203,8 @@ static int relay_fanout_env(long *f, char *err, size_t errlen)
 
 static int relay_name(struct agent_run *r, uint32_t f)
 {
-	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
-	size_t l0 = strlen(c0), i = r->peers.self, rel;
+	size_t i = r->peers.self, rel;
+	char name[600];
 
 	/* an observer (AGENT_SELF_NONE) joins the coordinator: it stays for the job's end */
 	if (f < 2 || r->peers.observer || i == AGENT_SELF_NONE || i == 0 || i >= r->peers.n ||
@@ -202,11 +214,8 @@ static int relay_name(struct agent_run *r, uint32_t f)
 	if (rel == 0 || rel == i)
 		return 0;
 	r->relay_idx = rel;
-	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
-		return asprintf(&r->relay_lookup, "%s%s", r->peers.names[rel], fq + l0) < 0
-			   ? -ENOMEM
-			   : 0;
-	r->relay_lookup = strdup(r->peers.names[rel]);
+	agent_peer_lookup(r, rel, 0, name, sizeof(name));
+	r->relay_lookup = strdup(name);
 	return r->relay_lookup ? 0 : -ENOMEM;
 }
 
