@@ -71,6 +71,7 @@ static void coord_resolved(void *arg, int rc, const struct agent_dns_answer *ans
 		r->coord_primary = ans->addrs[0];
 		r->coord_resolved_ms = now;
 		r->ever_resolved = 1;
+		agent_claim_watch(r, &sa, len); /* our own address: are we the coordinator? */
 	} else if (rc == -ENOENT && r->peers.coord_maybe_plain && !r->ever_resolved) {
 		/* a bare name qualified with our subdomain may be a Service or a hosts
 		 * entry after all: the next attempt asks for it as given (then back) */
@@ -221,8 +222,8 @@ static int relay_name(struct agent_run *r, uint32_t f)
 
 static void progress(void *arg, const char *line)
 {
-	(void)arg;
 	gx_info("%s", line);
+	agent_listen_progress(arg, line); /* do the missing ones listen as coordinators? */
 }
 
 static void rdzv_done(void *arg, int rc, const struct rdzv_result *res)
@@ -427,6 +428,7 @@ static int start_rdzv(struct agent_run *r)
 		cfg.relay_fanout = r->relay_fanout >= 0		   ? (uint32_t)r->relay_fanout
 				   : cfg.world > AGENT_RELAY_WORLD ? AGENT_RELAY_FANOUT
 								   : 0;
+		r->relay_f = cfg.relay_fanout;
 		rc = relay_name(r, cfg.relay_fanout);
 		if (rc < 0)
 			return rc;
@@ -587,6 +589,10 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 	}
 	while (!r->rdzv_done && rc >= 0)
 		rc = gx_ev_run(r->ev);
+	if (r->claim_rc) {
+		snprintf(err, errlen, "%s", r->claim_why);
+		return r->claim_rc;
+	}
 	/* a relay carries its children's COMMITs before this pod goes on (bounded by the
 	 * relay's drain, RDZV_RELAY_DRAIN_MS) */
 	while (rc >= 0 && r->rdzv_rc == 0 && rdzv_member_relaying(r->member)) {
@@ -596,8 +602,12 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 	}
 	if (rc < 0)
 		return rc;
-	if (r->rdzv_rc < 0)
-		return rdzv_failure(r, r->rdzv_rc, err, errlen);
+	if (r->rdzv_rc < 0) {
+		rc = rdzv_failure(r, r->rdzv_rc, err, errlen);
+		agent_listen_final(r, rc, err, errlen);
+		return rc;
+	}
+	agent_probes_stop(r);
 	if (r->nd_rc < 0 && !r->peers.observer) {
 		snprintf(err, errlen, "%s", r->nd_err);
 		return r->nd_rc;
@@ -1151,6 +1161,7 @@ void agent_run_free(struct agent_run *r)
 	rdzv_rdma_ctx_free(r->rdma_ctx); /* before the loop it polls in */
 	nd_routes_close(r->routes);
 	rdzv_result_clear(&r->res);
+	agent_probes_free(r); /* before the loop they use */
 	gx_ev_free(r->ev);
 	nd_result_free(r->nd);
 	agent_token_free(&r->token);

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_agent_failed.c - no stale answer in a reused --out:
+ * test_agent_failed.c - failure lines that name the right thing, and no stale answer:
  * - a run into a reused --out that fails removes the last good run's files and leaves
  *   failed.json (command, exit, line), which `exec` and `hosts` refuse with that line and
  *   exit code; only gxboot's own marker counts;
+ * - the claim: a member whose host name is the coordinator's entry (and not its own);
+ *   hostNetwork pods, whose host name is the node's, are not suspects;
+ * - the list lines the listeners' rounds read ("peers missing after 8s: a, b (why)").
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -164,11 +167,64 @@ static void test_run_fails(void **state)
 	assert_int_equal(rmdir(base), 0);
 }
 
+static void test_claims_coord(void **state)
+{
+	char *names[] = {"job-worker-0", "job-worker-1", "job-worker-2", NULL};
+	char *ips[] = {"10.0.0.5", "10.0.0.6", NULL};
+	struct agent_peers p = {.names = names, .n = 3, .self = 1};
+
+	(void)state;
+	/* pod 0 given --self job-worker-1 */
+	assert_true(agent_claims_coord(&p, "job-worker-0"));
+	assert_true(agent_claims_coord(&p, "JOB-WORKER-0"));
+	assert_true(agent_claims_coord(&p, "job-worker-0.job.default.svc.cluster.local"));
+	/* its own name, or a host name that is no entry (hostNetwork: the node's) */
+	assert_false(agent_claims_coord(&p, "job-worker-1"));
+	assert_false(agent_claims_coord(&p, "node-a"));
+	assert_false(agent_claims_coord(&p, "job-worker-00"));
+	assert_false(agent_claims_coord(&p, ""));
+	/* the coordinator itself, an observer, an elastic joiner */
+	p.self = 0;
+	assert_false(agent_claims_coord(&p, "job-worker-0"));
+	p.self = AGENT_SELF_NONE;
+	assert_false(agent_claims_coord(&p, "job-worker-0"));
+	p.self = 2;
+	p.observer = 1;
+	assert_false(agent_claims_coord(&p, "job-worker-0"));
+	p.observer = 0;
+	p.elastic = 1;
+	assert_false(agent_claims_coord(&p, "job-worker-0"));
+	/* a coordinator listed by address: several pods may share it (hostNetwork) */
+	p = (struct agent_peers){.names = ips, .n = 2, .self = 1};
+	assert_false(agent_claims_coord(&p, "10.0.0.5"));
+}
+
+static void test_line_lists(void **state)
+{
+	const char *l = "peers missing after 8s: job-worker-1, job-worker-12 (rejected JOIN from "
+			"10.1.2.3: bad token), w-3; unproven: 2 JOINs refused, the last claiming "
+			"job-worker-4";
+
+	(void)state;
+	assert_true(agent_line_lists(l, "job-worker-1"));
+	assert_true(agent_line_lists(l, "job-worker-12"));
+	assert_true(agent_line_lists(l, "w-3"));
+	assert_false(agent_line_lists(l, "job-worker-2"));
+	assert_false(agent_line_lists(l, "worker-1"));
+	assert_false(agent_line_lists(l, "job-worker"));
+	assert_false(agent_line_lists(l, "job-worker-4")); /* not a list item */
+	assert_false(agent_line_lists(l, ""));
+	assert_true(agent_line_lists("joined 2/3, verified 2/3, waiting for: a.b", "a.b"));
+	assert_false(agent_line_lists("joined 2/3, verified 2/3, waiting for: a.b", "a"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_marker),
 	    cmocka_unit_test(test_run_fails),
+	    cmocka_unit_test(test_claims_coord),
+	    cmocka_unit_test(test_line_lists),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
