@@ -66,11 +66,14 @@ static const char usage_init[] =
     "Usage: gxboot init [OPTIONS]\n"
     "Like the run command without exec: exit 0 once --out/{env,env.json,hostfile,\n"
     "rendezvous.json} are written. Main container: gxboot exec -- CMD.\n"
+    "It removes an earlier run's files first; when it fails, --out/failed.json says why.\n"
     "Options: as for the run command (see gxboot --help).\n";
 
 static const char usage_exec[] =
     "Usage: gxboot exec [--out DIR] -- CMD [ARGS...]\n"
-    "Load DIR/env (written by 'gxboot init') and exec CMD. No network.\n";
+    "Load DIR/env (written by 'gxboot init') and exec CMD. No network.\n"
+    "When the last init (or run) into DIR did not commit (DIR/failed.json), CMD is not run:\n"
+    "one line with that run's cause, and its exit status (2-5).\n";
 
 static const char usage_install[] = "Usage: gxboot install DIR\n"
 				    "Copy this static binary to DIR/gxboot (mode 0755, atomic).\n";
@@ -104,7 +107,8 @@ static const char usage_rsh[] =
 
 static const char usage_hosts[] =
     "Usage: gxboot hosts [--out DIR]\n"
-    "Print live peers as host:slots lines (Horovod host discovery).\n";
+    "Print live peers as host:slots lines (Horovod host discovery).\n"
+    "Refuses like exec, with the cause and exit status, when the last run did not commit.\n";
 
 static const char usage_version[] = "Usage: gxboot version\n";
 static const char usage_token[] =

@@ -169,6 +169,8 @@ int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen)
 
 	snprintf(path, sizeof(path), "%s/env", o->out);
 	rc = out_env_open(o->out, &envfd, err, errlen);
+	if (rc == 0) /* a run that did not commit: its line and exit code, not an old env */
+		rc = agent_out_failed_refuse(o->out, err, errlen);
 	if (rc == 0 && envfd < 0) {
 		snprintf(err, errlen, "cannot read %s: %s (run 'gxboot init' first?)", path,
 			 strerror(ENOENT));

@@ -141,6 +141,9 @@ int agent_cmd_hosts(struct agent_opts *o, char *err, size_t errlen)
 
 	if (snprintf(path, sizeof(path), "%s/rendezvous.json", o->out) >= (int)sizeof(path))
 		return GX_EUSAGE;
+	rc = agent_out_failed_refuse(o->out, err, errlen);
+	if (rc < 0)
+		return rc;
 	rc = agent_rsh_peers_load(path, &p, &n, NULL, err, errlen);
 	if (rc == -ENOENT)
 		snprintf(err, errlen,

@@ -367,7 +367,8 @@ int agent_out_open(const char *dir, int create, int *dfd, char *err, size_t errl
 
 /* ---- what a run leaves behind ------------------------------------------------------ */
 static const char *const out_names[] = {
-    "env", "env.json", "hostfile", "hostfile.hydra", "rendezvous.json", "rsh.key", "gxboot-rsh"};
+    "env",     "env.json",   "hostfile",      "hostfile.hydra", "rendezvous.json",
+    "rsh.key", "gxboot-rsh", AGENT_OUT_FAILED};
 
 /*
  * A temp file of one of out_names: 1 with its writer in *id when it is

@@ -146,10 +146,34 @@ int agent_out_temp_name(char *buf, size_t len, const char *name, long long us);
  * Tidy --out: temp files a killed writer left (its pid gone, provably this
  * PID namespace's and this boot's writer, or the file older than
  * AGENT_OUT_TEMP_OLD_S); with all, also
- * env, env.json, hostfile, rendezvous.json, rsh.key (a failed write leaves
- * no half set that `gxboot exec` could load). Best effort.
+ * env (first: what `gxboot exec` loads), env.json, hostfile, rendezvous.json, rsh.key,
+ * failed.json (a failed write leaves no half set that `gxboot exec` could load; a run that
+ * meets leaves no earlier answer). Best effort.
  */
 void agent_out_clean(int dfd, int all);
+
+/*
+ * ---- out_failed.c: a run that did not commit ----
+ * A run that meets removes the previous answer first (agent_out_clean(dfd, 1)); one that
+ * fails without writing its own writes AGENT_OUT_FAILED: {"command", "exit", "error",
+ * "at"}. exec and hosts refuse with its line and exit code.
+ */
+#define AGENT_OUT_FAILED "failed.json"
+struct agent_out_failed {
+	char command[16]; /* "init", "run", "serve" */
+	int exit;	  /* the failed run's exit status: 2..5 */
+	char error[1024]; /* its final line */
+	char at[32];	  /* UTC, ISO 8601, "" unknown */
+};
+/* Writes failed.json atomically into --out (dfd, dir its path for lines) for a run that failed
+ * with code (GX_E* / -errno). */
+int agent_out_mark_failed(int dfd, const char *dir, const char *command, int code,
+			  const char *line);
+/* 1 with f filled when dir holds gxboot's own marker (this user's or root's, not
+ * group/other-writable), 0 when none; a marker that does not parse reads as exit 5. */
+int agent_out_failed_load(const char *dir, struct agent_out_failed *f);
+/* 0 when dir holds no marker; else the failed run's code (its exit status) and the line. */
+int agent_out_failed_refuse(const char *dir, char *err, size_t errlen);
 
 struct agent_hf_peer {
 	const char *addr; /* secondary address */

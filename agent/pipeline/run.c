@@ -71,6 +71,7 @@ static void coord_resolved(void *arg, int rc, const struct agent_dns_answer *ans
 		r->coord_primary = ans->addrs[0];
 		r->coord_resolved_ms = now;
 		r->ever_resolved = 1;
+		agent_claim_watch(r, &sa, len); /* our own address: are we the coordinator? */
 	} else if (rc == -ENOENT && r->peers.coord_maybe_plain && !r->ever_resolved) {
 		/* a bare name qualified with our subdomain may be a Service or a hosts
 		 * entry after all: the next attempt asks for it as given (then back) */
@@ -180,6 +181,18 @@ static int resolve_relay(void *arg, uint32_t relay, union gx_sockaddr *sa, sockl
 	return rc < 0 ? rc : -EINPROGRESS;
 }
 
+/* A peer's name as looked up: see run_int.h (our relay's, a missing peer's). */
+void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *buf, size_t cap)
+{
+	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
+	size_t l0 = strlen(c0);
+
+	if (!as_given && fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
+		snprintf(buf, cap, "%s%s", r->peers.names[i], fq + l0);
+	else
+		snprintf(buf, cap, "%s", r->peers.names[i]);
+}
+
 /*
  * The relay tree (issue 26, PROTOCOL.md "Relays"): past AGENT_RELAY_WORLD pods, member i
  * joins through pod (i / F) * F. GXBOOT_RELAY_FANOUT sets F (0: never; the peers must
@@ -205,20 +218,16 @@ static int relay_fanout_env(long *f, char *err, size_t errlen)
 /* The name looked up for relay rel: qualified as the coordinator's is (see relay_name). */
 static int relay_lookup_set(struct agent_run *r, size_t rel)
 {
-	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
-	size_t l0 = strlen(c0);
-	char *name = NULL;
+	char name[600], *dup;
 
 	if (rel == 0 || rel >= r->peers.n)
 		return -EINVAL;
-	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.') {
-		if (asprintf(&name, "%s%s", r->peers.names[rel], fq + l0) < 0)
-			return -ENOMEM;
-	} else if (!(name = strdup(r->peers.names[rel]))) {
+	agent_peer_lookup(r, rel, 0, name, sizeof(name));
+	dup = strdup(name);
+	if (!dup)
 		return -ENOMEM;
-	}
 	free(r->relay_lookup);
-	r->relay_lookup = name;
+	r->relay_lookup = dup;
 	r->relay_idx = rel;
 	r->relay_resolved_ms = 0; /* another relay: its own answer */
 	r->relay_as_given = 0;
@@ -241,8 +250,8 @@ static int relay_name(struct agent_run *r, uint32_t f)
 
 static void progress(void *arg, const char *line)
 {
-	(void)arg;
 	gx_info("%s", line);
+	agent_listen_progress(arg, line); /* do the missing ones listen as coordinators? */
 }
 
 static void rdzv_done(void *arg, int rc, const struct rdzv_result *res)
@@ -447,6 +456,7 @@ static int start_rdzv(struct agent_run *r)
 		cfg.relay_fanout = r->relay_fanout >= 0		   ? (uint32_t)r->relay_fanout
 				   : cfg.world > AGENT_RELAY_WORLD ? AGENT_RELAY_FANOUT
 								   : 0;
+		r->relay_f = cfg.relay_fanout;
 		rc = relay_name(r, cfg.relay_fanout);
 		if (rc < 0)
 			return rc;
@@ -624,6 +634,10 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 	}
 	while (!r->rdzv_done && rc >= 0)
 		rc = gx_ev_run(r->ev);
+	if (r->claim_rc) {
+		snprintf(err, errlen, "%s", r->claim_why);
+		return r->claim_rc;
+	}
 	/* a relay carries its children's COMMITs before this pod goes on (bounded by the
 	 * relay's drain, RDZV_RELAY_DRAIN_MS) */
 	while (rc >= 0 && r->rdzv_rc == 0 && rdzv_member_relaying(r->member)) {
@@ -633,8 +647,12 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 	}
 	if (rc < 0)
 		return rc;
-	if (r->rdzv_rc < 0)
-		return rdzv_failure(r, r->rdzv_rc, err, errlen);
+	if (r->rdzv_rc < 0) {
+		rc = rdzv_failure(r, r->rdzv_rc, err, errlen);
+		agent_listen_final(r, rc, err, errlen);
+		return rc;
+	}
+	agent_probes_stop(r);
 	if (r->nd_rc < 0 && !r->peers.observer) {
 		snprintf(err, errlen, "%s", r->nd_err);
 		return r->nd_rc;
@@ -1209,15 +1227,52 @@ void agent_run_free(struct agent_run *r)
 	rdzv_rdma_ctx_free(r->rdma_ctx); /* before the loop it polls in */
 	nd_routes_close(r->routes);
 	rdzv_result_clear(&r->res);
+	agent_probes_free(r); /* before the loop they use */
 	gx_ev_free(r->ev);
 	nd_result_free(r->nd);
 	agent_token_free(&r->token);
 	agent_peers_free(&r->peers);
 }
 
+/*
+ * --out holds one answer, the last committed run's (out_failed.c). A run that meets removes
+ * the previous one before it meets: killed mid-way, it leaves none that looks current.
+ */
+static void out_retire(struct agent_run *r)
+{
+	char err[512];
+	int dfd = agent_run_out(r, err, sizeof(err));
+
+	if (dfd < 0) /* an --out gxboot may not use: the run fails there with this line */
+		return;
+	agent_signals_block(1);
+	agent_out_clean(dfd, 1);
+	agent_signals_block(0);
+}
+
+/* A run that owns --out and failed before its files were written: why, for exec and hosts. */
+static void out_failed(struct agent_run *r, int rc, const char *err)
+{
+	char oerr[512];
+	int wrc, dfd;
+
+	out_retire(r);
+	dfd = agent_run_out(r, oerr, sizeof(oerr));
+	if (dfd < 0)
+		return;
+	agent_signals_block(1);
+	wrc = agent_out_mark_failed(dfd, r->o->out, agent_cmd_name(r->o->cmd), rc, err);
+	agent_signals_block(0);
+	if (wrc < 0 && wrc != -ENOENT)
+		gx_debug("%s/%s not written: %s", r->o->out, AGENT_OUT_FAILED, gx_strerror(wrc));
+}
+
 int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 {
 	struct agent_run r;
+	/* run and init own --out from the start; serve only once it meets (serving after init
+	 * uses init's answer, which its own failure does not make stale) */
+	int owner = o->cmd != AGENT_CMD_SERVE && !o->dry_run;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
@@ -1239,6 +1294,8 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 		rc = agent_run_serve_after_init(&r, err, errlen);
 		if (rc != 1)
 			goto out;
+		owner = 1;
+		out_retire(&r);
 		rc = agent_run_meet(&r, err, errlen);
 	}
 	if (rc == 0)
@@ -1248,6 +1305,8 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 	if (rc == 0)
 		rc = finish(&r, err, errlen);
 out:
+	if (rc < 0 && owner && !r.files_written)
+		out_failed(&r, rc, err);
 	agent_run_free(&r);
 	return rc;
 }

@@ -139,6 +139,12 @@ struct agent_run {
 	int files_written;	 /* --out holds this run's files (table refreshes) */
 	int out_fd, out_open;	 /* --out, opened once (agent_out_open): every write is in it */
 	char end_why[300];
+	/* run_probe.c: a pod whose --self or --peers names another coordinator */
+	uint32_t relay_f;	     /* the relay tree's fan-out in use, 0 none */
+	struct agent_claim *claim;   /* member: is this pod the coordinator after all? */
+	struct agent_listen *listen; /* coordinator: do missing peers listen as one? */
+	int claim_rc;		     /* GX_EUSAGE once the claim is proven */
+	char claim_why[2048];
 };
 
 int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size_t errlen);
@@ -171,6 +177,30 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen);
 /* rdzv_config.ended for the member / coordinator of this run. */
 void agent_run_ended(void *arg, int status, const char *why);
+/* Peer i's name to look up (run.c): qualified as the coordinator's is, its full name with the
+ * listed name replaced (one headless Service); as listed with as_given, for an IP, or when the
+ * coordinator's name is used as given. */
+void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *buf, size_t cap);
+/*
+ * run_probe.c: a pod whose --self or --peers names another coordinator than its peers'.
+ * agent_claims_coord: this member's host name is its list's first entry (the coordinator's)
+ * and not its own entry. agent_claim_watch (each answer for the coordinator's name): when
+ * that holds and the answer is an address of this pod's, connect there until something
+ * listens; refused for 2 s proves the claim (claim_rc, claim_why; the meeting stops).
+ * agent_listen_progress (coordinator, each progress line): connect to a few of the peers
+ * the line lists on the rendezvous port, at most one round per 30 s. agent_listen_final
+ * (after the meeting failed with rc): at GX_EPEERS a last round (bounded, ~3 s), then the
+ * peers that accepted are named in err. agent_line_lists: name is an item of a list line
+ * ("...: a, b (why), c"). agent_probes_stop ends what is out; free releases it all.
+ */
+int agent_claims_coord(const struct agent_peers *p, const char *hostname);
+void agent_claim_watch(struct agent_run *r, const union gx_sockaddr *sa, socklen_t len);
+void agent_listen_progress(struct agent_run *r, const char *line);
+void agent_listen_final(struct agent_run *r, int rc, char *err, size_t errlen);
+int agent_line_lists(const char *line, const char *name);
+void agent_probes_stop(struct agent_run *r);
+void agent_probes_free(struct agent_run *r);
+
 /* exec: load --out/env, apply the variable rules against our environment, exec CMD. */
 int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen);
 

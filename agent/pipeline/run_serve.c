@@ -276,6 +276,10 @@ static int init_done(const struct agent_run *r)
 	json_t *j;
 	int ok = 0;
 
+	if (agent_out_failed_refuse(r->o->out, path, sizeof(path)) < 0) {
+		gx_warn("%s: meeting again", path); /* init failed: its files are gone */
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s/rendezvous.json", r->o->out);
 	j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!j)
