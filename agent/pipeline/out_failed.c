@@ -24,8 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int agent_out_mark_failed(int dfd, const char *dir, const char *command, int code,
-			  const char *line)
+int agent_out_mark_failed(int dfd, const char *dir, const char *command, int code, const char *line)
 {
 	char at[32] = "", err[512], *text = NULL;
 	time_t now = time(NULL);

@@ -103,7 +103,8 @@ static void test_marker(void **state)
 	o.cmd = AGENT_CMD_HOSTS;
 	assert_int_equal(agent_cmd_hosts(&o, err, sizeof(err)), GX_ERDZV);
 	/* each exit status comes back as the code that gives it */
-	assert_int_equal(agent_out_mark_failed(dfd(base), base, "run", GX_EPEERS, "peers missing"), 0);
+	assert_int_equal(agent_out_mark_failed(dfd(base), base, "run", GX_EPEERS, "peers missing"),
+			 0);
 	assert_int_equal(gx_exit_code(agent_out_failed_refuse(base, err, sizeof(err))), 3);
 	assert_int_equal(agent_out_mark_failed(dfd(base), base, "run", GX_ENOSECONDARY, ""), 0);
 	assert_int_equal(gx_exit_code(agent_out_failed_refuse(base, err, sizeof(err))), 4);
