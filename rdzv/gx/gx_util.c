@@ -57,6 +57,8 @@ static const char *gx_code_text(enum gx_err e)
 		return "command not found";
 	case GX_ECMDEXEC:
 		return "command cannot be executed";
+	case GX_EFABRIC:
+		return "the job does not run on the expected fabric";
 	}
 	return "unknown gxboot error";
 }
@@ -92,6 +94,8 @@ int gx_exit_code(int err)
 		return 127;
 	case GX_ECMDEXEC:
 		return 126;
+	case GX_EFABRIC:
+		return 6;
 	default:
 		return 5;
 	}
