@@ -881,6 +881,16 @@ static void print_plan(struct agent_run *r)
 		printf("  netdetect:   %s\n", r->nd_err);
 	printf("  out:         %s\n", o->out);
 	printf("  timeout:     %ld s\n", o->timeout);
+	if (o->cmd == AGENT_CMD_RUN || o->cmd == AGENT_CMD_SERVE)
+		printf("  fabric:      %s\n",
+		       agent_run_fabric_reports(r)
+			   ? (o->expect_fabric == AGENT_FABRIC_RDMA ? "watched, must be RDMA"
+			      : o->expect_fabric == AGENT_FABRIC_SECONDARY
+				  ? "watched, must be the secondary network"
+				  : "watched (fabric.json)")
+		       : o->expect_fabric == AGENT_FABRIC_OFF
+			   ? "off"
+			   : "not watched (CMD is exec'd: --supervise to watch it)");
 	for (i = 0; i < (size_t)o->argc; i++)
 		printf("%s%s", i ? " " : "  exec:        ", o->argv[i]);
 	if (o->argc)
