@@ -149,7 +149,7 @@ struct fabric_rail {
 	/* what the counters read (see agent_fabric_rail_read); deltas from the first read */
 	int have_bytes, have_pkts;
 	uint64_t base_bytes, base_pkts, bytes, pkts;
-	char source[48]; /* which counters were read, e.g. "counters/port_(xmit,rcv)_data x4" */
+	char source[48];   /* which counters were read, e.g. "counters/port_(xmit,rcv)_data x4" */
 	uint32_t nl_index; /* the RDMA netlink's device index + 1, 0 not looked up */
 	int use_nl;	   /* sysfs has no counter for it: the RDMA netlink has */
 };
@@ -167,21 +167,21 @@ int agent_fabric_rail_read(const char *sysfs, struct fabric_rail *r, int first);
 #define FABRIC_MAX_DEVS 16
 #define FABRIC_MAX_WARNS 4
 struct fabric_nccl {
-	int comms;	/* "Using network X" lines: communicators initialised */
-	char network[32]; /* the last X ("IB", "Socket", a plugin's name) */
+	int comms;			   /* "Using network X" lines: communicators initialised */
+	char network[32];		   /* the last X ("IB", "Socket", a plugin's name) */
 	int net_ib, net_socket, net_other; /* communicators per kind */
 	char ib_devs[FABRIC_MAX_DEVS][72]; /* "mlx5_0:1" from "NET/IB : Using [0]mlx5_0:1/RoCE" */
 	size_t nib_devs;
 	char sock_devs[FABRIC_MAX_DEVS][72]; /* "net1" from "NET/Socket : Using [0]net1:..." */
 	size_t nsock_devs;
-	int ib_none; /* "NET/IB : No device found." */
+	int ib_none;			 /* "NET/IB : No device found." */
 	char env[FABRIC_MAX_WARNS][128]; /* "NCCL_IB_DISABLE=1" from "... set by environment to" */
 	size_t nenv;
 	char warns[FABRIC_MAX_WARNS][200];
 	size_t nwarns, warns_total;
 };
 struct fabric_ucx {
-	int eps; /* ep_cfg lines */
+	int eps;		       /* ep_cfg lines */
 	char tls[FABRIC_MAX_DEVS][72]; /* "rc_verbs/mlx5_0:1", "tcp/net1" in data lanes */
 	size_t ntls;
 	char env[FABRIC_MAX_WARNS][128]; /* "UCX_TLS=tcp" from "UCX_* env variables: ..." */
@@ -202,7 +202,8 @@ int agent_fabric_nccl_net_kind(const char *network);
 /* Whether gxboot may set the libraries' log variables (the user set none of them). */
 struct fabric_libvars {
 	int nccl_ours, ucx_ours;
-	char nccl_user[64], ucx_user[64]; /* the variable the user set (why NCCL's choice is unknown) */
+	char nccl_user[64],
+	    ucx_user[64]; /* the variable the user set (why NCCL's choice is unknown) */
 	char names[5][32], values[5][300];
 	size_t n;
 };
@@ -295,15 +296,15 @@ char *agent_fabric_json(const struct fabric_facts *f, int verdict, int final, in
 			const char *gate_why, const char *job_line);
 
 /* ---- fabric_job.c: the coordinator's view of every pod ------------------------------- */
-#define FS_FINAL 0x1u	/* CMD exited: the last report */
-#define FS_EVIDENCE 0x2u	/* the facts are evidence (not only the time bound) */
+#define FS_FINAL 0x1u	     /* CMD exited: the last report */
+#define FS_EVIDENCE 0x2u     /* the facts are evidence (not only the time bound) */
 #define FS_PRIMARY_PEER 0x4u /* peer bytes over the primary network */
-#define FS_GATED 0x8u	/* --expect-fabric ended this pod's job */
+#define FS_GATED 0x8u	     /* --expect-fabric ended this pod's job */
 
 struct fabric_summary {
 	int verdict;
 	uint32_t flags;
-	uint32_t rails;	   /* rails whose counters moved */
+	uint32_t rails;	     /* rails whose counters moved */
 	char primary_if[16]; /* this pod's primary interface, "" unknown */
 	char line[FABRIC_LINE_LEN];
 	struct fabric_remote_bytes remotes[FABRIC_MAX_REMOTES];
@@ -337,9 +338,9 @@ struct fabric_cfg {
 	size_t nrails;
 	const char *sysfs; /* "/sys"; tests point it elsewhere */
 	struct fabric_libvars lib;
-	int period_ms;	   /* sampling period (1000) */
-	int first_ms;	   /* the first line comes by then without evidence (60000) */
-	pid_t root;	   /* whose descendants are CMD's tree (getpid()) */
+	int period_ms; /* sampling period (1000) */
+	int first_ms;  /* the first line comes by then without evidence (60000) */
+	pid_t root;    /* whose descendants are CMD's tree (getpid()) */
 	/* coordinator: the job's pods (rank order) and which of them report */
 	char *const *names;
 	const int *reports;
@@ -364,7 +365,7 @@ struct fabric_cfg {
 /* the process tree and its fd tables at most this often (a new socket waits for it) */
 #define FABRIC_SCAN_MS 500
 #define FABRIC_FIRST_MS 60000
-#define FABRIC_KILL_MS 10000	     /* the gate's SIGTERM, then SIGKILL */
+#define FABRIC_KILL_MS 10000	  /* the gate's SIGTERM, then SIGKILL */
 #define FABRIC_FINAL_WAIT_MS 3000 /* coordinator: the members' last reports after CMD */
 
 struct agent_fabric;

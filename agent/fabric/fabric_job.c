@@ -26,9 +26,8 @@ static const char *verdict_words(int v)
 }
 
 /* ", job-worker-1, job-worker-3 and 5 more" of the pods that match. */
-static size_t names(const struct fabric_pod *pods, size_t n, int (*match)(const struct fabric_pod *,
-									int),
-		    int arg, char *buf, size_t len)
+static size_t names(const struct fabric_pod *pods, size_t n,
+		    int (*match)(const struct fabric_pod *, int), int arg, char *buf, size_t len)
 {
 	size_t i, shown = 0, total = 0, l = 0;
 
@@ -139,11 +138,11 @@ int agent_fabric_job_reclassify(struct fabric_pod *p, const struct fabric_peer_a
 			if (!peers[j].primary || strcmp(peers[j].addr, p->s.remotes[i].addr) != 0)
 				continue;
 			agent_fabric_bytes_str(p->s.remotes[i].bytes, b, sizeof(b));
-			if (!strstr(p->primary_via, peers[j].addr) &&
-			    l < sizeof(p->primary_via))
-				l += (size_t)snprintf(p->primary_via + l, sizeof(p->primary_via) - l,
-						      "%s%s to %s (%s)", l ? ", " : "", b,
-						      peers[j].name, peers[j].addr);
+			if (!strstr(p->primary_via, peers[j].addr) && l < sizeof(p->primary_via))
+				l +=
+				    (size_t)snprintf(p->primary_via + l, sizeof(p->primary_via) - l,
+						     "%s%s to %s (%s)", l ? ", " : "", b,
+						     peers[j].name, peers[j].addr);
 			found = 1;
 			break;
 		}

@@ -187,8 +187,9 @@ int agent_fabric_nccl_line(const char *line, struct fabric_nccl *n)
 
 int agent_fabric_ucx_tl_kind(const char *tl_dev)
 {
-	static const char *const rdma[] = {"rc", "ud", "dc", "rc_verbs", "ud_verbs", "rc_mlx5",
-					   "ud_mlx5", "dc_mlx5", "rc_x", "ud_x", "srd"};
+	static const char *const rdma[] = {"rc",       "ud",	  "dc",	     "rc_verbs",
+					   "ud_verbs", "rc_mlx5", "ud_mlx5", "dc_mlx5",
+					   "rc_x",     "ud_x",	  "srd"};
 	size_t i, l = strcspn(tl_dev, "/");
 
 	for (i = 0; i < sizeof(rdma) / sizeof(rdma[0]); i++)

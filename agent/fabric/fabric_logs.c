@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LOG_READ_MAX (64 * 1024)      /* per file and sample */
+#define LOG_READ_MAX (64 * 1024)	/* per file and sample */
 #define LOG_FILE_MAX (16 * 1024 * 1024) /* a file's bytes read at most */
 #define LOG_FILES_MAX 256
 #define RELAY_MAX 8 /* library warnings passed on to stderr */

@@ -94,8 +94,8 @@ int agent_fabric_net_load(char *const *secondary, struct fabric_net *net)
 		struct fabric_local *l = &net->locals[net->nlocals];
 		union gx_sockaddr sa;
 
-		if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET &&
-				     a->ifa_addr->sa_family != AF_INET6))
+		if (!a->ifa_addr ||
+		    (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6))
 			continue;
 		memset(&sa, 0, sizeof(sa));
 		memcpy(&sa, a->ifa_addr,
@@ -104,8 +104,8 @@ int agent_fabric_net_load(char *const *secondary, struct fabric_net *net)
 		gx_strlcpy(l->ifname, a->ifa_name, sizeof(l->ifname));
 		l->family = a->ifa_addr->sa_family;
 		l->prefix = mask_len(a->ifa_netmask);
-		l->role = (a->ifa_flags & IFF_LOOPBACK)		  ? FI_LOOPBACK
-			  : named(secondary, a->ifa_name)	  ? FI_SECONDARY
+		l->role = (a->ifa_flags & IFF_LOOPBACK)	  ? FI_LOOPBACK
+			  : named(secondary, a->ifa_name) ? FI_SECONDARY
 			  : default_route_if(a->ifa_name) ? FI_PRIMARY
 							  : FI_OTHER;
 		net->nlocals++;

@@ -25,8 +25,7 @@
 #include <unistd.h>
 
 /* One counter file as an unsigned integer; -ENOENT when absent. */
-static int read_u64(const char *sysfs, const struct fabric_rail *r, const char *name,
-		    uint64_t *v)
+static int read_u64(const char *sysfs, const struct fabric_rail *r, const char *name, uint64_t *v)
 {
 	char path[512], buf[64];
 	unsigned long long x;
@@ -157,8 +156,9 @@ static int nldev_ask(struct nldev *q, int cmd, int dump, nl_recvmsg_msg_cb_t fn)
 	}
 	msg = nlmsg_alloc_simple(RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd),
 				 NLM_F_REQUEST | NLM_F_ACK | (dump ? NLM_F_DUMP : 0));
-	if (!msg || (!dump && (nla_put_u32(msg, RDMA_NLDEV_ATTR_DEV_INDEX, q->index) < 0 ||
-			       nla_put_u32(msg, RDMA_NLDEV_ATTR_PORT_INDEX, (uint32_t)q->port) < 0)))
+	if (!msg ||
+	    (!dump && (nla_put_u32(msg, RDMA_NLDEV_ATTR_DEV_INDEX, q->index) < 0 ||
+		       nla_put_u32(msg, RDMA_NLDEV_ATTR_PORT_INDEX, (uint32_t)q->port) < 0)))
 		goto out;
 	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, fn, q);
 	nl_socket_modify_cb(sk, NL_CB_FINISH, NL_CB_CUSTOM, nldev_stop, q);
@@ -204,14 +204,15 @@ static int read_nldev(struct fabric_rail *r, uint64_t *bytes, int *hb, uint64_t 
 static int read_sysfs(const char *sysfs, struct fabric_rail *r, uint64_t *bytes, int *hp,
 		      uint64_t *pkts)
 {
-	int hb = read_pair(sysfs, r, "counters/port_xmit_data", "counters/port_rcv_data", bytes) == 0;
+	int hb =
+	    read_pair(sysfs, r, "counters/port_xmit_data", "counters/port_rcv_data", bytes) == 0;
 
 	if (hb) {
 		*bytes *= 4; /* PortXmitData counts 32-bit words */
 		gx_strlcpy(r->source, "counters/port_*_data x4", sizeof(r->source));
 	} else {
-		hb = read_pair(sysfs, r, "hw_counters/sent_bytes", "hw_counters/rcvd_bytes", bytes) ==
-		     0;
+		hb = read_pair(sysfs, r, "hw_counters/sent_bytes", "hw_counters/rcvd_bytes",
+			       bytes) == 0;
 		if (hb)
 			gx_strlcpy(r->source, "hw_counters/*_bytes", sizeof(r->source));
 	}

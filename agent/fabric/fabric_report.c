@@ -182,8 +182,8 @@ int agent_fabric_tcp_despite_rdma(const struct fabric_facts *f, char *why, size_
 	}
 	if (tcp >= FABRIC_BULK_BYTES && !rails_moved(f)) {
 		agent_fabric_bytes_str(tcp, b, sizeof(b));
-		snprintf(why, len, "%s of CMD's TCP to peers while the verified rails moved nothing",
-			 b);
+		snprintf(why, len,
+			 "%s of CMD's TCP to peers while the verified rails moved nothing", b);
 		return 1;
 	}
 	return 0;
@@ -200,9 +200,9 @@ int agent_fabric_primary_line(const struct fabric_facts *f, char *why, size_t le
 		snprintf(proc, sizeof(proc), " from pid %d%s%s%s", (int)f->primary_pid,
 			 f->primary_env[0] ? " (" : "", f->primary_env,
 			 f->primary_env[0] ? " in its environment)" : "");
-	snprintf(why, len, "CMD's peer traffic goes over the primary network: %s on %s to %s (%s)%s",
-		 b, f->primary_if[0] ? f->primary_if : "?", f->primary_peer, f->primary_addr,
-		 proc);
+	snprintf(why, len,
+		 "CMD's peer traffic goes over the primary network: %s on %s to %s (%s)%s", b,
+		 f->primary_if[0] ? f->primary_if : "?", f->primary_peer, f->primary_addr, proc);
 	return 1;
 }
 
@@ -224,8 +224,8 @@ static size_t nccl_part(const struct fabric_facts *f, char *buf, size_t len)
 				snprintf(r, sizeof(r), "%s:%d", f->rails[j].dev, f->rails[j].port);
 				used += f->rails[j].verified && strcmp(r, n->ib_devs[i]) == 0;
 			}
-			l += (size_t)snprintf(buf + l, len - l, "%s%s", i ? "," : "",
-					      n->ib_devs[i]);
+			l +=
+			    (size_t)snprintf(buf + l, len - l, "%s%s", i ? "," : "", n->ib_devs[i]);
 		}
 		if (l < len)
 			l += (size_t)snprintf(buf + l, len - l, " (%zu of %zu verified rails)",
@@ -257,8 +257,7 @@ static size_t ucx_part(const struct fabric_facts *f, char *buf, size_t len)
 			local++;
 			continue;
 		}
-		l += (size_t)snprintf(buf + l, len - l, "%s%s", l == 3 ? " " : ",",
-				      f->ucx.tls[i]);
+		l += (size_t)snprintf(buf + l, len - l, "%s%s", l == 3 ? " " : ",", f->ucx.tls[i]);
 	}
 	if (local && l < len)
 		l += (size_t)snprintf(buf + l, len - l, "%s%zu local", l == 3 ? " " : " +", local);
@@ -278,7 +277,8 @@ static size_t lib_part(const struct fabric_facts *f, char *buf, size_t len)
 	if (l)
 		return l;
 	if (f->nccl_user[0] && f->ucx_user[0])
-		return (size_t)snprintf(buf, len, "NCCL's and UCX's choices unknown (%s, %s set by "
+		return (size_t)snprintf(buf, len,
+					"NCCL's and UCX's choices unknown (%s, %s set by "
 					"the user)",
 					f->nccl_user, f->ucx_user);
 	if (f->nccl_user[0])
@@ -300,7 +300,8 @@ static size_t rdma_part(const struct fabric_facts *f, char *buf, size_t len)
 	if (!verified_rails(f))
 		return 0;
 	if (rails_blind(f))
-		return (size_t)snprintf(buf, len, "RDMA bytes not visible here (no port counter in "
+		return (size_t)snprintf(buf, len,
+					"RDMA bytes not visible here (no port counter in "
 					"this namespace)");
 	for (i = 0; i < f->nrails; i++) {
 		if (!f->rails[i].verified)
@@ -316,8 +317,8 @@ static size_t rdma_part(const struct fabric_facts *f, char *buf, size_t len)
 		l = (size_t)snprintf(buf, len, "RDMA %llu packets", (unsigned long long)pkts);
 	}
 	if (l < len && !f->nccl.net_ib)
-		l += (size_t)snprintf(buf + l, len - l, " on %zu verified rail%s", verified_rails(f),
-				      verified_rails(f) == 1 ? "" : "s");
+		l += (size_t)snprintf(buf + l, len - l, " on %zu verified rail%s",
+				      verified_rails(f), verified_rails(f) == 1 ? "" : "s");
 	return l;
 }
 
@@ -377,14 +378,14 @@ static json_t *tcp_json(const struct fabric_facts *f)
 	for (i = 0; o && i < f->nifs; i++) {
 		const struct fabric_ifstat *s = &f->ifs[i];
 
-		json_object_set_new(
-		    o, s->name,
-		    json_pack("{s:I,s:i,s:s,s:I,s:I,s:I,s:I}", "bytes", (json_int_t)s->bytes,
-			      "connections", (int)s->conns, "role", role[s->role], "peer_secondary",
-			      (json_int_t)s->by_class[FR_SECONDARY], "peer_primary",
-			      (json_int_t)s->by_class[FR_PRIMARY], "other",
-			      (json_int_t)s->by_class[FR_OTHER], "loopback",
-			      (json_int_t)s->by_class[FR_LOOPBACK]));
+		json_object_set_new(o, s->name,
+				    json_pack("{s:I,s:i,s:s,s:I,s:I,s:I,s:I}", "bytes",
+					      (json_int_t)s->bytes, "connections", (int)s->conns,
+					      "role", role[s->role], "peer_secondary",
+					      (json_int_t)s->by_class[FR_SECONDARY], "peer_primary",
+					      (json_int_t)s->by_class[FR_PRIMARY], "other",
+					      (json_int_t)s->by_class[FR_OTHER], "loopback",
+					      (json_int_t)s->by_class[FR_LOOPBACK]));
 	}
 	return o;
 }
@@ -399,14 +400,13 @@ static json_t *rdma_json(const struct fabric_facts *f)
 		char key[80];
 
 		snprintf(key, sizeof(key), "%s:%d", r->dev, r->port);
-		json_object_set_new(o, key,
-				    json_pack("{s:o,s:o,s:b,s:s}", "bytes",
-					      r->have_bytes ? json_integer((json_int_t)r->bytes)
-							    : json_null(),
-					      "packets",
-					      r->have_pkts ? json_integer((json_int_t)r->pkts)
-							   : json_null(),
-					      "verified", r->verified, "counters", r->source));
+		json_object_set_new(
+		    o, key,
+		    json_pack("{s:o,s:o,s:b,s:s}", "bytes",
+			      r->have_bytes ? json_integer((json_int_t)r->bytes) : json_null(),
+			      "packets",
+			      r->have_pkts ? json_integer((json_int_t)r->pkts) : json_null(),
+			      "verified", r->verified, "counters", r->source));
 	}
 	return o;
 }

@@ -74,9 +74,9 @@ struct agent_fabric {
 	uint64_t cpu_us, dumps;
 	/* the last full sample, dump and tree scan */
 	int64_t last_eval_ms, last_dump_ms, last_scan_ms;
-	long inuse;		     /* the namespace's TCP sockets at the last dump */
+	long inuse;		    /* the namespace's TCP sockets at the last dump */
 	uint64_t freed, freed_seen; /* destroy events heard; at the last dump */
-	struct fabric_pod *pods; /* coordinator */
+	struct fabric_pod *pods;    /* coordinator */
 	int job_printed, finished;
 	char job_line[FABRIC_LINE_LEN];
 };
@@ -247,9 +247,9 @@ static int names_only(char *const *list, const char *value)
  * that do not name the secondary network (what made it go elsewhere). */
 static void proc_env(struct agent_fabric *f, pid_t pid, char *out, size_t len)
 {
-	static const char *const want[] = {"GLOO_SOCKET_IFNAME=", "NCCL_SOCKET_IFNAME=",
-					   "TP_SOCKET_IFNAME=", "UCX_NET_DEVICES=",
-					   "OMPI_MCA_btl_tcp_if_include="};
+	static const char *const want[] = {
+	    "GLOO_SOCKET_IFNAME=", "NCCL_SOCKET_IFNAME=", "TP_SOCKET_IFNAME=", "UCX_NET_DEVICES=",
+	    "OMPI_MCA_btl_tcp_if_include="};
 	char path[64], *buf = NULL, *p;
 	size_t l = 0, i;
 	ssize_t n;
@@ -470,10 +470,10 @@ static void summary(struct agent_fabric *f, uint32_t extra, struct fabric_summar
 		   (f->facts.by_class[FR_PRIMARY] ? FS_PRIMARY_PEER : 0) |
 		   (f->gated ? FS_GATED : 0);
 	for (i = 0; i < f->facts.nrails; i++)
-		s->rails += f->facts.rails[i].verified &&
-			    (f->facts.rails[i].have_bytes
-				 ? f->facts.rails[i].bytes >= FABRIC_RDMA_MIN_BYTES
-				 : f->facts.rails[i].pkts >= FABRIC_RDMA_MIN_PKTS);
+		s->rails +=
+		    f->facts.rails[i].verified &&
+		    (f->facts.rails[i].have_bytes ? f->facts.rails[i].bytes >= FABRIC_RDMA_MIN_BYTES
+						  : f->facts.rails[i].pkts >= FABRIC_RDMA_MIN_PKTS);
 	gx_strlcpy(s->primary_if, f->facts.primary_if, sizeof(s->primary_if));
 	agent_fabric_line(&f->facts, f->verdict, s->line, sizeof(s->line));
 	s->nremotes = f->facts.nremotes;
@@ -492,9 +492,8 @@ static void write_json(struct agent_fabric *f, int final)
 				 f->job_line[0] ? f->job_line : NULL);
 	if (!text)
 		return;
-	if (f->cfg.write_file &&
-	    f->cfg.write_file(f->cfg.out, "fabric.json", text, strlen(text), 0644, err,
-			      sizeof(err)) < 0)
+	if (f->cfg.write_file && f->cfg.write_file(f->cfg.out, "fabric.json", text, strlen(text),
+						   0644, err, sizeof(err)) < 0)
 		gx_debug("fabric: fabric.json: %s", err);
 	free(text);
 }

@@ -6,8 +6,8 @@
  * src/init.cc:486 "Using network %s", src/transport/net_ib/init.cc:513 "NET/IB : Using%s %s;
  * OOB %s:%s", src/transport/net_socket.cc:77; openucx/ucx v1.13.1 09f27c0e,
  * src/ucp/core/ucp_worker.c:1689 "ep_cfg[%d]: " and :1763, src/ucs/config/parser.c:1916); each
- * is parsed alone and its 'expect' checked ("told": 0 when the line says nothing of ours). Then the variables gxboot sets for CMD, and what
- * the libraries' kinds are.
+ * is parsed alone and its 'expect' checked ("told": 0 when the line says nothing of ours). Then the
+ * variables gxboot sets for CMD, and what the libraries' kinds are.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,7 +174,10 @@ static void test_hostile_lines(void **state)
 	assert_int_equal(agent_fabric_nccl_line("x NCCL INFO NET/IB : Using [0]", &n), 1);
 	assert_int_equal(agent_fabric_nccl_line("x NCCL INFO NET/IB : Using [0]mlx5_0", &n), 1);
 	assert_int_equal(n.nib_devs, 0);
-	assert_int_equal(agent_fabric_nccl_line("x NCCL INFO Using network \x01\x7f""bad", &n), 1);
+	assert_int_equal(agent_fabric_nccl_line("x NCCL INFO Using network \x01\x7f"
+						"bad",
+						&n),
+			 1);
 	assert_string_equal(n.network, "??bad");
 	assert_int_equal(agent_fabric_ucx_line("x UCX  INFO  ep_cfg[0]: tag(", &u), 1);
 	assert_int_equal(agent_fabric_ucx_line("x UCX  INFO  ep_cfg[0]: tag(a/b", &u), 1);
@@ -240,7 +243,7 @@ static void test_libvars(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_pinned_lines), cmocka_unit_test(test_nccl_process),
+	    cmocka_unit_test(test_pinned_lines),  cmocka_unit_test(test_nccl_process),
 	    cmocka_unit_test(test_hostile_lines), cmocka_unit_test(test_kinds),
 	    cmocka_unit_test(test_libvars),
 	};

@@ -115,7 +115,8 @@ static void test_primary(void **state)
 	assert_string_equal(why, "CMD's peer traffic goes over the primary network: 252 MB on eth0 "
 				 "to job-worker-1 (10.1.1.11) from pid 77 (GLOO_SOCKET_IFNAME=eth0 "
 				 "in its environment)");
-	line_is(&f, "fabric: primary: no NCCL/UCX lines; CMD's TCP: 252 MB on eth0, 8.1 kB on net1");
+	line_is(&f,
+		"fabric: primary: no NCCL/UCX lines; CMD's TCP: 252 MB on eth0, 8.1 kB on net1");
 }
 
 /* The example line, from the facts it describes. */
@@ -138,12 +139,14 @@ static void test_rdma_nccl(void **state)
 	f.nccl.nib_devs = 2;
 	assert_int_equal(agent_fabric_verdict(&f), FABRIC_RDMA);
 	assert_int_equal(agent_fabric_tcp_despite_rdma(&f, why, sizeof(why)), 0);
-	line_is(&f, "fabric: rdma: NCCL NET/IB on mlx5_0:1,mlx5_1:1 (2 of 2 verified rails), RDMA 41 "
-		    "GB; CMD's TCP: 0 on eth0, 12 MB on net1");
+	line_is(&f,
+		"fabric: rdma: NCCL NET/IB on mlx5_0:1,mlx5_1:1 (2 of 2 verified rails), RDMA 41 "
+		"GB; CMD's TCP: 0 on eth0, 12 MB on net1");
 	/* a device NCCL took that did not verify is not counted as one of ours */
 	snprintf(f.nccl.ib_devs[1], 72, "mlx5_7:1");
-	line_is(&f, "fabric: rdma: NCCL NET/IB on mlx5_0:1,mlx5_7:1 (1 of 2 verified rails), RDMA 41 "
-		    "GB; CMD's TCP: 0 on eth0, 12 MB on net1");
+	line_is(&f,
+		"fabric: rdma: NCCL NET/IB on mlx5_0:1,mlx5_7:1 (1 of 2 verified rails), RDMA 41 "
+		"GB; CMD's TCP: 0 on eth0, 12 MB on net1");
 }
 
 /* Verified rails, and NCCL fell back to sockets: TCP, with NCCL's own reason; the rails'
@@ -168,14 +171,16 @@ static void test_socket_despite_rails(void **state)
 	assert_int_equal(agent_fabric_verdict(&f), FABRIC_SECONDARY);
 	assert_int_equal(agent_fabric_tcp_despite_rdma(&f, why, sizeof(why)), 1);
 	assert_string_equal(why, "NCCL chose NET/Socket (NCCL_IB_DISABLE=1)");
-	line_is(&f, "fabric: secondary: NCCL NET/Socket on net1 (NCCL_IB_DISABLE=1), RDMA 5.0 GB on 1 "
-		    "verified rail; "
-		    "CMD's TCP: 0 on eth0, 900 MB on net1");
+	line_is(&f,
+		"fabric: secondary: NCCL NET/Socket on net1 (NCCL_IB_DISABLE=1), RDMA 5.0 GB on 1 "
+		"verified rail; "
+		"CMD's TCP: 0 on eth0, 900 MB on net1");
 	/* no word from a library: bulk TCP with idle rails says the same */
 	memset(&f.nccl, 0, sizeof(f.nccl));
 	f.rails[0].bytes = 0;
 	assert_int_equal(agent_fabric_tcp_despite_rdma(&f, why, sizeof(why)), 1);
-	assert_string_equal(why, "900 MB of CMD's TCP to peers while the verified rails moved nothing");
+	assert_string_equal(why,
+			    "900 MB of CMD's TCP to peers while the verified rails moved nothing");
 	/* without verified rails, TCP is what there is: no warning */
 	f.rails[0].verified = 0;
 	assert_int_equal(agent_fabric_tcp_despite_rdma(&f, why, sizeof(why)), 0);
@@ -207,7 +212,8 @@ static void test_ucx(void **state)
 	f.by_class[FR_SECONDARY] = f.ifs[2].bytes = f.ifs[2].by_class[FR_SECONDARY] = 90000000;
 	assert_int_equal(agent_fabric_verdict(&f), FABRIC_SECONDARY);
 	assert_int_equal(agent_fabric_tcp_despite_rdma(&f, why, sizeof(why)), 1);
-	assert_string_equal(why, "UCX's endpoints use tcp/net1 and no RDMA transport (UCX_TLS=tcp)");
+	assert_string_equal(why,
+			    "UCX's endpoints use tcp/net1 and no RDMA transport (UCX_TLS=tcp)");
 }
 
 /* rxe without byte counters (older kernels): packets. */
@@ -241,9 +247,10 @@ static void test_blind_rails(void **state)
 	snprintf(f.nccl.ib_devs[0], 72, "mlx5_0:1");
 	f.nccl.nib_devs = 1;
 	assert_int_equal(agent_fabric_verdict(&f), FABRIC_RDMA);
-	line_is(&f, "fabric: rdma: NCCL NET/IB on mlx5_0:1 (1 of 1 verified rails), RDMA bytes not "
-		    "visible here (no port counter in this namespace); CMD's TCP: 0 on eth0, 12 MB on "
-		    "net1");
+	line_is(&f,
+		"fabric: rdma: NCCL NET/IB on mlx5_0:1 (1 of 1 verified rails), RDMA bytes not "
+		"visible here (no port counter in this namespace); CMD's TCP: 0 on eth0, 12 MB on "
+		"net1");
 }
 
 static void test_json(void **state)
@@ -288,8 +295,7 @@ static void test_json(void **state)
 	free(text);
 }
 
-static void pod(struct fabric_pod *p, const char *name, int verdict, uint32_t rails,
-		uint32_t flags)
+static void pod(struct fabric_pod *p, const char *name, int verdict, uint32_t rails, uint32_t flags)
 {
 	memset(p, 0, sizeof(*p));
 	snprintf(p->name, sizeof(p->name), "%s", name);
@@ -320,10 +326,11 @@ static void test_job_line(void **state)
 	pods[9].s.rails = 1;
 	pods[63].reported = 0;
 	agent_fabric_job_line(pods, 64, line, sizeof(line));
-	assert_string_equal(line, "fabric: job: 61 of 64 pods on RDMA (1-2 rails); 1 on the "
-				  "secondary network (TCP): job-worker-5; 1 on the primary network: "
-				  "job-worker-7, 1 with peer traffic on eth0: job-worker-7; no report "
-				  "from job-worker-63");
+	assert_string_equal(line,
+			    "fabric: job: 61 of 64 pods on RDMA (1-2 rails); 1 on the "
+			    "secondary network (TCP): job-worker-5; 1 on the primary network: "
+			    "job-worker-7, 1 with peer traffic on eth0: job-worker-7; no report "
+			    "from job-worker-63");
 	free(pods);
 }
 
@@ -447,13 +454,19 @@ static void test_rail_counters(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_no_evidence),		 cmocka_unit_test(test_secondary),
-	    cmocka_unit_test(test_primary),		 cmocka_unit_test(test_rdma_nccl),
-	    cmocka_unit_test(test_socket_despite_rails), cmocka_unit_test(test_ucx),
-	    cmocka_unit_test(test_packets_only),	 cmocka_unit_test(test_blind_rails),
+	    cmocka_unit_test(test_no_evidence),
+	    cmocka_unit_test(test_secondary),
+	    cmocka_unit_test(test_primary),
+	    cmocka_unit_test(test_rdma_nccl),
+	    cmocka_unit_test(test_socket_despite_rails),
+	    cmocka_unit_test(test_ucx),
+	    cmocka_unit_test(test_packets_only),
+	    cmocka_unit_test(test_blind_rails),
 	    cmocka_unit_test(test_json),
-	    cmocka_unit_test(test_job_line),		 cmocka_unit_test(test_reclassify),
-	    cmocka_unit_test(test_bytes),		 cmocka_unit_test(test_rail_counters),
+	    cmocka_unit_test(test_job_line),
+	    cmocka_unit_test(test_reclassify),
+	    cmocka_unit_test(test_bytes),
+	    cmocka_unit_test(test_rail_counters),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -334,7 +334,7 @@ static void test_classify(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_dump_bytes),	   cmocka_unit_test(test_owners_and_tree),
+	    cmocka_unit_test(test_dump_bytes),	  cmocka_unit_test(test_owners_and_tree),
 	    cmocka_unit_test(test_destroy_event), cmocka_unit_test(test_parse_bounds),
 	    cmocka_unit_test(test_classify),
 	};
