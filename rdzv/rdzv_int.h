@@ -139,7 +139,7 @@ enum rdzv_tlv {
 	T_RAILS = 30,
 	T_PRIMARY = 31,
 	T_VTICKET = 32, /* ASSIGN: the phase-2 ticket's nonce (RDZV_TICKET_LEN) */
-	T_FREMOTE = 33, /* FABRIC: u64 bytes, then an address (text) */
+	T_FREMOTE = 34, /* FABRIC: u64 bytes, then an address (text) */
 };
 
 #define RDZV_TICKET_LEN 16
