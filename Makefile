@@ -97,6 +97,8 @@ $(B)/libgx.a: $(LIB_OBJS)
 
 ifeq ($(MODE),release)
 $(STATIC_PROVIDER_SRCS:%.c=$(B)/%.o): MODE_CFLAGS += -DRDMA_STATIC_PROVIDERS=$(RDMA_PROVIDERS)
+# the transport watcher runs a few times a second: size over speed (the 2.5 MiB cap)
+$(patsubst %.c,$(B)/%.o,$(wildcard agent/fabric/*.c)): MODE_CFLAGS += -Os
 endif
 
 $(B)/%.o: %.c

@@ -47,6 +47,14 @@ enum agent_check_mode {
 	AGENT_CHECK_SAMPLED, /* --mode sampled: --sample K random peers per pod + the coordinator */
 };
 
+/* --expect-fabric (the transport watcher, agent/fabric/FABRIC.md) */
+enum agent_fabric_expect {
+	AGENT_FABRIC_REPORT = 0, /* not given: report, never end the job */
+	AGENT_FABRIC_SECONDARY,	 /* end it when peer traffic goes over the primary network */
+	AGENT_FABRIC_RDMA,	 /* ... or over TCP while verified RDMA rails exist */
+	AGENT_FABRIC_OFF,	 /* no watcher, no library variables */
+};
+
 enum agent_ray_role {
 	AGENT_RAY_AUTO = 0, /* KubeRay's env decides, else not Ray */
 	AGENT_RAY_HEAD,
@@ -88,6 +96,7 @@ struct agent_opts {
 	int no_rewrite;
 	int supervise;
 	int serve;
+	enum agent_fabric_expect expect_fabric;
 	/* check */
 	enum agent_check_mode check_mode;
 	long size;	    /* default 65536 */

@@ -49,6 +49,8 @@ struct rdzv_peer {
 #define RDZV_PF_ELASTIC 0x10u	/* an elastic JOIN by name: the coordinator picks the rank */
 #define RDZV_PF_STAYS 0x20u /* coordinator keeps its sessions after the COMMIT (agent sets it) */
 #define RDZV_PF_RELAY 0x40u /* a relay's JOIN: its session also carries its children's (tree) */
+#define RDZV_PF_FABRIC                                                                             \
+	0x80u /* member: keeps its session and sends FABRIC reports (agent sets it) */
 #define RDZV_PF_VFAILED                                                                            \
 	0x4u /* soft_verify: netdetect or secondary VERIFY failed; why in nd_why                   \
 	      */
@@ -107,6 +109,24 @@ struct rdzv_rdma_ops {
  */
 #define RDZV_ELASTIC 0xfffffffeu
 
+/*
+ * A pod's transport report after the COMMIT (PROTOCOL.md "Fabric reports"): verdict, flags
+ * and rails are the agent's codes, carried as they are; the line and the addresses are
+ * checked (safe text, addresses re-printed) on the coordinator.
+ */
+#define RDZV_FABRIC_LINE 640
+#define RDZV_FABRIC_REMOTES 8
+struct rdzv_fabric {
+	uint32_t verdict, flags, rails;
+	char primary_if[16]; /* "" unknown */
+	char line[RDZV_FABRIC_LINE];
+	struct {
+		char addr[46];
+		uint64_t bytes;
+	} remotes[RDZV_FABRIC_REMOTES]; /* addresses over the primary interface it cannot name */
+	size_t nremotes;
+};
+
 struct rdzv_config {
 	struct rdzv_peer self;
 	int is_coordinator;
@@ -162,6 +182,10 @@ struct rdzv_config {
 	 */
 	void (*changed)(void *arg, const struct rdzv_peer *tab, size_t n);
 	void *changed_arg;
+	/* Coordinator, after the COMMIT: member index sent a FABRIC report (valid during the call).
+	 */
+	void (*fabric)(void *arg, uint32_t index, const struct rdzv_fabric *f);
+	void *fabric_arg;
 	/*
 	 * The relay tree (issue 26, PROTOCOL.md "Relays"): with relay_fanout F > 0 member i
 	 * makes its phase-1 connection to peer (i / F) * F, its relay, instead of to the
@@ -259,6 +283,10 @@ void rdzv_member_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr
 int rdzv_coord_end(struct rdzv_coord *c, int status);
 int rdzv_member_end(struct rdzv_member *m, int status);
 int rdzv_coord_flushed(const struct rdzv_coord *c);
+
+/* A member that stays after its COMMIT (cfg.stay) sends its transport report: 0 (queued),
+ * -ENOTCONN without a session, -ENOMEM. */
+int rdzv_member_fabric(struct rdzv_member *m, const struct rdzv_fabric *f);
 int rdzv_member_flushed(const struct rdzv_member *m);
 
 /*

@@ -539,6 +539,8 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		return rdzv_co_handshake(co, cc, type, body, len);
 	if (type == RDZV_CARRY) /* records, not TLVs: a relay's children (rdzv_carry.c) */
 		return rdzv_co_carry(co, cc, body, len);
+	if (type == RDZV_FABRIC) /* a member's report after the COMMIT (rdzv_fabric.c) */
+		return rdzv_co_fabric(co, cc, body, len);
 	m = malloc(sizeof(*m));
 	if (!m || rdzv_msg_decode(type, body, len, m) < 0) {
 		gx_warn("rdzv: malformed message type %u from %s: dropped", type, cc->rc.peer_str);

@@ -95,6 +95,8 @@ enum rdzv_type {
 	/* relay <-> coordinator, in the relay's phase-1 session after its JOIN: records of
 	 * carried connections (PROTOCOL.md "Relays", issue 26) */
 	RDZV_CARRY = 22,
+	/* M->C after the COMMIT: the member's transport report (PROTOCOL.md "Fabric reports") */
+	RDZV_FABRIC = 23,
 };
 
 /* CARRY record kinds */
@@ -152,6 +154,7 @@ enum rdzv_tlv {
 	T_PRIMARY = 31,
 	T_VTICKET = 32, /* ASSIGN: the phase-2 ticket's nonce (RDZV_TICKET_LEN) */
 	T_PLENS = 33,	/* peer: prefix lengths, plen4 | plen6 << 8 (u32) */
+	T_FREMOTE = 34, /* FABRIC: u64 bytes, then an address (text) */
 };
 
 #define RDZV_TICKET_LEN 16
@@ -506,6 +509,8 @@ int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *
 int rdzv_co_relay_on(struct rdzv_coord *co, struct cconn *cc);
 /* A CARRY from a relay: 0, or 1 when the relay's connection is gone. */
 int rdzv_co_carry(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
+/* rdzv_fabric.c: a member's FABRIC frame (its body, after the MAC was checked) */
+int rdzv_co_fabric(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
 /* Move a carried connection's queued output into its relay's records. */
 void rdzv_co_carry_out(struct rdzv_coord *co, struct cconn *cc);
 /* Seal every relay's records into CARRY frames and write them (end of an event). */

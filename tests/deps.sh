@@ -20,6 +20,8 @@ PKGS=(
   openmpi-bin libopenmpi-dev
   # MPICH (Hydra) beside OpenMPI, for the Hydra e2e (issue 27)
   mpich libmpich-dev
+  # UCX's io_demo: the UCX job of the transport report's soft-RoCE case (rdma/case_fabric.sh)
+  ucx-utils
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -37,6 +37,7 @@ static const char *const rdma_names[] = {"auto", "require", "off", NULL};
 static const char *const hf_names[] = {"", "openmpi", "mpich", "horovod", NULL};
 static const char *const mode_names[] = {"", "star", "all", "sampled", NULL};
 static const char *const ray_names[] = {"", "head", "worker", NULL};
+static const char *const fabric_names[] = {"", "secondary", "rdma", "off", NULL};
 
 static const struct opt_def opt_defs[] = {
     {"peers", OT_STR, OFF(peers), NULL, 0},
@@ -68,6 +69,7 @@ static const struct opt_def opt_defs[] = {
     {"no-rewrite", OT_BOOL, OFF(no_rewrite), NULL, 0},
     {"supervise", OT_BOOL, OFF(supervise), NULL, 0},
     {"serve", OT_BOOL, OFF(serve), NULL, 0},
+    {"expect-fabric", OT_ENUM, OFF(expect_fabric), fabric_names, 0},
     {"mode", OT_ENUM, OFF(check_mode), mode_names, 0},
     {"size", OT_LONG, OFF(size), NULL, 1L << 30},
     {"report", OT_STR, OFF(report), NULL, 0},
@@ -121,6 +123,7 @@ static const struct {
     {"no-rewrite", CMD_BIT(RUN)},
     {"supervise", CMD_BIT(RUN) | CMD_BIT(SERVE)},
     {"serve", CMD_BIT(RUN) | CMD_BIT(INIT) | CMD_BIT(SERVE)},
+    {"expect-fabric", CMD_BIT(RUN) | CMD_BIT(SERVE)},
     {"mode", CMD_BIT(CHECK)},
     {"size", CMD_BIT(CHECK)},
     {"report", CMD_BIT(CHECK)},

@@ -39,6 +39,8 @@ static const char usage_main[] =
     "  --out DIR (/run/gxboot)  --master-port P (29500)  --slots N\n"
     "  --hostfile-format openmpi|mpich|horovod      --override-env  --no-rewrite\n"
     "  --supervise           stay as CMD's parent   --serve  also serve remote exec\n"
+    "  --expect-fabric rdma|secondary|off  end the job (exit 6) when CMD's traffic is\n"
+    "                        not on it (implies --supervise); off: no transport report\n"
     "check:\n"
     "  --mode star|all|sampled  --sample K (8)   --size BYTES (65536)\n"
     "  --report FILE.html    one self-contained page: heatmap, blamed pods, worst pairs\n"
@@ -49,18 +51,22 @@ static const char usage_main[] =
     "Bare peer names (job-worker-1) are qualified with this pod's subdomain from /etc/hosts.\n"
     "Exit: 0 ok (run: CMD's status), 1 check failed, 2 usage (also an option the command\n"
     "does not take), 3 peers missing at --timeout, 4 no usable secondary interface,\n"
-    "5 rendezvous failed, 126/127 CMD cannot run / not found, 128+n CMD killed by signal n;\n"
+    "5 rendezvous failed, 6 --expect-fabric ended the job, 126/127 CMD cannot run / not\n"
+    "found, 128+n CMD killed by signal n;\n"
     "rsh: the remote status, 255 when the peer cannot be reached or refuses.\n";
 
 static const char usage_run[] =
     "Usage: gxboot [OPTIONS] -- CMD [ARGS...]\n"
     "Wait for every peer, detect the secondary/RDMA interface, rendezvous (ranks, MASTER_ADDR\n"
     "on the secondary network), write --out files, then exec CMD with the job's environment.\n"
-    "As PID 1 (or with --supervise/--serve) gxboot forks CMD and stays as its parent.\n"
+    "As PID 1 (or with --supervise/--serve) gxboot forks CMD and stays as its parent, and\n"
+    "reports which network and transport CMD's traffic really used (one 'fabric:' line\n"
+    "once there is evidence and at CMD's exit, --out/fabric.json; the coordinator adds the\n"
+    "job-wide line); --expect-fabric rdma|secondary ends the job with exit 6 when it is not.\n"
     "Options: --peers --nnodes --self --job-id --port --timeout --token-file --require-token\n"
     "  --dns-server --full-table --dry-run --iface --network --network-status --allow-primary\n"
     "  --rdma --rdma-dev --rails --out --master-port --slots --hostfile-format --override-env\n"
-    "  --no-rewrite --supervise --serve --elastic --ray -v -q\n";
+    "  --no-rewrite --supervise --serve --expect-fabric --elastic --ray -v -q\n";
 
 static const char usage_init[] =
     "Usage: gxboot init [OPTIONS]\n"
@@ -98,7 +104,8 @@ static const char usage_serve[] =
     "Usage: gxboot serve [OPTIONS]\n"
     "Rendezvous (or load --out/rendezvous.json after 'init --serve'), then serve remote-exec\n"
     "requests from token holders on the secondary address, port --port + 2. Needs a token.\n"
-    "Exits with the job's status when the coordinator says the job ended.\n";
+    "Exits with the job's status when the coordinator says the job ended.\n"
+    "Reports the transport of the sessions' commands (--expect-fabric as for the run).\n";
 
 static const char usage_rsh[] =
     "Usage: gxboot rsh [ssh flags ignored] HOST CMD...\n"

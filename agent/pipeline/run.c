@@ -462,6 +462,8 @@ static int start_rdzv(struct agent_run *r)
 			return rc;
 		cfg.relay_resolve = resolve_relay;
 	}
+	agent_run_fabric_rdzv(r, &cfg); /* after stay and the relay fan-out are known */
+	r->self.flags = cfg.self.flags;
 	r->coord_lookup = r->peers.coord_fqdn ? r->peers.coord_fqdn : r->peers.names[0];
 	if (is_coord)
 		rc = rdzv_coord_start(r->ev, &cfg, rdzv_done, r, &r->coord);
@@ -992,6 +994,16 @@ static void print_plan(struct agent_run *r)
 		printf("  netdetect:   %s\n", r->nd_err);
 	printf("  out:         %s\n", o->out);
 	printf("  timeout:     %ld s\n", o->timeout);
+	if (o->cmd == AGENT_CMD_RUN || o->cmd == AGENT_CMD_SERVE)
+		printf("  fabric:      %s\n",
+		       agent_run_fabric_reports(r)
+			   ? (o->expect_fabric == AGENT_FABRIC_RDMA ? "watched, must be RDMA"
+			      : o->expect_fabric == AGENT_FABRIC_SECONDARY
+				  ? "watched, must be the secondary network"
+				  : "watched (fabric.json)")
+		       : o->expect_fabric == AGENT_FABRIC_OFF
+			   ? "off"
+			   : "not watched (CMD is exec'd: --supervise to watch it)");
 	for (i = 0; i < (size_t)o->argc; i++)
 		printf("%s%s", i ? " " : "  exec:        ", o->argv[i]);
 	if (o->argc)
@@ -1184,6 +1196,9 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 			"later wait for it (run it as the entrypoint: gxboot -- CMD)");
 	if (rc < 0 || r->o->cmd == AGENT_CMD_INIT)
 		goto out;
+	rc = agent_run_fabric_env(r, &env); /* CMD's, not the files' (gxboot exec has no watcher) */
+	if (rc < 0)
+		goto out;
 	if (r->peers.observer)
 		gx_info("observer of %u peers, MASTER_ADDR=%s on %s", r->res.world,
 			r->res.master_addr, our_iface(r));
@@ -1202,7 +1217,11 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 		rc = agent_run_serve_supervise(r, r->o->argc ? (argv ? argv : r->o->argv) : NULL,
 					       envp, err, errlen);
 	} else if (r->o->supervise || getpid() == 1 || (r->peers.elastic && r->peers.self == 0)) {
-		rc = agent_supervise(r->ev, argv ? argv : r->o->argv, envp, NULL);
+		rc = agent_run_fabric_start(r, err, errlen);
+		if (rc == 0)
+			rc = agent_run_fabric_finish(
+			    r, agent_supervise(r->ev, argv ? argv : r->o->argv, envp, NULL), err,
+			    errlen);
 	} else {
 		rc = agent_exec_failed(r->o->argv[0], agent_exec(argv ? argv : r->o->argv, envp),
 				       err, errlen);
@@ -1216,6 +1235,8 @@ out:
 
 void agent_run_free(struct agent_run *r)
 {
+	agent_fabric_free(r->fabric); /* its timers are in r->ev */
+	free(r->fabric_early);
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
 	if (r->out_open)
@@ -1277,6 +1298,10 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen)
 
 	memset(&r, 0, sizeof(r));
 	agent_signals_wait_mode();
+	/* the gate needs the watcher, and the watcher a parent: as --serve, it supervises */
+	if (o->cmd == AGENT_CMD_RUN &&
+	    (o->expect_fabric == AGENT_FABRIC_SECONDARY || o->expect_fabric == AGENT_FABRIC_RDMA))
+		o->supervise = 1;
 	rc = agent_run_prepare(&r, o, err, errlen);
 	if (rc < 0)
 		goto out;

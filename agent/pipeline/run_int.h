@@ -4,6 +4,7 @@
 #define AGENT_RUN_INT_H
 
 #include "agent/agent.h"
+#include "agent/fabric/fabric_int.h"
 #include "agent/peers/peers_int.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/gx/gx.h"
@@ -145,6 +146,11 @@ struct agent_run {
 	struct agent_listen *listen; /* coordinator: do missing peers listen as one? */
 	int claim_rc;		     /* GX_EUSAGE once the claim is proven */
 	char claim_why[2048];
+	/* the transport watcher (run_fabric.c, agent/fabric/FABRIC.md) */
+	struct agent_fabric *fabric;
+	struct fabric_summary *fabric_early; /* coordinator: reports before it started */
+	struct fabric_libvars fabric_lib;    /* the library variables CMD got from us */
+	int fabric_lib_set;
 };
 
 int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size_t errlen);
@@ -201,6 +207,20 @@ int agent_line_lists(const char *line, const char *name);
 void agent_probes_stop(struct agent_run *r);
 void agent_probes_free(struct agent_run *r);
 
+/*
+ * The transport watcher (run_fabric.c). reports: this pod watches and reports (it supervises
+ * CMD or serves; --expect-fabric off: never). rdzv: a member that reports keeps its session
+ * (cfg.stay, RDZV_PF_FABRIC) unless it joins through a relay; the coordinator takes reports.
+ * env: the NCCL / UCX log variables the user left unset. start: before CMD (GX_EFABRIC for
+ * --expect-fabric rdma without a verified rail). finish: after CMD; GX_EFABRIC with the line
+ * when the gate ended the job, else rc.
+ */
+int agent_run_fabric_reports(const struct agent_run *r);
+void agent_run_fabric_rdzv(struct agent_run *r, struct rdzv_config *cfg);
+struct agent_env;
+int agent_run_fabric_env(struct agent_run *r, struct agent_env *env);
+int agent_run_fabric_start(struct agent_run *r, char *err, size_t errlen);
+int agent_run_fabric_finish(struct agent_run *r, int rc, char *err, size_t errlen);
 /* exec: load --out/env, apply the variable rules against our environment, exec CMD. */
 int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen);
 

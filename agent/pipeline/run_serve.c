@@ -173,6 +173,8 @@ static int stop(void *arg, int signo, int *code)
 			start_drain(c, 128 + signo);
 		else if (r->ended) /* a dropped session (status -1) is a failure, not errno */
 			start_drain(c, r->end_status >= 0 ? r->end_status : GX_ERDZV);
+		else if (agent_fabric_gated(r->fabric)) /* its sessions were told SIGTERM */
+			start_drain(c, gx_exit_code(GX_EFABRIC));
 		else
 			return 0;
 	}
@@ -240,11 +242,18 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 	int rc;
 
 	rc = serve_start(r, &c, envp, err, errlen);
+	if (rc == 0)
+		rc = agent_run_fabric_start(r, err, errlen);
 	if (rc < 0)
 		goto out;
 	rc = agent_supervise(r->ev, argv, envp, &h);
 	if (rc < 0 && c.status != GX_ERDZV) /* the loop failed, not the session */
 		goto out;
+	if (argv) { /* CMD exited: its last fabric line and report first */
+		rc = agent_run_fabric_finish(r, rc, err, errlen);
+		if (rc == GX_EFABRIC)
+			rc = gx_exit_code(GX_EFABRIC); /* the job's status for END */
+	}
 	if (argv) { /* CMD exited with rc: tell, then drain */
 		start_drain(&c, rc);
 		h.stop = drain_stop;
@@ -255,6 +264,8 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 	rc = c.status;
 	if (rc == GX_ERDZV)
 		dropped_line(r, err, errlen);
+	if (!argv || agent_fabric_gated(r->fabric)) /* serve: its last line after the drain */
+		rc = agent_run_fabric_finish(r, rc, err, errlen);
 out:
 	agent_serve_free(c.sv);
 	return rc;

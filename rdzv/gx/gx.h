@@ -40,13 +40,14 @@ enum gx_err {
 	GX_ECMDNOTFOUND = -(GX_EBASE + 19), /* CMD not found (exit 127) */
 	GX_ECMDEXEC = -(GX_EBASE + 20),	    /* CMD could not be executed (exit 126) */
 	GX_EROUTE = -(GX_EBASE + 21),	    /* the kernel routes the secondary path elsewhere */
-	GX_ELAST = -(GX_EBASE + 22),
+	GX_EFABRIC = -(GX_EBASE + 22),	    /* --expect-fabric: the job left the fabric (exit 6) */
+	GX_ELAST = -(GX_EBASE + 23),
 };
 
 /* Text for 0, a negative errno or a GX_E* code. Never NULL. */
 const char *gx_strerror(int err);
 
-/* Exit code (INTERFACE.md) for an error code: 2, 3, 4, 5, 1 ... */
+/* Exit code (INTERFACE.md) for an error code: 2, 3, 4, 5, 6, 1 ... */
 int gx_exit_code(int err);
 
 /* ---- logging / traces --------------------------------------------------- */

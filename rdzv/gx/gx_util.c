@@ -59,6 +59,8 @@ static const char *gx_code_text(enum gx_err e)
 		return "command cannot be executed";
 	case GX_EROUTE:
 		return "the kernel routes the secondary path through another interface";
+	case GX_EFABRIC:
+		return "the job does not run on the expected fabric";
 	}
 	return "unknown gxboot error";
 }
@@ -94,6 +96,8 @@ int gx_exit_code(int err)
 		return 127;
 	case GX_ECMDEXEC:
 		return 126;
+	case GX_EFABRIC:
+		return 6;
 	default:
 		return 5;
 	}

@@ -29,8 +29,17 @@
 #       (bench_floor 16384 32: connect, 100 bytes each way, close), 3 runs: what the kernel
 #       alone charges the server and all processes per connection. A member makes two
 #       connections, so the summary prints each row's floor beside its target
+#   (i) the transport watcher (agent/fabric) during a running job: gxboot --supervise over
+#       fabric_load.py (FABRIC_PROCS processes with FABRIC_CONNS connections each streaming
+#       on loopback, FABRIC_CHURN short connections a second per process, FABRIC_SECS
+#       seconds; defaults 16 x 8, 0/s, 60 s; then again with 2/s), gxboot as PID 1 of its
+#       own PID and network namespaces as in a pod (root): gxboot's own CPU (utime + stime of its
+#       /proc/PID/stat) as a share of one core over the job's first 30 s (5 s after the exec:
+#       the rendezvous is not the watcher's; the watcher dumps 4 times a second then) and
+#       over the rest but its last 3 s (target <= 1%), and the watcher's own account
+#       (fabric.json "watcher")
 # --smoke: tiny N only, prints one PASS/FAIL line (make check runs it).
-# BENCH_ONLY=a|b|c|d|e|f|g|h (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
+# BENCH_ONLY=a|b|c|d|e|f|g|h|i (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
 # (default build: the bench tools are $BENCH_BUILD/release/bench/bench_*), REPS (default 5),
 # DNS_DELAYS (ms, default "500 3000"). Every section header prints the load average.
 set -uo pipefail
@@ -50,7 +59,7 @@ procs() { # members' processes for N: BENCH_PROCS, else 256 members each, 2 to 6
   [ "$p" -gt 64 ] && p=64
   echo "$p"
 }
-ONLY=${BENCH_ONLY:-abcdefgh}
+ONLY=${BENCH_ONLY:-abcdefghi}
 want() { [[ "$ONLY" == *"$1"* ]]; }
 load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 tmp=$(mktemp -d /tmp/gxbench.XXXXXX)
@@ -478,6 +487,58 @@ floor_note() { # floor_note WHAT_MS TARGET_MS
     "on $(nproc) cores)$(awk -v f="$1" -v t="$2" 'BEGIN{if (f > t) print ": above the target"}')"
 }
 
+FABRIC_PCT=''
+# fabric_run CHURN: one job under the watcher; prints its lines, sets FABRIC_LAST (% of a core)
+fabric_run() {
+  local fp=${FABRIC_PROCS:-16} fc=${FABRIC_CONNS:-8} fs=${FABRIC_SECS:-60} fh=$1 gp up c0 c1 c2 t0 t1 t2 tck
+  local pod=()
+  # as in a pod: gxboot PID 1 of its own PID namespace, in a network namespace of its own
+  # (in the host's, every other process's connections move sockstat and the destroy group)
+  [ "$(id -u)" -eq 0 ] && pod=(unshare -n -fp --mount-proc sh -c 'ip link set lo up && exec "$@"' sh)
+  echo "  $fp processes x $fc connections streaming on loopback, $fh short connections/s each," \
+    "$fs s${pod:+, gxboot as PID 1 of its own PID and network namespaces}; $(load)"
+  rm -rf "$tmp/i"
+  "${pod[@]}" "$GXBOOT" --peers 127.0.0.1 --iface lo --port 29390 --timeout 10 --out "$tmp/i" \
+    --supervise -- /usr/bin/python3 tests/bench/fabric_load.py "$fp" "$fc" "$fs" "$fh" \
+    >"$tmp/i.log" 2>&1 &
+  up=$!
+  pids+=("$up")
+  sleep 5 # the rendezvous and the job's start are not the watcher's
+  gp=$up
+  [ ${#pod[@]} -gt 0 ] && gp=$(cat "/proc/$up/task/$up/children" 2>/dev/null | awk '{print $1}')
+  cpu() { awk '{print $14 + $15}' "/proc/$gp/stat" 2>/dev/null; }
+  c0=$(cpu) t0=$(now_us)
+  sleep 25
+  c1=$(cpu) t1=$(now_us)
+  sleep $((fs - 33))
+  c2=$(cpu) t2=$(now_us)
+  wait "$up"
+  tck=$(getconf CLK_TCK)
+  pct() { awk -v c="$1" -v t="$2" -v k="$tck" 'BEGIN{printf "%.2f", 100 * c / k / (t / 1e6)}'; }
+  FABRIC_LAST='' FABRIC_FIRST=''
+  if [ -n "$c0" ] && [ -n "$c2" ]; then
+    FABRIC_FIRST=$(pct $((c1 - c0)) $((t1 - t0)))
+    FABRIC_LAST=$(pct $((c2 - c1)) $((t2 - t1)))
+    echo "    gxboot's CPU: $(((c1 - c0) * 1000 / tck)) ms over $(((t1 - t0) / 1000000)) s of the" \
+      "job's start = $FABRIC_FIRST% of one core; $(((c2 - c1) * 1000 / tck)) ms over" \
+      "$(((t2 - t1) / 1000000)) s after = $FABRIC_LAST%"
+  fi
+  grep -h 'FABRICLOAD\|info: fabric: [a-z]*: ' "$tmp/i.log" | sed 's/.*info: //; s/^/    /' | tail -2
+  /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); w=d["watcher"]
+print("    the watcher'"'"'s own account: %.1f ms CPU over %.1f s (%.2f%% of one core), %d dumps,"
+      " %d processes of CMD at most" % (w["cpu_us"] / 1e3, w["elapsed_ms"] / 1e3,
+      100.0 * w["cpu_us"] / 1e3 / w["elapsed_ms"], w["dumps"], d["processes"]))' "$tmp/i/fabric.json" ||
+    echo "    no fabric.json"
+}
+if want i; then
+  echo
+  echo "(i) the transport watcher during a job"
+  fabric_run 0
+  FABRIC_PCT=$FABRIC_LAST FABRIC_START_PCT=$FABRIC_FIRST
+  fabric_run "${FABRIC_CHURN:-2}"
+  FABRIC_CHURN_PCT=$FABRIC_LAST
+fi
+
 echo
 echo "against the targets (issues 10 and 26), $(load):"
 vs() { # vs WHAT FIGURE TARGET UNIT: distance as figure/target
@@ -512,4 +573,7 @@ vs "N=65536 relay tree (g), median" "${LAT_65536:-}" 10000 ms
   "connections; 255 relays + 255 direct members held, the rest VERIFY connections in flight); ${RES_65536:-}"
 [ -n "$FIRST" ] && echo "  exec -> first packet (d): $FIRST"
 [ -n "$DNS_LAG" ] && echo "  DNS late record (e): $DNS_LAG"
+vs "transport watcher's CPU, a job's start (i)" "${FABRIC_START_PCT:-}" 1 "%"
+vs "transport watcher's CPU, later (i)" "$FABRIC_PCT" 1 "%"
+vs "the same with 2 new connections/s/process" "${FABRIC_CHURN_PCT:-}" 1 "%"
 exit 0

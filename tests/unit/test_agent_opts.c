@@ -109,7 +109,13 @@ static void test_every_option(void **state)
 			NULL};
 	char *check[] = {"gxboot", "check", "--check-port=1240", "--mode", "star", "--size", "4096",
 			 "--json", NULL};
-	char *run[] = {"gxboot", "--no-rewrite", "--supervise", "--", "true", NULL};
+	char *run[] = {"gxboot", "--no-rewrite", "--supervise", "--expect-fabric",
+		       "rdma",	 "--",		 "true",	NULL};
+	char *fabric_env[] = {"GXBOOT_EXPECT_FABRIC=secondary", NULL};
+	char *fabric_plain[] = {"gxboot", "--", "true", NULL};
+	char *fabric_off[] = {"gxboot", "--expect-fabric=off", "--", "true", NULL};
+	char *fabric_bad[] = {"gxboot", "--expect-fabric", "tcp", "--", "true", NULL};
+	char *fabric_init[] = {"gxboot", "init", "--expect-fabric", "rdma", NULL};
 	struct agent_opts o;
 
 	(void)state;
@@ -150,6 +156,16 @@ static void test_every_option(void **state)
 	assert_int_equal(parse(run, NULL, &o), 0);
 	assert_int_equal(o.no_rewrite, 1);
 	assert_int_equal(o.supervise, 1);
+	assert_int_equal(o.expect_fabric, AGENT_FABRIC_RDMA);
+	/* --expect-fabric: its GXBOOT_ twin, off, a bad value, a command that does not take it */
+	assert_int_equal(parse(fabric_plain, NULL, &o), 0);
+	assert_int_equal(o.expect_fabric, AGENT_FABRIC_REPORT);
+	assert_int_equal(parse(fabric_plain, fabric_env, &o), 0);
+	assert_int_equal(o.expect_fabric, AGENT_FABRIC_SECONDARY);
+	assert_int_equal(parse(fabric_off, fabric_env, &o), 0);
+	assert_int_equal(o.expect_fabric, AGENT_FABRIC_OFF);
+	assert_int_equal(parse(fabric_bad, NULL, &o), GX_EUSAGE);
+	assert_int_equal(parse(fabric_init, NULL, &o), GX_EUSAGE);
 }
 
 static void test_commands_and_positionals(void **state)

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fabric_int.h - what a running job's transport really is (agent/fabric/FABRIC.md): kernel
+ * evidence for CMD's process tree (its TCP connections' bytes from NETLINK_SOCK_DIAG, the
+ * verified rails' RDMA port counters), the libraries' own lines (NCCL's debug file, UCX's
+ * log file), one verdict, the report line and --out/fabric.json, the job-wide line on the
+ * coordinator, and the gate of --expect-fabric. The watcher lives in the supervisor's loop:
+ * one timer, no thread, no sleep.
+ *
+ * This folder includes nothing of agent/ but its own headers: the pipeline hands it plain
+ * data (addresses, rails, names) and callbacks (write a file, send a report).
+ */
+#ifndef AGENT_FABRIC_INT_H
+#define AGENT_FABRIC_INT_H
+
+#include "rdzv/gx/gx.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum fabric_verdict {
+	FABRIC_UNKNOWN = 0, /* no evidence yet */
+	FABRIC_RDMA,	    /* the verified rails moved the job's traffic */
+	FABRIC_SECONDARY,   /* peer traffic over TCP on the secondary network */
+	FABRIC_PRIMARY,	    /* peer traffic over the primary network (eth0) */
+};
+const char *agent_fabric_verdict_name(int verdict);
+
+/* --expect-fabric: unset reports only; off runs no watcher at all */
+enum fabric_expect {
+	FABRIC_EXPECT_REPORT = 0,
+	FABRIC_EXPECT_SECONDARY,
+	FABRIC_EXPECT_RDMA,
+	FABRIC_EXPECT_OFF,
+};
+
+/* Where a connection's remote end is. */
+enum fabric_remote {
+	FR_LOOPBACK = 0, /* 127/8, ::1, or an address of this pod */
+	FR_SECONDARY,	 /* a peer's secondary / rail address, or the secondary subnet */
+	FR_PRIMARY,	 /* a peer's primary address */
+	FR_OTHER,	 /* not known as a peer here */
+	FR_NCLASS,
+};
+
+/* A local interface's part in the job. */
+enum fabric_role {
+	FI_OTHER = 0,
+	FI_SECONDARY, /* the bootstrap interface or a rail's netdev */
+	FI_PRIMARY,   /* holds a default route */
+	FI_LOOPBACK,
+};
+
+#define FABRIC_ADDR_LEN 46
+#define FABRIC_MAX_IFS 16
+#define FABRIC_MAX_RAILS 16
+#define FABRIC_MAX_REMOTES 8 /* unclassified remote addresses kept and sent */
+#define FABRIC_LINE_LEN 640
+
+/* ---- fabric_tcp.c: CMD's TCP connections -------------------------------------------- */
+
+/* One socket of a NETLINK_SOCK_DIAG dump (TCP, any state but LISTEN). */
+struct fabric_sock {
+	uint64_t cookie; /* stable for the socket's life */
+	uint32_t inode;	 /* 0: no struct socket (orphaned after close, or not accepted yet) */
+	int family;
+	int state;
+	unsigned char src[16], dst[16]; /* as the kernel gave them: text only for a new socket */
+	uint16_t lport, rport;
+	int have_bytes; /* tcp_info long enough for the two counters */
+	uint64_t bytes_acked, bytes_received;
+};
+
+typedef void fabric_sock_fn(void *arg, const struct fabric_sock *s);
+/* Its addresses as text (buffers of FABRIC_ADDR_LEN). */
+void agent_fabric_sock_addrs(const struct fabric_sock *s, char *local, char *remote);
+
+/*
+ * Walk one dump reply (the bytes recv() gave: netlink messages) and call fn per socket.
+ * Every length is checked before use. 1 when NLMSG_DONE was seen, 0 for more to come,
+ * GX_EPROTO for a malformed message, -errno for an NLMSG_ERROR.
+ */
+int agent_fabric_diag_parse(const void *buf, size_t len, fabric_sock_fn *fn, void *arg);
+/* A whole dump of TCP sockets of family (AF_INET, AF_INET6) in this network namespace. */
+int agent_fabric_diag_dump(int family, fabric_sock_fn *fn, void *arg);
+/* A non-blocking socket that hears of every TCP socket freed in this namespace (its last
+ * tcp_info; no inode); events: read what is there, fn per socket; the number of reads. */
+int agent_fabric_diag_listen(int *fd);
+int agent_fabric_diag_events(int fd, fabric_sock_fn *fn, void *arg);
+/* This namespace's TCP sockets in use (/proc/net/sockstat, sockstat6): a change says that a
+ * connection came or went without walking the kernel's TCP hash. */
+int agent_fabric_tcp_inuse(long *n);
+
+/* CMD's process tree: every descendant of root (root itself excluded), at most cap. */
+int agent_fabric_tree(pid_t root, pid_t *pids, size_t cap, size_t *n);
+/* A socket inode and the process holding it. */
+struct fabric_owner {
+	uint32_t ino;
+	pid_t pid;
+};
+/*
+ * The socket inodes these processes hold, sorted by inode (*out malloc'd; NULL when none);
+ * *unreadable: processes whose fd table we may not read (another user, no CAP_SYS_PTRACE).
+ */
+int agent_fabric_socket_owners(const pid_t *pids, size_t n, struct fabric_owner **out,
+			       size_t *count, size_t *unreadable);
+const struct fabric_owner *agent_fabric_owner_find(const struct fabric_owner *v, size_t n,
+						   uint32_t ino);
+
+/* The local addresses and their interfaces (getifaddrs), with each one's role. */
+struct fabric_local {
+	char addr[FABRIC_ADDR_LEN];
+	char ifname[16];
+	int family, prefix, role;
+};
+struct fabric_net {
+	struct fabric_local *locals;
+	size_t nlocals;
+};
+/*
+ * Read the local addresses; an interface named in secondary (NULL-terminated) is
+ * FI_SECONDARY, one holding a default route (/proc/net/route, /proc/net/ipv6_route)
+ * FI_PRIMARY, IFF_LOOPBACK FI_LOOPBACK.
+ */
+int agent_fabric_net_load(char *const *secondary, struct fabric_net *net);
+void agent_fabric_net_free(struct fabric_net *net);
+/* The local entry of addr, or NULL. */
+const struct fabric_local *agent_fabric_net_find(const struct fabric_net *net, const char *addr);
+/* 1 when addr lies in the subnet of a local address of role role. */
+int agent_fabric_net_onlink(const struct fabric_net *net, const char *addr, int role);
+
+/* ---- peers: what this pod knows of the others' addresses ---------------------------- */
+struct fabric_peer_addr {
+	char addr[FABRIC_ADDR_LEN];
+	char name[64]; /* the pod's name (truncated for the line) */
+	int primary;   /* 1: its primary (eth0) address; 0: secondary or a rail */
+};
+
+/* Classify a remote address (normalised text) for this pod. */
+int agent_fabric_classify(const struct fabric_net *net, const struct fabric_peer_addr *peers,
+			  size_t npeers, const char *remote, const char **peer_name);
+
+/* ---- fabric_rdma.c: the verified rails' port counters ------------------------------- */
+struct fabric_rail {
+	char dev[64];
+	int port;
+	int verified;
+	/* what the counters read (see agent_fabric_rail_read); deltas from the first read */
+	int have_bytes, have_pkts;
+	uint64_t base_bytes, base_pkts, bytes, pkts;
+	char source[48];   /* which counters were read, e.g. "counters/port_(xmit,rcv)_data x4" */
+	uint32_t nl_index; /* the RDMA netlink's device index + 1, 0 not looked up */
+	int use_nl;	   /* sysfs has no counter for it: the RDMA netlink has */
+};
+/*
+ * Read a rail's counters under sysfs (root "/sys" in production): counters/port_xmit_data +
+ * port_rcv_data (4-byte units on mlx5), else hw_counters/sent_bytes + rcvd_bytes (rxe on a
+ * newer kernel); packets from counters/port_(xmit,rcv)_packets or hw_counters/(sent,rcvd)_pkts;
+ * where sysfs has none of them (a compat device in a pod's namespace), the RDMA netlink's
+ * hw counters (sent_bytes, rcvd_bytes, sent_pkts, rcvd_pkts). first: take the values as the
+ * base. 0, or -ENOENT when the port has no counter at all.
+ */
+int agent_fabric_rail_read(const char *sysfs, struct fabric_rail *r, int first);
+
+/* ---- fabric_lib.c: NCCL's and UCX's own lines --------------------------------------- */
+#define FABRIC_MAX_DEVS 16
+#define FABRIC_MAX_WARNS 4
+struct fabric_nccl {
+	int comms;			   /* "Using network X" lines: communicators initialised */
+	char network[32];		   /* the last X ("IB", "Socket", a plugin's name) */
+	int net_ib, net_socket, net_other; /* communicators per kind */
+	char ib_devs[FABRIC_MAX_DEVS][72]; /* "mlx5_0:1" from "NET/IB : Using [0]mlx5_0:1/RoCE" */
+	size_t nib_devs;
+	char sock_devs[FABRIC_MAX_DEVS][72]; /* "net1" from "NET/Socket : Using [0]net1:..." */
+	size_t nsock_devs;
+	int ib_none;			 /* "NET/IB : No device found." */
+	char env[FABRIC_MAX_WARNS][128]; /* "NCCL_IB_DISABLE=1" from "... set by environment to" */
+	size_t nenv;
+	char warns[FABRIC_MAX_WARNS][200];
+	size_t nwarns, warns_total;
+};
+struct fabric_ucx {
+	int eps;		       /* ep_cfg lines */
+	char tls[FABRIC_MAX_DEVS][72]; /* "rc_verbs/mlx5_0:1", "tcp/net1" in data lanes */
+	size_t ntls;
+	char env[FABRIC_MAX_WARNS][128]; /* "UCX_TLS=tcp" from "UCX_* env variables: ..." */
+	size_t nenv;
+	char warns[FABRIC_MAX_WARNS][200];
+	size_t nwarns, warns_total;
+};
+/* One line of an NCCL debug file: 1 when it told something, 0 when not NCCL's or not ours. */
+int agent_fabric_nccl_line(const char *line, struct fabric_nccl *n);
+/* One line of a UCX log file: 1 when it told something. */
+int agent_fabric_ucx_line(const char *line, struct fabric_ucx *u);
+/* What UCX's transport name is: 1 RDMA (verbs, mlx5, dc, ud), 2 TCP, 0 local (shared memory,
+ * self, cuda) or unknown. */
+int agent_fabric_ucx_tl_kind(const char *tl_dev);
+/* What NCCL's network name is: 1 RDMA (IB, IBext, a libfabric/EFA plugin), 2 TCP (Socket), 0. */
+int agent_fabric_nccl_net_kind(const char *network);
+
+/* Whether gxboot may set the libraries' log variables (the user set none of them). */
+struct fabric_libvars {
+	int nccl_ours, ucx_ours;
+	char nccl_user[64],
+	    ucx_user[64]; /* the variable the user set (why NCCL's choice is unknown) */
+	char names[5][32], values[5][300];
+	size_t n;
+};
+void agent_fabric_libvars(char *const *envp, const char *out, struct fabric_libvars *v);
+
+/* ---- fabric_logs.c: the library files in --out ------------------------------------- */
+struct fabric_logfile {
+	char name[128];
+	int kind; /* 1 NCCL, 2 UCX */
+	off_t off;
+	char part[2048]; /* the line being read */
+	size_t plen;
+	int toolong;
+	struct fabric_nccl n;
+	struct fabric_ucx u;
+};
+struct fabric_logs {
+	struct fabric_logfile *v;
+	size_t n;
+	size_t relayed; /* warnings passed on to stderr */
+};
+/* Remove nccl.*.log and ucx.*.log left in dir by an earlier run. */
+void agent_fabric_logs_clean(int dfd, const char *dir);
+/* Read what the files in dir gained since the last call. */
+int agent_fabric_logs_read(struct fabric_logs *L, int dfd);
+void agent_fabric_logs_free(struct fabric_logs *L);
+
+/* ---- fabric_report.c: the verdict and the texts -------------------------------------- */
+struct fabric_ifstat {
+	char name[16];
+	int role;
+	uint64_t bytes; /* sent (acked) + received, CMD's connections */
+	uint32_t conns;
+	uint64_t by_class[FR_NCLASS];
+};
+struct fabric_remote_bytes {
+	char addr[FABRIC_ADDR_LEN];
+	uint64_t bytes;
+};
+struct fabric_facts {
+	struct fabric_ifstat ifs[FABRIC_MAX_IFS];
+	size_t nifs;
+	struct fabric_rail rails[FABRIC_MAX_RAILS];
+	size_t nrails;
+	struct fabric_nccl nccl;
+	struct fabric_ucx ucx;
+	int nccl_files, ucx_files;
+	int nccl_ours, ucx_ours;
+	char nccl_user[64], ucx_user[64];
+	uint64_t by_class[FR_NCLASS];
+	/* the largest primary-peer connection: its peer, its process, the process's choice */
+	char primary_peer[64], primary_addr[FABRIC_ADDR_LEN], primary_if[16];
+	pid_t primary_pid;
+	char primary_env[200];
+	/* over a primary interface to addresses this pod does not know as peers */
+	struct fabric_remote_bytes remotes[FABRIC_MAX_REMOTES];
+	size_t nremotes;
+	size_t processes, unreadable;
+	int full_table;
+	/* TCP sockets of the namespace that closed without ever being seen open (not CMD's as
+	 * far as anyone can tell: they lived under a quarter period) */
+	uint64_t unseen_bytes;
+	uint32_t unseen_conns;
+	/* the watcher's own cost, for fabric.json */
+	uint64_t cpu_us, dumps, elapsed_ms;
+};
+/* Below: not yet evidence of the job's traffic (TCP bootstrap, a few probes). */
+#define FABRIC_EVIDENCE_BYTES (1u << 20)
+/* TCP peer bytes past which the job's bulk traffic is said to go over TCP */
+#define FABRIC_BULK_BYTES (64u << 20)
+/* An RDMA rail counts as moving the job's traffic from this many bytes (or packets) */
+#define FABRIC_RDMA_MIN_BYTES (1u << 20)
+#define FABRIC_RDMA_MIN_PKTS 1024u
+
+int agent_fabric_verdict(const struct fabric_facts *f);
+/* Every file's facts into f->nccl, f->ucx (and the counts of files). */
+void agent_fabric_logs_merge(const struct fabric_logs *L, struct fabric_facts *f);
+/* 1 when the facts are evidence (a library's choice, RDMA moved, TCP peer bytes). */
+int agent_fabric_evidence(const struct fabric_facts *f);
+/* The library said TCP, or bulk TCP with idle rails, while verified rails exist: 1 and why. */
+int agent_fabric_tcp_despite_rdma(const struct fabric_facts *f, char *why, size_t len);
+/* Peer traffic over the primary network: 1 and the one line naming it. */
+int agent_fabric_primary_line(const struct fabric_facts *f, char *why, size_t len);
+/* "fabric: <verdict>: <evidence>" */
+void agent_fabric_line(const struct fabric_facts *f, int verdict, char *buf, size_t len);
+/* 12 MB, 41 GB: decimal units, as `ls -h --si` */
+void agent_fabric_bytes_str(uint64_t b, char *buf, size_t len);
+/* fabric.json's object (jansson) as text; malloc'd. */
+char *agent_fabric_json(const struct fabric_facts *f, int verdict, int final, int expect,
+			const char *gate_why, const char *job_line);
+
+/* ---- fabric_job.c: the coordinator's view of every pod ------------------------------- */
+#define FS_FINAL 0x1u	     /* CMD exited: the last report */
+#define FS_EVIDENCE 0x2u     /* the facts are evidence (not only the time bound) */
+#define FS_PRIMARY_PEER 0x4u /* peer bytes over the primary network */
+#define FS_GATED 0x8u	     /* --expect-fabric ended this pod's job */
+
+struct fabric_summary {
+	int verdict;
+	uint32_t flags;
+	uint32_t rails;	     /* rails whose counters moved */
+	char primary_if[16]; /* this pod's primary interface, "" unknown */
+	char line[FABRIC_LINE_LEN];
+	struct fabric_remote_bytes remotes[FABRIC_MAX_REMOTES];
+	size_t nremotes;
+};
+struct fabric_pod {
+	char name[254];
+	int reported, expected; /* expected: the pod said it reports (its JOIN) */
+	struct fabric_summary s;
+	char primary_via[300]; /* coordinator: its unclassified remotes that are peers' eth0 */
+};
+/* The job-wide line of n pods: "fabric: job: 4 of 4 pods secondary, 0 with peer traffic on
+ * eth0", naming the pods that differ. */
+void agent_fabric_job_line(const struct fabric_pod *pods, size_t n, char *buf, size_t len);
+/* The coordinator classifies a member's unclassified remotes with its table: 1 when one is a
+ * peer's primary address (FS_PRIMARY_PEER is then set), naming it in p->primary_via. */
+int agent_fabric_job_reclassify(struct fabric_pod *p, const struct fabric_peer_addr *peers,
+				size_t npeers);
+
+/* ---- fabric_watch.c: the watcher in the supervisor's loop ---------------------------- */
+struct fabric_cfg {
+	const char *out;
+	int expect; /* enum fabric_expect */
+	const char *self_name;
+	int is_coord;
+	char *const *secondary; /* the bootstrap interface and the rails' netdevs, NULL-ended */
+	const struct fabric_peer_addr *peers;
+	size_t npeers;
+	int full_table;
+	const struct fabric_rail *rails; /* dev, port, verified */
+	size_t nrails;
+	const char *sysfs; /* "/sys"; tests point it elsewhere */
+	struct fabric_libvars lib;
+	int period_ms; /* sampling period (1000) */
+	int first_ms;  /* the first line comes by then without evidence (60000) */
+	pid_t root;    /* whose descendants are CMD's tree (getpid()) */
+	/* coordinator: the job's pods (rank order) and which of them report */
+	char *const *names;
+	const int *reports;
+	size_t world;
+	/* --out opened once as a directory (out_fd, -1: none): every read, unlink and write is
+	 * relative to it, never to the path, which may have moved. write_file writes NAME there
+	 * atomically (the pipeline's agent_write_file_at; dir is the path, for lines). */
+	int out_fd;
+	int (*write_file)(int dfd, const char *dir, const char *name, const char *data, size_t len,
+			  mode_t mode, char *err, size_t errlen);
+	/* member: send a report to the coordinator; flushed: it went out */
+	void (*send)(void *arg, const struct fabric_summary *s);
+	int (*flushed)(void *arg);
+	void *arg;
+};
+#define FABRIC_PERIOD_MS 2000
+/* Every tick the namespace's TCP socket count is read (agent_fabric_tcp_inuse); when it moved,
+ * or the kernel said a socket was freed, the sockets are dumped at once (at most every tick
+ * in CMD's first FABRIC_START_FAST_MS, then every FABRIC_CHANGE_GAP_MS): a connection is
+ * attributed to CMD only while it is open with an inode (Gloo's pairs live as long as the
+ * job: a 0.5 s job was missed at one dump a second) */
+#define FABRIC_TICK_MS 250
+#define FABRIC_START_FAST_MS 30000
+#define FABRIC_CHANGE_GAP_MS 1000
+/* the process tree and its fd tables at most this often (a new socket waits for it) */
+#define FABRIC_SCAN_MS 500
+#define FABRIC_FIRST_MS 60000
+#define FABRIC_KILL_MS 10000	  /* the gate's SIGTERM, then SIGKILL */
+#define FABRIC_FINAL_WAIT_MS 3000 /* coordinator: the members' last reports after CMD */
+
+struct agent_fabric;
+int agent_fabric_start(struct gx_ev *ev, const struct fabric_cfg *cfg, struct agent_fabric **ret);
+/* --expect-fabric rdma without any verified rail: 1 and the line (nothing to wait for) */
+int agent_fabric_precheck(const struct fabric_cfg *cfg, char *line, size_t len);
+/* coordinator: a member's report (index in the world) */
+void agent_fabric_peer(struct agent_fabric *f, size_t index, const struct fabric_summary *s);
+/*
+ * CMD exited: a last sample, the last line, fabric.json, the last report (member) or the
+ * job-wide line after the members' last reports (coordinator, at most FABRIC_FINAL_WAIT_MS
+ * in ev). Returns GX_EFABRIC with the line when the gate ended the job, else 0.
+ */
+int agent_fabric_finish(struct agent_fabric *f, char *line, size_t len);
+/* 1 once the gate ended the job (the pipeline drains a serve without CMD then) */
+int agent_fabric_gated(const struct agent_fabric *f);
+void agent_fabric_free(struct agent_fabric *f);
+
+#endif
