@@ -42,9 +42,11 @@ BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -I. $(WARN) -fno-common \
 	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 
 ifeq ($(MODE),release)
-MODE_CFLAGS := -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+# -ffunction-sections / --gc-sections: the linker drops our functions no path calls (Debian's
+# own .a files have no per-function sections, so this reaches only our code)
+MODE_CFLAGS := -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong -ffunction-sections -fdata-sections
 # EXTRA_LDFLAGS: added to the link (tests/bench/profile.sh: -Wl,--eh-frame-hdr for perf)
-MODE_LDFLAGS := -static -Wl,-z,relro,-z,now $(EXTRA_LDFLAGS)
+MODE_LDFLAGS := -static -Wl,-z,relro,-z,now -Wl,--gc-sections $(EXTRA_LDFLAGS)
 LIBS := $(shell $(PKG_CONFIG) --static --libs $(PKGS) 2>/dev/null)
 else ifeq ($(MODE),asan)
 MODE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -97,8 +99,11 @@ $(B)/libgx.a: $(LIB_OBJS)
 
 ifeq ($(MODE),release)
 $(STATIC_PROVIDER_SRCS:%.c=$(B)/%.o): MODE_CFLAGS += -DRDMA_STATIC_PROVIDERS=$(RDMA_PROVIDERS)
-# the transport watcher runs a few times a second: size over speed (the 2.5 MiB cap)
-$(patsubst %.c,$(B)/%.o,$(wildcard agent/fabric/*.c)): MODE_CFLAGS += -Os
+# Size over speed where speed does not matter (the 2.5 MiB cap): the agent (options, files,
+# rewrites, check, the transport watcher a few times a second) and netdetect (once per run).
+# rdzv/ keeps -O2: it is the coordinator's per-member hot path at scale.
+SIZE_SRCS := $(foreach m,agent netdetect,$(wildcard $(m)/*.c $(m)/*/*.c))
+$(patsubst %.c,$(B)/%.o,$(SIZE_SRCS)): MODE_CFLAGS += -Os
 endif
 
 $(B)/%.o: %.c
