@@ -145,6 +145,10 @@ int agent_detect_read(const char *root, const char *path, char **out);
  */
 void agent_detect_hosts_domain(const struct agent_detect *c, const char *host, char *buf,
 			       size_t len);
+/* The first "search" domain of root/etc/resolv.conf that starts with `starts`, the rest
+ * after it into buf ("" when none). */
+void agent_detect_search_domain(const struct agent_detect *c, const char *starts, char *buf,
+				size_t len);
 
 /* How agent_detect_coord qualifies the coordinator's name. */
 enum agent_coord_how {
