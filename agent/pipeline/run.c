@@ -723,6 +723,7 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.rsh_key_file = r->rsh_key_file[0] ? r->rsh_key_file : NULL;
 	in.hydra_hostfile = r->res.ntable ? hydra : NULL;
 	in.rsh_exec = r->rsh_agent[0] ? rsh_exec : NULL;
+	in.rdma_unusable = agent_rdma_unusable(nd_ok(r) ? r->nd : NULL, r->o->rdma);
 	rc = agent_env_build(&in, environ, env, err, errlen);
 	/* issue 24: whether this pod's RDMA-CM path was really exercised */
 	if (rc == 0 && r->rdma_v.state >= 0)
