@@ -328,8 +328,9 @@ static long peer_index(const struct agent_rewrite_ctx *c, const struct agent_rw_
 			return self;
 		return -1;
 	}
-	for (i = 0; i < n; i++)
-		if (h[i].name && agent_host_names(h[i].name, host, c->dom))
+	for (i = 0; i < n; i++) /* an elastic job's listed pod not joined yet has no address */
+		if (h[i].name && h[i].addr && h[i].addr[0] &&
+		    agent_host_names(h[i].name, host, c->dom))
 			return (long)i;
 	return -1;
 }

@@ -570,7 +570,7 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 			 char *err, size_t errlen)
 {
 	struct agent_hf_peer *hp = NULL;
-	size_t i;
+	size_t i, n = 0;
 	int rc;
 
 	hp = calloc(r->res.ntable ? r->res.ntable : 1, sizeof(*hp));
@@ -579,12 +579,16 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 	for (i = 0; i < r->res.ntable; i++) {
 		const struct rdzv_peer *p = &r->res.table[i];
 
-		hp[i].addr = p->addr4[0] ? p->addr4 : p->addr6;
-		hp[i].name = p->name;
-		hp[i].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
-					       p->slots ? (long)p->slots : 1);
+		/* an elastic job's listed pod that has not joined yet has no address: not a
+		 * host yet (table_changed writes the file again when it joins) */
+		if (!p->addr4[0] && !p->addr6[0] && r->peers.elastic)
+			continue;
+		hp[n].addr = p->addr4[0] ? p->addr4 : p->addr6;
+		hp[n].name = p->name;
+		hp[n++].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
+						 p->slots ? (long)p->slots : 1);
 	}
-	rc = agent_hostfile_render(fmt, hp, r->res.ntable, text, len, err, errlen);
+	rc = agent_hostfile_render(fmt, hp, n, text, len, err, errlen);
 	free(hp);
 	return rc;
 }
@@ -641,10 +645,15 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	if (!pi)
 		return NULL;
 	if (r->res.ntable) {
-		for (i = 0; i < r->res.ntable; i++) {
-			peer_info(&r->res.table[i], (long)i, &pi[i]);
-			pi[i].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
-						       pi[i].slots);
+		for (i = 0, n = 0; i < r->res.ntable; i++) {
+			const struct rdzv_peer *p = &r->res.table[i];
+
+			if (!p->addr4[0] && !p->addr6[0] && r->peers.elastic)
+				continue; /* listed, not joined yet (hostfile_text) */
+			peer_info(p, (long)i, &pi[n]);
+			pi[n].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
+						       pi[n].slots);
+			n++;
 		}
 	} else if (r->peers.observer) {
 		peer_info(&r->res.coord, 0, &pi[0]);

@@ -12,7 +12,8 @@
 #     namespace's pod with the coordinator's first label), one warning, no rewrite lines
 # Part 2: torchrun --nnodes 1:2 (an elastic range) with gxboot's peers fixed at 2 pods: both
 # exit 2 with a line naming gxboot's --nnodes 1:2 and --no-rewrite; the coordinator alone with
-# gxboot --nnodes 1:2 runs it as that range (rewritten to 2, with the warning).
+# gxboot --nnodes 1:2 runs it as that range (rewritten to 2, with the warning), its hostfile
+# listing the pods that joined (the listed job-worker-1 has not).
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -62,12 +63,13 @@ for i in 0 1; do
   ! grep -q '^ARG' "$GX_DIR/pod$i.log" || fail "job-worker-$i: torchrun ran although refused" "$GX_DIR/pod$i.log"
 done
 rm -rf "$GX_DIR/out0"
-# the coordinator alone: later pods of an elastic job join by name
-gx_start 0 --peers job-worker-0 --token-file "$T" --timeout 20 --nnodes 1:2 -- \
-  torchrun --nnodes 1:2 --master_addr job-worker-0 x.py
+# the coordinator alone: it commits at MIN = 1; job-worker-1 is listed but not there (its
+# hostfile line comes when it joins)
+gx_start 0 "${P[@]}" --nnodes 1:2 -- torchrun --nnodes 1:2 --master_addr job-worker-0 x.py
 gx_wait_all 30 0
 gx_expect_rc 0 0
 want="--nnodes 2 --master_addr $N0 x.py "
 [ "$(args 0)" = "$want" ] || fail "elastic: torchrun got '$(args 0)', want '$want'" "$GX_DIR/pod0.log"
 gx_expect_in 0 "warning: rewrite --nnodes: 1:2 -> 2: the elastic range runs as gxboot's own --nnodes 1:2"
+[ "$(cat "$GX_DIR/out0/hostfile")" = "$N0 slots=1" ] || fail "elastic: hostfile is not the coordinator alone" "$GX_DIR/out0/hostfile"
 echo "torchrun --nnodes 1:2: refused under a fixed gxboot job, run as gxboot's --nnodes 1:2"
