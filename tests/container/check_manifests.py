@@ -1032,6 +1032,12 @@ def check_torchx(root, gxboot, skip):
             errs.append("no RDMA device requested")
         if "--require-token" not in args:
             errs.append("no --require-token")
+        # an elastic -j: dist.ddp writes torchrun --nnodes 1:2, which gxboot runs only as
+        # its own --nnodes 1:2 (it refuses the line under a fixed count)
+        eargs = list(gxboot_ddp.ddp(script="train.py", j="1:2x8", scheduler=sched).roles[0].args)
+        gopts = eargs[:eargs.index("--")]
+        if "--nnodes" not in gopts or gopts[gopts.index("--nnodes") + 1] != "1:2":
+            errs.append("-j 1:2x8 does not give gxboot --nnodes 1:2")
         if errs:
             report("FAIL", f"torchx component ({sched})", "; ".join(errs))
             continue
