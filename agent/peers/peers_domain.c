@@ -93,11 +93,35 @@ static void full_name(const char *name, const struct agent_domain *d, char *out,
 		snprintf(out, cap, "%.*s.%s.%s.svc.%s", (int)l, name, d->sub, d->ns, d->cluster);
 }
 
+/* 1 when a kubelet's resolver may answer host with full (no trailing dot): host itself, or
+ * host through one entry of the search list "<ns>.svc.<cluster> svc.<cluster> <cluster>". */
+static int reaches(const char *host, size_t lh, int absolute, const char *full,
+		   const struct agent_domain *d)
+{
+	char c[600];
+
+	if (strlen(full) == lh && strncasecmp(full, host, lh) == 0)
+		return 1;
+	if (absolute || !d->cluster[0])
+		return 0;
+	if (d->ns[0]) {
+		snprintf(c, sizeof(c), "%.*s.%s.svc.%s", (int)lh, host, d->ns, d->cluster);
+		if (strcasecmp(c, full) == 0)
+			return 1;
+	}
+	snprintf(c, sizeof(c), "%.*s.svc.%s", (int)lh, host, d->cluster);
+	if (strcasecmp(c, full) == 0)
+		return 1;
+	snprintf(c, sizeof(c), "%.*s.%s", (int)lh, host, d->cluster);
+	return strcasecmp(c, full) == 0;
+}
+
 int agent_host_names(const char *peer, const char *host, const struct agent_domain *d)
 {
 	static const struct agent_domain none;
-	char a[600], b[600];
 	size_t lp = strlen(peer), lh = strlen(host), fp, fh;
+	int absolute = lh && host[lh - 1] == '.';
+	char a[600];
 
 	while (lp && peer[lp - 1] == '.')
 		lp--;
@@ -116,6 +140,5 @@ int agent_host_names(const char *peer, const char *host, const struct agent_doma
 	if (fp != fh || strncasecmp(peer, host, fh) != 0)
 		return 0;
 	full_name(peer, d ? d : &none, a, sizeof(a));
-	full_name(host, d ? d : &none, b, sizeof(b));
-	return a[0] && strcasecmp(a, b) == 0;
+	return a[0] && reaches(host, lh, absolute, a, d ? d : &none);
 }

@@ -168,9 +168,11 @@ void agent_domain_detect(const struct agent_detect *c, struct agent_domain *d);
  * 1 when the host name a user wrote names peer (a name of the peer list), 0 when not.
  * Case and trailing dots do not matter. A single-label host is the peer whose first
  * label it is (a bare sibling name). A name of several labels names the peer only when
- * both reach the same full name from this pod (d: NULL = nothing known): the FQDN,
- * <name>.<sub>, <name>.<sub>.<ns>, <name>.<sub>.<ns>.svc of a bare peer in this pod's
- * subdomain, never another subdomain's or namespace's pod with the same first label.
+ * this pod's resolver can take it, as written or through its search list, to the peer's
+ * full name (d: NULL = nothing known; a bare peer's is <name>.<sub>.<ns>.svc.<cluster>
+ * with this pod's subdomain): the FQDN, <name>.<sub>, <name>.<sub>.<ns>,
+ * <name>.<sub>.<ns>.svc; never another subdomain's or namespace's pod with the same
+ * first label.
  */
 int agent_host_names(const char *peer, const char *host, const struct agent_domain *d);
 

@@ -316,6 +316,13 @@ static void test_host_names_domain(void **state)
 	assert_false(agent_host_names("js-workers-0-1.js.otherns", "js-workers-0-1.js", d));
 	assert_false(agent_host_names("js-workers-0-1", "js-workers-0-10.js", d));
 	assert_false(agent_host_names("js-workers-0-1", "js-workers-0-1.js.", d)); /* absolute */
+	/* a Service peer known by its FQDN (PyTorchJob's coordinator): <svc>.<ns> reaches it */
+	assert_true(
+	    agent_host_names("pt-master-0.default.svc.cluster.local.", "pt-master-0.default", d));
+	assert_true(agent_host_names("pt-master-0.default.svc.cluster.local.",
+				     "pt-master-0.default.svc", d));
+	assert_false(
+	    agent_host_names("pt-master-0.default.svc.cluster.local.", "pt-master-0.other", d));
 	agent_peers_free(&p);
 	/* no subdomain in /etc/hosts: namespace and cluster from the search list */
 	o.peers = "w-{0..3}";
