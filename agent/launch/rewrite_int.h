@@ -5,7 +5,7 @@
 
 #include "rdzv/gx/gx.h"
 
-/* A peer as a launch line may name it (issue 27). */
+/* A peer as a launch line may name it. */
 struct agent_rw_host {
 	const char *name;    /* its name in the peer list */
 	const char *primary; /* its eth0 address (the coordinator saw it), or NULL / "" */

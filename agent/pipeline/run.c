@@ -1009,7 +1009,7 @@ int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size
 	return 0;
 }
 
-/* The peers a launch line may name, for the rewrite (issue 27); NULL without a table. The
+/* The peers a launch line may name, for the rewrite; NULL without a table. The
  * coordinator's eth0 address is this pod's lookup of its name (members), which the table
  * does not carry for the coordinator itself. */
 static struct agent_rw_host *rw_hosts(const struct agent_run *r, const char *coord_primary)
