@@ -657,6 +657,7 @@ enum mpi_opt {
 	MO_EXPORT,    /* -x NAME=V or -x NAME (OpenMPI) */
 	MO_GENV,      /* -genv / -env NAME V (Hydra) */
 	MO_IFACE,     /* -iface V (Hydra) */
+	MO_NICS,      /* --network-interface[s] V (horovodrun) */
 	MO_LOCALHOST, /* -localhost NAME (Hydra) */
 };
 
@@ -686,6 +687,8 @@ static enum mpi_opt mpi_classify(const char *a, size_t n)
 	    {"-genv", MO_GENV},
 	    {"-x", MO_EXPORT},
 	    {"-iface", MO_IFACE},
+	    {"--network-interface", MO_NICS},
+	    {"--network-interfaces", MO_NICS},
 	    {"-localhost", MO_LOCALHOST},
 	};
 	static const char *const values[] = {"-n",
@@ -1126,6 +1129,11 @@ static int rewrite_mpi(struct toks *ts, const struct agent_rewrite_ctx *c)
 				snprintf(prefix, sizeof(prefix), "%.*s", (int)(eq - a + 1), a);
 				rc = c->nhosts ? mpi_value(c, mo, &ts->t[i], prefix, eq + 1, prefix)
 					       : 0;
+			} else if (mo == MO_NICS) { /* horovodrun is argparse: --opt=V */
+				snprintf(prefix, sizeof(prefix), "%.*s", (int)(eq - a + 1), a);
+				snprintf(what, sizeof(what), "%.*s", (int)(eq - a), a);
+				rc = pin(c, &ts->t[i], prefix, eq + 1, "HOROVOD_GLOO_IFACE", what,
+					 "=");
 			} else {
 				localhost |= mo == MO_LOCALHOST;
 				i += eq ? (mo == MO_VALUE2) : (size_t)(mo == MO_VALUE2 ? 2 : 1);
@@ -1145,8 +1153,9 @@ static int rewrite_mpi(struct toks *ts, const struct agent_rewrite_ctx *c)
 			i += 2;
 		} else if (mo == MO_EXPORT) {
 			rc = export_pin(c, &ts->t[++i], a);
-		} else if (mo == MO_IFACE) {
-			rc = pin(c, &ts->t[i + 1], "", ts->t[i + 1].val, "HYDRA_IFACE", a, " ");
+		} else if (mo == MO_IFACE || mo == MO_NICS) {
+			rc = pin(c, &ts->t[i + 1], "", ts->t[i + 1].val,
+				 mo == MO_IFACE ? "HYDRA_IFACE" : "HOROVOD_GLOO_IFACE", a, " ");
 			i++;
 		} else {
 			i++;

@@ -18,13 +18,10 @@
 /* this pod: job-worker-<rank> of the headless Service "job" in namespace "default" */
 static const struct agent_domain dom = {"job", "default", "cluster.local"};
 static char *env_vc[] = {"VC_TRAINER_0_HOSTS=job-worker-0.job", NULL};
-static char *ours_v4[] = {"GXBOOT_ADDR=192.168.9.12",
-			  "OMPI_MCA_btl_tcp_if_include=net1",
-			  "OMPI_MCA_oob_tcp_if_include=net1",
-			  "UCX_NET_DEVICES=net1",
-			  "NCCL_SOCKET_IFNAME==net1",
-			  "HYDRA_IFACE=net1",
-			  NULL};
+static char *ours_v4[] = {"GXBOOT_ADDR=192.168.9.12",	      "OMPI_MCA_btl_tcp_if_include=net1",
+			  "OMPI_MCA_oob_tcp_if_include=net1", "UCX_NET_DEVICES=net1",
+			  "NCCL_SOCKET_IFNAME==net1",	      "HYDRA_IFACE=net1",
+			  "HOROVOD_GLOO_IFACE=net1",	      NULL};
 
 /* the coordinator's eth0 address is 10.9.1.10: an address of this pod on pod 0 only */
 static int local_on_coord(const char *ip)
@@ -555,6 +552,10 @@ static void test_mpi_pins(void **state)
 	char *hydra[] = {"mpiexec.hydra", "-iface", "eth0", "-genv", "UCX_NET_DEVICES",
 			 "eth0",	  "-n",	    "2",    "prog"};
 	char *sh[] = {"sh", "-c", "mpirun --gmca btl_tcp_if_include eth0 prog"};
+	char *hvd[] = {"horovodrun", "-np",
+		       "2",	     "--network-interface",
+		       "eth0",	     "--network-interfaces=eth0,eth1",
+		       "python3",    "t.py"};
 	const char *unset[AGENT_RW_UNSET_MAX + 1] = {NULL};
 	struct agent_rewrite_ctx c = ctx(1);
 	char **o;
@@ -569,6 +570,7 @@ static void test_mpi_pins(void **state)
 	assert_null(rw_c(x, 10, &c, 0));
 	assert_null(rw_c(hydra, 9, &c, 0));
 	assert_null(rw_c(sh, 3, &c, 0));
+	assert_null(rw_c(hvd, 8, &c, 0));
 	log_end();
 	assert_string_equal(o[3], "eth0");
 	assert_string_equal(o[6], "eth0");
@@ -585,6 +587,8 @@ static void test_mpi_pins(void **state)
 	expect_log("keeping the user's -iface eth0 (gxboot chose net1");
 	expect_log("keeping the user's -genv UCX_NET_DEVICES eth0 (gxboot chose net1");
 	expect_log("keeping the user's --gmca btl_tcp_if_include eth0");
+	expect_log("keeping the user's --network-interface eth0 (gxboot chose net1");
+	expect_log("keeping the user's --network-interfaces=eth0,eth1 (gxboot chose net1");
 	assert_null(strstr(logbuf, "NCCL_SOCKET_IFNAME")); /* =net1 is net1 */
 	assert_null(strstr(logbuf, "PATH"));
 	assert_string_equal(unset[0], "OMPI_MCA_btl_tcp_if_include");
@@ -616,6 +620,10 @@ static void test_mpi_pins(void **state)
 	agent_argv_free(o);
 	o = rw_c(sh, 3, &c, 1);
 	assert_string_equal(o[2], "mpirun --gmca btl_tcp_if_include 'net1' prog");
+	agent_argv_free(o);
+	o = rw_c(hvd, 8, &c, 1);
+	assert_string_equal(o[4], "net1");
+	assert_string_equal(o[5], "--network-interfaces=net1");
 	agent_argv_free(o);
 }
 
