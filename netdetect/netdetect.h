@@ -84,7 +84,7 @@ struct nd_result {
 	char iface[ND_IFNAMSIZ];
 	int ifindex;
 	int mtu;
-	int is_primary;		 /* the default-route link (--allow-primary or explicit) */
+	int is_primary;		 /* it is the pod (node) network: --allow-primary or explicit */
 	char addr4[16];		 /* first global IPv4, "" none */
 	char addr6[ND_ADDR6SIZ]; /* first global IPv6, "" none */
 	int prefix4, prefix6;
@@ -108,6 +108,18 @@ struct nd_result {
 	size_t nwarnings;
 	struct nd_passed *passed;
 	size_t npassed;
+	/*
+	 * The pod (or node) network, decided before the choice (README "The pod network"),
+	 * and what the choice means next to it.
+	 */
+	char primary[ND_IFNAMSIZ]; /* its interface; rule 4: the first default-route link; "" */
+	int primary_ifindex;
+	int primary_rule; /* 1 network-status default, 3 eth0 in a pod, 4 default route */
+	int host_network; /* this namespace is the node's own (a hostNetwork pod) */
+	char host_network_why[128];
+	char overlap[200]; /* "net1's A/24 overlaps eth0's B/24: ..." or "" (not fatal here) */
+	char **notes;	   /* info-level lines (the agent logs them at info) */
+	size_t nnotes;
 	/* what was seen (for the JSON / table); owned when own_inv is set */
 	const struct nd_inventory *inv;
 	struct nd_inventory *own_inv;
@@ -142,6 +154,39 @@ int nd_rails_hca(const struct nd_result *r, char *buf, size_t len);
 
 /* 1 if ip (IPv4/IPv6 text) is an address of a local interface, 0 if not, -errno. */
 int nd_addr_on_local_iface(const char *ip);
+
+/*
+ * The kernel's route (nd_route.c): RTM_GETROUTE "to dst from src", as `ip route get`.
+ * One netlink socket, opened once and asked many times (a coordinator asks once per peer).
+ */
+struct nd_routes;
+struct nd_route {
+	int type;		   /* RTN_UNICAST, RTN_LOCAL (one of this host's addresses) */
+	int ifindex;		   /* the interface it leaves through */
+	char oif[ND_IFNAMSIZ];	   /* its name ("if<N>" when it has none here) */
+	char gateway[ND_ADDR6SIZ]; /* "" on-link */
+	char prefsrc[ND_ADDR6SIZ]; /* "" none */
+	int answered;
+};
+int nd_routes_open(struct nd_routes **ret);
+void nd_routes_close(struct nd_routes *rt);
+/* src may be NULL (no source); same family as dst. 0, -EINVAL (a source that is not this
+ * host's, or not an address), -ENETUNREACH, -EADDRNOTAVAIL, -ENOMEM, GX_ENETLINK. */
+int nd_routes_get(struct nd_routes *rt, const char *src, const char *dst, struct nd_route *out);
+/*
+ * The path check: 0 when the kernel routes dst from src out of iface (or dst is this
+ * host's own address); GX_EROUTE with one line in why otherwise, naming the interface it
+ * takes and what is missing ("the kernel routes 192.168.66.100 from 192.168.67.102 via
+ * 10.66.0.1 dev eth0: its net1 attachment has no route to 192.168.66.0/24"), dst_plen the
+ * destination's prefix length when known (0 otherwise); overlap, when not NULL or "", is the
+ * reason instead (the secondary's prefix overlaps the primary's: "..., not through net1: net1
+ * 10.66.0.102/24 overlaps eth0 10.66.0.12/24"). No quotes in it: the line travels the wire.
+ */
+int nd_route_check(struct nd_routes *rt, const char *src, const char *dst, int dst_plen,
+		   const char *iface, const char *overlap, char *why, size_t len);
+/* The why line of a route out of another interface than iface (pure; tests). */
+void nd_route_why(const struct nd_route *rt, const char *src, const char *dst, int dst_plen,
+		  const char *iface, const char *overlap, char *why, size_t len);
 
 /* Text of enum nd_gid_type / nd_link_layer ("RoCE v2", "Ethernet", ...). */
 const char *nd_gid_type_str(int type);

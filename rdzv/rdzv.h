@@ -38,6 +38,7 @@ struct rdzv_peer {
 	char primary[46];   /* coordinator: source address of the phase-1 JOIN */
 	int mtu;	    /* the secondary netdev's MTU, 0 unknown */
 	char rails[320];    /* "dev:port/netdev/addr,..." netdev-name order: 8 rails (issue 15) */
+	int plen4, plen6;   /* prefix lengths of addr4 / addr6 (0 unknown): named in route lines */
 	int64_t join_ms, verify_ms; /* coordinator's monotonic clock */
 	uint32_t flags;		    /* RDZV_PF_* */
 };
@@ -168,14 +169,32 @@ struct rdzv_config {
 	 * (relay_listen, or the wildcard addresses, on port) and carries its children's bytes
 	 * on its own phase-1 session: handshake, JOIN, ASSIGN, COMMIT stay end to end between
 	 * each member and the coordinator, and phase 2 goes to the coordinator's secondary
-	 * address as before. relay_resolve answers like resolve, for the relay's name
-	 * (names[r]); a member whose relay fails twice over relay_patience_ms, or drops it
-	 * twice, goes to the coordinator. Members with stay use the coordinator (their
-	 * session outlives the relay's). All peers must agree on F (0: no tree).
+	 * address as before. relay_resolve answers like resolve, for the name of the relay
+	 * (names[relay]: its own, or another one the coordinator sent it to); a member whose
+	 * relay fails twice over relay_patience_ms, or drops it twice, goes to the
+	 * coordinator, which takes it while it has room under its connection bound and
+	 * otherwise sends it to a relay in session (or tells it to wait). Members with stay
+	 * use the coordinator (their session outlives the relay's). All peers must agree on F
+	 * (0: no tree).
 	 */
 	uint32_t relay_fanout;
 	int relay_patience_ms; /* 0: RDZV_RELAY_PATIENCE_MS */
-	int (*relay_resolve)(void *arg, union gx_sockaddr *sa, socklen_t *len);
+	/*
+	 * The path (PROTOCOL.md "Phase 2 is the job's path"). Linux is a weak-host kernel: an
+	 * address says nothing of the interface a packet uses. With bind_iface, the member's
+	 * phase-2 connection is bound to self.iface (SO_BINDTODEVICE) and the coordinator takes
+	 * a VERIFY only from a listener bound to its own secondary interface. route(), when set,
+	 * says whether the kernel sends to dst from src out of iface, as an unbound socket of
+	 * the job's would go: 0, or GX_EROUTE and one line in why (dst_plen: dst's prefix
+	 * length, 0 unknown). The member asks it for the coordinator's secondary address
+	 * before phase 2 (a failure ends the job at once, naming it); the coordinator for each
+	 * member's before it accepts its VERIFY.
+	 */
+	int bind_iface;
+	int (*route)(void *arg, const char *src, const char *dst, int dst_plen, const char *iface,
+		     char *why, size_t whylen);
+	void *route_arg;
+	int (*relay_resolve)(void *arg, uint32_t relay, union gx_sockaddr *sa, socklen_t *len);
 	union gx_sockaddr relay_listen;
 	socklen_t relay_listen_len;
 };
@@ -262,6 +281,13 @@ void rdzv_result_clear(struct rdzv_result *res);
  */
 int rdzv_derive_key(const unsigned char *token, size_t len, const char *purpose,
 		    unsigned char out[32]);
+
+/*
+ * The job's address family is MASTER_ADDR's (the coordinator's IPv4 address when it has
+ * one, else its IPv6 one): every table row of a committed job has an address in it.
+ * rdzv_peer_addr gives p's address in the family of master ("" none).
+ */
+const char *rdzv_peer_addr(const struct rdzv_peer *p, const char *master);
 
 /* 0 when every field of p is acceptable (names, addresses re-printed, safe
  * text); else GX_EINVAL_NAME and a why line. Normalises addresses in place. */

@@ -11,6 +11,7 @@
 #include "rdzv/rdzv_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,13 +212,95 @@ void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
 	cc->is_relay = 0;
 }
 
+/* The members that join directly and have not yet: 1 .. F-1 and the relays. */
+static size_t direct_missing(const struct rdzv_coord *co)
+{
+	uint32_t f = co->cfg.relay_fanout, i;
+	size_t n = 0;
+
+	for (i = 1; i < f && i < co->world; i++)
+		n += !co->st[i].conn;
+	for (i = f; i < co->world; i += f)
+		n += !co->st[i].conn;
+	return n;
+}
+
+/* A relay in session that takes children still, the one carrying fewest; 0 when none. */
+static uint32_t live_relay(const struct rdzv_coord *co)
+{
+	uint32_t f = co->cfg.relay_fanout, i, best = 0, nbest = 0;
+
+	for (i = f; i < co->world; i += f) {
+		const struct cconn *r = co->st[i].conn;
+
+		if (!r || !r->is_relay || r->rc.state != RC_SESSION || r->told_committed ||
+		    r->nkids >= RDZV_RELAY_KIDS / 2)
+			continue;
+		if (!best || r->nkids < nbest) {
+			best = i;
+			nbest = r->nkids;
+		}
+	}
+	return best;
+}
+
+/*
+ * A member that belongs behind a relay (index >= F, not a relay, not serving: those join
+ * here by design) comes directly: its relay failed it. The star takes it while the
+ * connections left under the bound cover the direct members and relays not yet joined
+ * and the VERIFYs in flight; past that, children of a failed relay would hold the
+ * sessions those need and no one could commit (80 pods, fan-out 8, a bound of 65: 63
+ * children came and 74-80 pods exited 3 on 9740b38). Then the member is sent to the relay
+ * in session that carries fewest (a MAC'd REJECT, RDZV_RJ_RELAY, with its T_INDEX), or
+ * told to wait, with the cause in its line, when none is.
+ */
+int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_peer *p)
+{
+	uint32_t f = co->cfg.relay_fanout, to;
+	size_t slack = co->maxconns / 8 < RDZV_VERIFY_SLACK ? co->maxconns / 8 : RDZV_VERIFY_SLACK;
+	struct rdzv_buf b = {0};
+	char why[300], note[200];
+
+	if (f < 2 || co->cfg.elastic || cc->rc.carried || p->index < f || p->index % f == 0 ||
+	    (p->flags & (RDZV_PF_SERVES | RDZV_PF_OBSERVER)) ||
+	    co->nconns + direct_missing(co) + slack <= co->maxconns)
+		return 0;
+	to = live_relay(co);
+	if (to)
+		snprintf(why, sizeof(why),
+			 "the coordinator holds %zu of its %zu connections: members behind a relay "
+			 "join through one (sent to %s)",
+			 co->nconns, co->maxconns, co->names[to]);
+	else
+		snprintf(why, sizeof(why),
+			 "the coordinator holds %zu of its %zu connections and no relay is in "
+			 "session to carry members behind one: waiting for a relay",
+			 co->nconns, co->maxconns);
+	gx_rl_log(&co->rl_star, "rdzv: %s joined directly: %s", p->name, why);
+	if (!co->st[p->index].joined) { /* the deadline line quotes it (short: one per peer) */
+		snprintf(note, sizeof(note), "no room here for it directly: %s%s",
+			 to ? "sent to " : "no relay in session", to ? co->names[to] : "");
+		free(co->st[p->index].note);
+		co->st[p->index].note = strdup(note);
+	}
+	rdzv_put_u32(&b, T_CODE, RDZV_RJ_RELAY);
+	rdzv_put_str(&b, T_TEXT, why);
+	if (to)
+		rdzv_put_u32(&b, T_INDEX, to);
+	rdzv_co_send(co, cc, RDZV_REJECT, &b);
+	rdzv_buf_free(&b);
+	rdzv_co_close_later(co, cc);
+	return 1;
+}
+
 /* A child connected to the relay: a new connection, as if accepted here. */
 static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const unsigned char *p,
 		    size_t n)
 {
-	char addr[INET6_ADDRSTRLEN], norm[INET6_ADDRSTRLEN];
+	char addr[INET6_ADDRSTRLEN], norm[INET6_ADDRSTRLEN], why[160];
 	struct gx_pa_ent *old = NULL;
 	struct cconn *k;
+	int known;
 
 	if (r->kids[id % RDZV_RELAY_KIDS] || n == 0 || n >= sizeof(addr))
 		return GX_EPROTO;
@@ -225,20 +308,34 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 	addr[n] = '\0';
 	if (gx_addr_normalize(addr, norm, sizeof(norm)) != 0) /* parsed and printed again */
 		return GX_EPROTO;
-	/* the pre-authentication budget per source address, as for an accepted socket: a
-	 * stranger behind a relay holds at most RDZV_PREAUTH_PER_SRC handshakes; its others are
-	 * closed at once (the relay frees their slots), never the relay's session */
-	/* known: a carried child is never evicted for a socket (it holds none of ours), and
-	 * it evicts nothing itself (refused when the budget is full) */
-	if (gx_pa_admit(&co->pa, norm, 1, co->pa.n >= co->pa.max, &old) < 0 || old) {
-		gx_rl_log(
-		    &co->rl_pre,
-		    "rdzv: refused a connection from %s through relay %s: %zu unauthenticated "
-		    "ones from there",
-		    norm, r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str,
-		    gx_pa_count(&co->pa, norm));
+	/*
+	 * The carried children's own pre-authentication budget (pa_kids), as for an accepted
+	 * socket: a stranger behind a relay holds at most RDZV_PREAUTH_PER_SRC handshakes (its
+	 * others are closed at once: the relay frees their slots), never the relay's session;
+	 * at its bound the oldest carried one from outside the table is closed for the newcomer.
+	 * Apart from the direct connections' budget: carried children, which hold no fd of ours,
+	 * never take the room of a VERIFY or a member's reconnect (on 9740b38 they were known
+	 * entries of one budget, never closed, and a stranger filling relays' slots refused
+	 * every direct connection until their deadlines passed).
+	 */
+	known = gx_aset_has(&co->known, norm);
+	if (gx_pa_admit(&co->pa_kids, norm, known, 0, &old) < 0) {
+		gx_rl_log(&co->rl_pre, "rdzv: refused a connection from %s through relay %s: %s",
+			  norm, r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str,
+			  gx_pa_why(&co->pa_kids, norm, why, sizeof(why)));
 		add_rec(co, r, id, CK_CLOSE, NULL, 0);
 		return 0;
+	}
+	if (old) {
+		struct cconn *oc = (struct cconn *)((char *)old - offsetof(struct cconn, pa));
+
+		gx_rl_log(
+		    &co->rl_pre,
+		    "rdzv: closed the oldest unauthenticated connection through a relay (from "
+		    "%s) for one from %s",
+		    oc->rc.peer_str, norm);
+		co->res.nevicted++;
+		rdzv_co_drop(co, oc, NULL); /* its relay's slot too: CK_CLOSE queued */
 	}
 	k = calloc(1, sizeof(*k));
 	if (!k)
@@ -247,8 +344,7 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 	k->rc.buffered = 1;
 	k->rc.carried = 1;
 	gx_strlcpy(k->rc.peer_str, norm, sizeof(k->rc.peer_str));
-	gx_pa_add(&co->pa, &k->pa, norm, 1);
-	co->pa_carried++;
+	gx_pa_add(&co->pa_kids, &k->pa, norm, known);
 	k->co = co;
 	k->peer = -1;
 	k->claimed = -1;

@@ -93,9 +93,7 @@ void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc)
 
 void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc)
 {
-	if (cc->rc.carried && cc->pa.in)
-		co->pa_carried--;
-	gx_pa_del(&co->pa, &cc->pa);
+	gx_pa_del(cc->rc.carried ? &co->pa_kids : &co->pa, &cc->pa);
 }
 
 void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
@@ -421,6 +419,19 @@ static void unauth_note(struct rdzv_coord *co)
 		 co->unauth_note);
 }
 
+/* At the deadline: is the coordinator the odd one among the members that did not verify? */
+static void odd_coordinator(struct rdzv_coord *co, char *out, size_t len)
+{
+	uint8_t *failed = calloc(co->world, 1);
+	uint32_t i;
+
+	for (i = 1; failed && i < co->world; i++)
+		failed[i] = co->st[i].joined && !co->st[i].verified;
+	if (!failed || !rdzv_co_coord_odd(co, failed, out, len))
+		out[0] = '\0';
+	free(failed);
+}
+
 static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct rdzv_coord *co = arg;
@@ -447,11 +458,14 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 		rdzv_co_abort(co, GX_EPEERS, 0, "peers missing after %lds%s: %s", secs, why, list);
 		unauth_note(co);
 	} else {
+		char odd[sizeof(co->res.err)] = "";
+
 		missing_list(co, list, sizeof(list), 1);
-		rdzv_co_abort(
-		    co, GX_ERDZV, 0,
-		    "peers cannot reach the coordinator on the secondary network after %lds: %s",
-		    secs, list);
+		odd_coordinator(co, odd, sizeof(odd));
+		rdzv_co_abort(co, GX_ERDZV, 0,
+			      "%s%speers cannot reach the coordinator on the secondary network "
+			      "after %lds: %s",
+			      odd, odd[0] ? "; " : "", secs, list);
 	}
 	maybe_done(co);
 }
@@ -511,7 +525,7 @@ static void sweep_conns(struct rdzv_coord *co, int64_t now)
 
 	/* once per sweep, and not again for RDZV_HANDSHAKE_MS after a flood: its late
 	 * connections all go, not all but the share a sweep leaves under the mark */
-	if ((co->pa.n - co->pa_carried) * RDZV_PREAUTH_ROOM_DIV >= co->maxconns)
+	if (co->pa.n * RDZV_PREAUTH_ROOM_DIV >= co->maxconns)
 		co->flood_until = now + RDZV_HANDSHAKE_MS;
 	room = now >= co->flood_until;
 
@@ -533,6 +547,7 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 	co->sweep_id = 0;
 	sweep_conns(co, now);
 	gx_rl_flush(&co->rl_pre);
+	gx_rl_flush(&co->rl_star);
 	if (co->paused && co->nconns < co->maxconns)
 		rdzv_co_listen_resume(co);
 	if (now >= co->next_report && !co->committed && !co->aborted) {
@@ -540,21 +555,29 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 		report(co);
 	}
 	rdzv_co_check_commit(co);
+	rdzv_co_blame_due(co, now);
 	maybe_done(co);
 	co->sweep_id = gx_ev_timer(ev, RDZV_SWEEP_MS, sweep, co);
 }
 
 /* ---- connection events ---- */
-/* The pre-authentication budget (issue 25): at most RDZV_PREAUTH_PER_SRC unauthenticated
- * connections per address; at the connection bound the oldest unauthenticated one goes. */
+/*
+ * The pre-authentication budget (issue 25): at most RDZV_PREAUTH_PER_SRC unauthenticated
+ * connections per source (and per IPv6 /64, gx_pa); at the connection bound the oldest
+ * unauthenticated one goes. Connections from the table's addresses (a member's VERIFY from
+ * its secondary address, its phase 1 again from its primary) are known: a stranger's
+ * newcomer never closes one, and one of them closes a stranger's for its room (the budget
+ * serve keeps for its table). Carried children have their own budget (rdzv_carry.c).
+ */
 static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 {
+	int known = gx_aset_has(&co->known, cc->rc.peer_str);
 	struct gx_pa_ent *old = NULL;
+	char why[160];
 
-	if (gx_pa_admit(&co->pa, cc->rc.peer_str, 0, co->nconns >= co->maxconns, &old) < 0) {
-		gx_rl_log(&co->rl_pre,
-			  "rdzv: refused a connection from %s: %zu unauthenticated ones from there",
-			  cc->rc.peer_str, gx_pa_count(&co->pa, cc->rc.peer_str));
+	if (gx_pa_admit(&co->pa, cc->rc.peer_str, known, co->nconns >= co->maxconns, &old) < 0) {
+		gx_rl_log(&co->rl_pre, "rdzv: refused a connection from %s: %s", cc->rc.peer_str,
+			  gx_pa_why(&co->pa, cc->rc.peer_str, why, sizeof(why)));
 		return -EBUSY;
 	}
 	if (old) {
@@ -567,11 +590,11 @@ static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 		co->res.nevicted++;
 		rdzv_co_drop(co, oc, NULL);
 	}
-	gx_pa_add(&co->pa, &cc->pa, cc->rc.peer_str, 0);
+	gx_pa_add(&co->pa, &cc->pa, cc->rc.peer_str, known);
 	return 0;
 }
 
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa)
+void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec)
 {
 	struct cconn *cc = calloc(1, sizeof(*cc));
 
@@ -591,6 +614,7 @@ void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa
 	cc->co = co;
 	cc->peer = -1;
 	cc->claimed = -1;
+	cc->via_sec = (uint8_t)(via_sec != 0);
 	cc->deadline = gx_now_ms() + RDZV_HELLO_MS;
 	cc->next = co->conns;
 	if (co->conns)
@@ -850,6 +874,7 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 		return rc;
 	co->has_token = cfg->token != NULL;
 	randombytes_buf(&co->round, sizeof(co->round));
+	randombytes_buf(co->decoy, sizeof(co->decoy));
 	co->rng = rdzv_rng_new(); /* NULL: a syscall per nonce, as before */
 	co->maxconns = 2 * (size_t)co->world + 64;
 	if (co->maxconns < RDZV_MIN_CONNS)
@@ -875,9 +900,16 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	}
 	co->next_report = gx_now_ms() + RDZV_REPORT_MS;
 	co->rl_pre.what = "rdzv: unauthenticated connections refused or closed";
+	co->rl_star.what = "rdzv: members sent to a relay (no room for them here)";
 	/* with relays, their children's handshakes too (they hold no fd of ours) */
-	rc = gx_pa_init(&co->pa, co->maxconns + (cfg->relay_fanout > 1 ? co->world : 0),
-			RDZV_PREAUTH_PER_SRC);
+	rc = gx_pa_init(&co->pa, co->maxconns, RDZV_PREAUTH_PER_SRC);
+	/* carried: every pod's handshake at once (relays start their children together), and
+	 * room for strangers on top, whose oldest a newcomer closes */
+	if (rc == 0)
+		rc = gx_pa_init(&co->pa_kids, co->maxconns + co->world, RDZV_PREAUTH_PER_SRC);
+	/* each JOIN adds its primary and secondary addresses */
+	if (rc == 0)
+		rc = gx_aset_init(&co->known, 3 * (size_t)co->world + 64);
 	if (rc < 0)
 		return rc;
 	res_init(co);
@@ -901,7 +933,6 @@ int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_
 		rc = -ENOMEM;
 		goto out;
 	}
-	co->lfd[0] = co->lfd[1] = -1;
 	co->ev = ev;
 	co->done = done;
 	co->arg = arg;
@@ -973,7 +1004,10 @@ void rdzv_coord_free(struct rdzv_coord *co)
 		rdzv_co_drop(co, co->conns, NULL);
 	rdzv_co_listen_close(co);
 	gx_rl_final(&co->rl_pre);
+	gx_rl_final(&co->rl_star);
 	gx_pa_free(&co->pa);
+	gx_pa_free(&co->pa_kids);
+	gx_aset_free(&co->known);
 	if (co->rdma_listening && co->cfg.rdma->close)
 		co->cfg.rdma->close(co->cfg.rdma->arg);
 	gx_ev_timer_cancel(co->ev, co->sweep_id);
@@ -987,6 +1021,7 @@ void rdzv_coord_free(struct rdzv_coord *co)
 	free(co->tab);
 	rdzv_buf_free(&co->table);
 	sodium_memzero(co->k, sizeof(co->k));
+	sodium_memzero(co->decoy, sizeof(co->decoy));
 	rdzv_rng_free(co->rng);
 	free(co);
 }

@@ -13,6 +13,17 @@
 #include <string.h>
 #include <sys/socket.h>
 
+/* A JOINed member's addresses become known to the budgets (co_admit, kid_open): its VERIFY
+ * comes from its secondary address, a reconnect from its primary. A set bounded by 3 per
+ * slot and some: a pod that restarted elsewhere many times is not known everywhere. */
+static void known_add(struct rdzv_coord *co, const struct rdzv_peer *t)
+{
+	if (gx_aset_add(&co->known, t->primary) < 0 || gx_aset_add(&co->known, t->addr4) < 0 ||
+	    gx_aset_add(&co->known, t->addr6) < 0)
+		gx_debug("rdzv: more than %zu table addresses: not all of %s's are known",
+			 co->known.cap, t->name);
+}
+
 void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct cpeer *sp = &co->st[cc->peer];
@@ -27,6 +38,7 @@ void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 	t->seen_from[0] = '\0';
 	if (cc->rc.peer_str[0] != '?')
 		gx_strlcpy(t->primary, cc->rc.peer_str, sizeof(t->primary));
+	known_add(co, t);
 	cc->role = ROLE_MEMBER;
 	cc->deadline = 0;
 	sp->conn = cc;
@@ -114,6 +126,8 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 		rdzv_co_reject(co, cc, GX_EINVAL_NAME, why);
 		return 0;
 	}
+	if (rdzv_co_star_room(co, cc, &p)) /* sent to a relay: the star has no room for it */
+		return 0;
 	cc->pj = malloc(sizeof(*cc->pj));
 	if (!cc->pj) {
 		rdzv_co_drop(co, cc, "out of memory");
@@ -168,7 +182,12 @@ static void verify_reply(struct rdzv_coord *co, struct cconn *cc, int code, cons
 	rdzv_co_close_later(co, cc);
 }
 
-/* The connection must have arrived on our secondary address (getsockname). */
+/*
+ * The connection must have arrived on our secondary address (getsockname) and, when the
+ * secondary listeners are up, through our secondary interface: Linux takes a packet for
+ * net1's address on eth0 too (weak host), and such a VERIFY proves a path the job's
+ * traffic would not take.
+ */
 static int local_is_secondary(struct rdzv_coord *co, struct cconn *cc, char *why, size_t len)
 {
 	union gx_sockaddr sa;
@@ -178,22 +197,49 @@ static int local_is_secondary(struct rdzv_coord *co, struct cconn *cc, char *why
 	memset(&sa, 0, sizeof(sa));
 	if (getsockname(cc->rc.fd, &sa.sa, &sl) == 0)
 		gx_addr_str(&sa, local, sizeof(local));
-	if ((co->tab[0].addr4[0] && strcmp(local, co->tab[0].addr4) == 0) ||
-	    (co->tab[0].addr6[0] && strcmp(local, co->tab[0].addr6) == 0))
-		return 1;
-	snprintf(why, len, "VERIFY arrived on %s, not on the coordinator's secondary address %s",
-		 local, co->res.master_addr);
-	return 0;
+	if (!(co->tab[0].addr4[0] && strcmp(local, co->tab[0].addr4) == 0) &&
+	    !(co->tab[0].addr6[0] && strcmp(local, co->tab[0].addr6) == 0)) {
+		snprintf(why, len,
+			 "VERIFY arrived on %s, not on the coordinator's secondary address %s",
+			 local, co->res.master_addr);
+		return 0;
+	}
+	if (co->sec_bound && !cc->via_sec) {
+		snprintf(why, len,
+			 "VERIFY to %s did not come in through %s (a host route or an overlapping "
+			 "range sends it through another interface, the primary network)",
+			 local, co->tab[0].iface);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * The way back: the kernel must route from our secondary address to the member's out of
+ * our secondary interface, as rank 0's own sockets to it will go. 0, or GX_EROUTE with the
+ * line in why (the coordinator named first: its table is the one to mend).
+ */
+static int route_back(struct rdzv_coord *co, const struct rdzv_peer *t, char *why, size_t len)
+{
+	const struct rdzv_peer *s = &co->tab[0];
+	const char *master = co->res.master_addr, *dst = rdzv_peer_addr(t, master);
+	char line[480]; /* with two names it fits co_verify's why */
+	int rc;
+
+	if (!co->cfg.route || !dst[0])
+		return 0;
+	rc = co->cfg.route(co->cfg.route_arg, master, dst,
+			   strchr(master, ':') ? t->plen6 : t->plen4, s->iface, line, sizeof(line));
+	if (rc < 0)
+		snprintf(why, len, "%s (the coordinator), to %s: %s", s->name, t->name, line);
+	return rc;
 }
 
 /* The peer's note: the text it reported (its netdetect line, its failed verification). */
 static void note_set(struct cpeer *sp, const char *text)
 {
-	char buf[512];
-
-	snprintf(buf, sizeof(buf), "%s", text);
 	free(sp->note);
-	sp->note = strdup(buf);
+	sp->note = strndup(text, 511);
 }
 
 /* The slot's phase-2 ticket ends: used, or the member's phase 2 went another way (a VERIFY
@@ -212,7 +258,7 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	uint32_t i = m->index;
 	struct cpeer *sp;
 	struct rdzv_peer *t;
-	char why[256];
+	char why[1024];
 
 	if (i == 0 || i >= co->world || strcmp(co->names[i], m->name) != 0) {
 		verify_reply(co, cc, GX_ERDZV, "VERIFY for an unknown peer");
@@ -229,6 +275,17 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	if (!local_is_secondary(co, cc, why, sizeof(why))) {
 		note_set(sp, why);
 		verify_reply(co, cc, GX_ERDZV, why);
+		return 0;
+	}
+	if (route_back(co, t, why, sizeof(why)) < 0) {
+		if (co->cfg.soft_verify) {
+			note_set(sp, why);
+			verify_reply(co, cc, GX_ERDZV, why);
+			rdzv_co_soft_fail(co, i, why);
+		} else {
+			verify_reply(co, cc, GX_ERDZV, why);
+			rdzv_co_abort(co, GX_ERDZV, 1, "%s", why);
+		}
 		return 0;
 	}
 	gx_strlcpy(t->seen_from, cc->rc.peer_str, sizeof(t->seen_from));
@@ -257,6 +314,63 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 }
 
 /*
+ * The ticket check of a TVERIFY (decoded into m; body, blen, then its MAC): NULL and *spp
+ * set when the MAC verifies under the slot's unused ticket, else why not. The MAC is
+ * computed in every case, under the slot's ticket or, for an unknown peer or a slot without
+ * one, under a decoy key drawn at start: the same BLAKE2b work and the same constant-time
+ * compare, so the time a TVERIFY takes tells no one whether a member holds an unused ticket
+ * (PROTOCOL.md "Phase-2 ticket").
+ */
+const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m,
+				 const unsigned char *body, size_t blen, struct cpeer **spp)
+{
+	int known = m->index > 0 && m->index < co->world && !strcmp(co->names[m->index], m->name);
+	struct cpeer *sp = known ? &co->st[m->index] : NULL;
+	int held = sp && sp->vt;
+	int mac_ok = rdzv_mac_verify(held ? sp->vkey : co->decoy, 'M', 0, RDZV_TVERIFY, body, blen,
+				     body + blen) == 0;
+
+	*spp = NULL;
+	if (!known)
+		return "ticket VERIFY for an unknown peer";
+	if (!held)
+		return "no unused ticket for it";
+	if (!mac_ok)
+		return "wrong ticket";
+	*spp = sp;
+	return NULL;
+}
+
+/*
+ * A ticket is bound to the secondary address its member JOINed with: the VERIFY it opens
+ * must come from there. The handshake proves a token holder wherever it connects from (a
+ * mismatch is only a warning: NAT, DECISIONS 3), but a ticket proves only that its bytes
+ * were seen, and a TVERIFY copied on the path and sent first from elsewhere would verify
+ * a path the member never took. Refused with a VERIFIED error under the ticket's key and
+ * not spent: the member's own TVERIFY still verifies, and a member behind NAT hears why
+ * at once and verifies with the handshake on its retry. 1 when refused (cc closing).
+ */
+static int ticket_foreign(struct rdzv_coord *co, struct cconn *cc, uint32_t i, struct cpeer *sp)
+{
+	const struct rdzv_peer *t = &co->tab[i];
+	char why[300];
+
+	if (!strcmp(cc->rc.peer_str, t->addr4) || !strcmp(cc->rc.peer_str, t->addr6))
+		return 0;
+	gx_rl_log(&co->rl_pre,
+		  "rdzv: ticket VERIFY for %s from %s, not from its secondary address "
+		  "%s%s%s: refused",
+		  t->name, cc->rc.peer_str, t->addr4, t->addr4[0] && t->addr6[0] ? " / " : "",
+		  t->addr6);
+	snprintf(why, sizeof(why),
+		 "ticket VERIFY from %s, not from the secondary address %s%s%s of its JOIN",
+		 cc->rc.peer_str, t->addr4, t->addr4[0] && t->addr6[0] ? " / " : "", t->addr6);
+	rdzv_conn_session_ticket(&cc->rc, sp->vkey);
+	verify_reply(co, cc, GX_ERDZV, why);
+	return 1;
+}
+
+/*
  * Phase 2 with a ticket (issue 26, PROTOCOL.md "Phase-2 ticket"): the first frame of the
  * connection is VERIFY MAC'd under the key the ASSIGN on the member's phase-1 session
  * handed out. The frame is decoded (bounded) before the MAC is checked, and only its
@@ -273,17 +387,15 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 
 	if (!m || len < RDZV_MAC_LEN || rdzv_msg_decode(RDZV_VERIFY, body, blen, m) < 0)
 		why = "malformed ticket VERIFY";
-	else if (m->index == 0 || m->index >= co->world || strcmp(co->names[m->index], m->name))
-		why = "ticket VERIFY for an unknown peer";
-	else if (!(sp = &co->st[m->index])->vt)
-		why = "no unused ticket for it";
-	else if (rdzv_mac_verify(sp->vkey, 'M', 0, RDZV_TVERIFY, body, blen, body + blen) < 0)
-		why = "wrong ticket";
+	else
+		why = rdzv_co_ticket_check(co, m, body, blen, &sp);
 	if (why) {
 		gx_rl_log(&co->rl_pre, "rdzv: %s from %s: dropped", why, cc->rc.peer_str);
 		rdzv_co_drop(co, cc, why);
 		goto out;
 	}
+	if (ticket_foreign(co, cc, m->index, sp))
+		goto out;
 	rdzv_conn_session_ticket(&cc->rc, sp->vkey);
 	ticket_end(sp);
 	rdzv_co_pa_del(co, cc); /* authenticated: out of the budget */
@@ -452,13 +564,15 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		if (co->cfg.ended)
 			co->cfg.ended(co->cfg.ended_arg, (int)(m->code & 0xff), NULL);
 	} else if (type == RDZV_VFAIL && cc->role == ROLE_MEMBER) {
-		char text[300];
+		char text[512];
 
 		rdzv_sanitize(text, sizeof(text), m->text);
 		ticket_end(&co->st[cc->peer]); /* it forgot its ticket too */
 		note_set(&co->st[cc->peer], text);
 		if (co->cfg.soft_verify)
 			rdzv_co_soft_fail(co, (uint32_t)cc->peer, text);
+		else if (m->code) /* its own configuration (a route, a family): final */
+			rdzv_co_final_fail(co, (uint32_t)cc->peer, text);
 	} /* anything else: unknown or not for us, skipped */
 	free(m);
 	return rc;

@@ -51,6 +51,9 @@
 #define RDZV_REFUSED_MIN_MS 5	    /* a refused connect is retried every d, the first */
 #define RDZV_REFUSED_SYN_PER_S 2000 /* after [0, d): d = max(5 ms, world / 2000 s) */
 #define RDZV_LIST_NAMES 40	    /* names quoted in one line, then "and N more" */
+/* After a member's final failure, the others' outcomes are awaited this long before the
+ * line is decided: the coordinator may be the odd one (rdzv_blame.c) */
+#define RDZV_BLAME_WAIT_MS 1500
 #define RDZV_FRAMES_PER_EVENT 16
 /* The relay tree (issue 26, PROTOCOL.md "Relays") */
 #define RDZV_CARRY_MAX 65536 /* CARRY body: records of child bytes */
@@ -63,6 +66,9 @@
 #define RDZV_RELAY_DRAIN_MS 5000 /* a relay carries its children's COMMITs at most this long */
 #define RDZV_RELAY_KID_OUT (RDZV_MAX_TABLE_BODY + RDZV_CARRY_MAX) /* queued to one child */
 #define RDZV_RELAY_PER_SRC 8 /* a relay's children from one address at once (loopback exempt) */
+/* ... and from one IPv6 /64 (a node's pods share one; a stranger with one has 2^64 addresses):
+ * half the slots, so one /64 cannot take them all, and the fan-out (<= 512) fits */
+#define RDZV_RELAY_PER_NET (RDZV_RELAY_KIDS / 2)
 #define RDZV_RELAY_UP_HIGH (1u << 20) /* children's bytes queued up: stop reading them */
 
 /* ---- message types ------------------------------------------------------ */
@@ -98,6 +104,14 @@ enum rdzv_carry_kind {
 	CK_CLOSE = 3,	  /* both ways: the child's connection ended / end it after the data */
 	CK_COMMITTED = 4, /* C -> relay: the COMMIT went out; children leave, then the relay */
 };
+
+/* A MAC'd REJECT of a JOIN with this T_CODE is not final: the coordinator cannot hold the
+ * member directly (it belongs behind a relay); T_INDEX names a relay in session to join
+ * through, or is absent (none: wait). A GX_E* code is negative, this is not. */
+#define RDZV_RJ_RELAY 1
+/* Direct connections a coordinator keeps for VERIFYs in flight when it decides whether a
+ * member that belongs behind a relay may join it directly: maxconns / 8, at most this */
+#define RDZV_VERIFY_SLACK 64
 
 /* VERIFY / TVERIFY T_FLAGS */
 #define RDZV_VF_RDMA 1u		/* the member's RDMA-CM check to the coordinator passed */
@@ -137,6 +151,7 @@ enum rdzv_tlv {
 	T_RAILS = 30,
 	T_PRIMARY = 31,
 	T_VTICKET = 32, /* ASSIGN: the phase-2 ticket's nonce (RDZV_TICKET_LEN) */
+	T_PLENS = 33,	/* peer: prefix lengths, plen4 | plen6 << 8 (u32) */
 };
 
 #define RDZV_TICKET_LEN 16
@@ -201,6 +216,12 @@ int rdzv_peer_decode(const unsigned char *p, size_t len, struct rdzv_peer *peer)
 int rdzv_msg_decode(uint16_t type, const unsigned char *body, size_t len, struct rdzv_msg *m);
 /* Copy s into out replacing anything gx_safe_text refuses with '?'. */
 void rdzv_sanitize(char *out, size_t outlen, const char *s);
+/* Text an unauthenticated party sent (a REJECT before the session), for a line of ours:
+ * sanitized, at most RDZV_UNAUTH_TEXT bytes ("..." when cut), quoted and marked:
+ * (WHO said, unauthenticated: "TEXT"). Whoever sits at the coordinator's address, or on the
+ * path, chooses it: it must not read as ours in the termination log. */
+#define RDZV_UNAUTH_TEXT 120
+void rdzv_quote_unauth(char *out, size_t outlen, const char *who, const char *s);
 /* "a, b, c and 12 more": at most RDZV_LIST_NAMES items, bounded by cap. */
 struct rdzv_list {
 	char *out; /* caller's buffer, out[0] = '\0' at start */
@@ -324,6 +345,15 @@ enum cc_role {
 
 struct rdzv_coord;
 
+/* One listening socket of the coordinator. secondary: bound to its secondary interface
+ * (SO_BINDTODEVICE) and address, the only one a VERIFY is taken from (cfg.bind_iface). */
+struct rdzv_lsn {
+	struct rdzv_coord *co;
+	int fd;
+	int secondary;
+};
+#define RDZV_MAX_LISTEN 4
+
 struct cconn {
 	struct rdzv_conn rc;
 	struct rdzv_coord *co;
@@ -338,6 +368,7 @@ struct cconn {
 	struct rdzv_peer *pj; /* PENDING: its JOIN, until promoted */
 	struct gx_pa_ent pa;  /* in co->pa until the session is up */
 	uint8_t ticketed;     /* session from a TVERIFY (RDMA pending): its VERIFY counts one */
+	uint8_t via_sec;      /* accepted on a secondary listener: it came in on that interface */
 	/* a carried connection: its relay and its id there (issue 26) */
 	struct cconn *relay;
 	uint32_t kid;
@@ -357,6 +388,7 @@ struct cpeer {
 	uint8_t joined, verified, told;
 	uint8_t commit_sent; /* its COMMIT went out on a live session */
 	uint8_t vt;	     /* vkey holds an unused phase-2 ticket (issue 26) */
+	uint8_t final;	     /* its own route or family failed it (final VFAIL): rdzv_blame.c */
 	unsigned char vkey[RDZV_KEY_LEN];
 	char *note; /* why it is missing: rejection / verification failure */
 };
@@ -369,7 +401,9 @@ struct rdzv_coord {
 	rdzv_done_fn *done;
 	void *arg;
 	uint32_t world;
-	int lfd[2], nlfd, paused;
+	struct rdzv_lsn lsn[RDZV_MAX_LISTEN];
+	int nlfd, paused;
+	int sec_bound; /* secondary listeners are up: a VERIFY must come through one */
 	uint64_t sweep_id, deadline_id;
 	unsigned char k[RDZV_KEY_LEN];
 	int has_token;
@@ -400,15 +434,23 @@ struct rdzv_coord {
 	uint32_t nassigned;    /* elastic: slots in use, a prefix of at most world */
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
-	struct gx_pa pa;	  /* unauthenticated connections (issue 25) */
+	struct gx_pa pa; /* unauthenticated direct connections (issue 25) */
+	/* ... and carried ones, apart: a relay's children never take a direct connection's
+	 * room (VERIFYs and members' reconnects go direct) nor it theirs */
+	struct gx_pa pa_kids;
+	struct gx_aset known;	  /* the table's addresses (JOINs): known in both budgets */
 	struct gx_rl rl_pre;	  /* warnings about them */
+	struct gx_rl rl_star;	  /* members sent to a relay: the star had no room */
 	char unauth_note[300];	  /* the last refusal before a proof: never blamed on a peer */
 	uint64_t nunauth_refused; /* JOINs refused before authentication */
 	struct rdzv_rng *rng;	  /* challenge nonces (issue 26) */
-	struct cconn *dirty;	  /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
-	size_t ncarried;	  /* carried connections open (not in nconns: they hold no fd) */
-	uint32_t nrelays_open;	  /* relays in session: done waits for them after a COMMIT */
-	size_t pa_carried;	  /* carried children in pa (not counted for a flood) */
+	/* the key a TVERIFY for a slot without a ticket is MAC'd under: the same work */
+	unsigned char decoy[RDZV_KEY_LEN];
+	struct cconn *dirty;   /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
+	size_t ncarried;       /* carried connections open (not in nconns: they hold no fd) */
+	uint32_t nrelays_open; /* relays in session: done waits for them after a COMMIT */
+	uint32_t nfinal;       /* members failed for good (final VFAIL) */
+	int64_t blame_at;      /* then the line is decided by (rdzv_blame.c) */
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
@@ -432,18 +474,24 @@ void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
 void rdzv_co_compare_peers(struct rdzv_coord *co);
 /* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
 int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
-/* sa: the peer's address from accept4 (no getpeername per connection) */
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa);
+/* sa: the peer's address from accept4 (no getpeername per connection); via_sec: accepted
+ * on a listener bound to the secondary interface */
+void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec);
 int rdzv_co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
 int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		   const unsigned char *body, size_t len);
 /* A ticket VERIFY (RDZV_TVERIFY: body, then the MAC) as the first frame. Same return. */
 int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
+/* Its ticket check: NULL and *sp when m's MAC verifies under its slot's unused ticket, else
+ * why not; the same MAC work either way (a decoy key for a slot without a ticket). */
+const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m,
+				 const unsigned char *body, size_t blen, struct cpeer **sp);
 /* rdzv_auth.c: HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len);
-/* rdzv_conn.c: listeners (wildcard v4 + v6, or cfg.listen_addr). */
+/* rdzv_conn.c: listeners (wildcard v4 + v6, or cfg.listen_addr; with cfg.bind_iface also
+ * the secondary addresses, bound to the secondary interface, on the same port). */
 int rdzv_co_listen_open(struct rdzv_coord *co);
 void rdzv_co_listen_resume(struct rdzv_coord *co);
 void rdzv_co_listen_close(struct rdzv_coord *co);
@@ -466,8 +514,21 @@ void rdzv_co_carry_flush(struct rdzv_coord *co);
 void rdzv_co_relays_committed(struct rdzv_coord *co);
 /* One relay: its own COMMIT went (a relay that rejoins after the COMMIT too). */
 void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r);
+/* A direct JOIN (entry p) of a member that belongs behind a relay: 0 when the coordinator
+ * has room for it under its connection bound, else 1: answered (sent to a relay in
+ * session, or told to wait) and closing. */
+int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_peer *p);
 /* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
 void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
+
+/* ---- rdzv_blame.c: whom the line names when members cannot reach the coordinator ---- */
+/* Member i failed for good (its note says why): the job ends once the others' outcomes are
+ * in, or RDZV_BLAME_WAIT_MS later (rdzv_co_blame_due, from the sweep). */
+void rdzv_co_final_fail(struct rdzv_coord *co, uint32_t i, const char *why);
+void rdzv_co_blame_due(struct rdzv_coord *co, int64_t now);
+/* 1 and the line in out when the coordinator is the odd one among the members marked in
+ * failed[] (world bytes): two or more, none verified, all outside its subnet. */
+int rdzv_co_coord_odd(struct rdzv_coord *co, const uint8_t *failed, char *out, size_t len);
 
 /* Checks a config for either role; fills a validated copy of cfg->self. */
 int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);

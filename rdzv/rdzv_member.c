@@ -144,6 +144,33 @@ static void relay_failed(struct rdzv_member *m, const char *why)
 		m->cfg.names[m->relay_idx], why, m->cfg.coord_name);
 }
 
+/*
+ * The coordinator could not hold us directly (its connection bound; we belong behind a
+ * relay, ours failed us): through the relay it named, with a fresh patience, or, when none
+ * is in session, to it again after a backoff. Its words stay as the cause in our line.
+ */
+int rdzv_mb_redirected(struct rdzv_member *m, const struct rdzv_msg *msg)
+{
+	uint32_t f = m->cfg.relay_fanout, r = msg->index;
+	char text[sizeof(msg->text)];
+
+	rdzv_sanitize(text, sizeof(text), msg->text);
+	snprintf(m->redirect, sizeof(m->redirect), "%.290s",
+		 text[0] ? text : "the coordinator has no room for members behind a relay");
+	if (f >= 2 && r >= f && r % f == 0 && r < m->cfg.world && r != m->self.index &&
+	    m->cfg.relay_resolve) {
+		gx_info("rdzv: %s: joining through relay %s: %s", m->self.name, m->cfg.names[r],
+			m->redirect);
+		m->relay_idx = r;
+		m->via_relay = 1;
+		m->relay_fails = m->relay_drops = 0;
+		m->attempt1 = 0;
+	}
+	m->nrefused = 0;
+	rdzv_mb_fail1(m, m->redirect);
+	return 1;
+}
+
 /* Phase 1 lost: start again from JOIN after a backoff. */
 void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 {
@@ -175,6 +202,11 @@ void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 /* Phase 2 failed: tell the coordinator why (VFAIL), retry after a backoff. */
 void rdzv_mb_fail2(struct rdzv_member *m, const char *why)
 {
+	rdzv_mb_fail2_final(m, 0, why);
+}
+
+void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why)
+{
 	struct rdzv_buf b = {0};
 
 	gx_debug("rdzv: %s: secondary check: %s; retrying", m->self.name, why);
@@ -186,6 +218,8 @@ void rdzv_mb_fail2(struct rdzv_member *m, const char *why)
 	rdzv_mb_ticket_end(m);
 	if (m->c1.rc.state == RC_SESSION) {
 		rdzv_put_str(&b, T_TEXT, m->err2);
+		if (code) /* our own configuration: retrying will not mend it */
+			rdzv_put_u32(&b, T_CODE, (uint32_t)code);
 		rdzv_mb_send(m, &m->c1, RDZV_VFAIL, &b);
 	}
 	if (!m->retry2_id)
@@ -224,15 +258,23 @@ int rdzv_mb_keepalive(struct mconn *c, int idle, int intvl, int cnt)
 	return 0;
 }
 
-/* A connect or I/O failure of c: phase 1 records its code for the caller's hints. */
+/* A connect or I/O failure of c: phase 1 records its code for the caller's hints. A
+ * connection the other end accepted and then closed or reset before it answered anything
+ * (a full budget or relay, a stranger's port) is said so, and counted: a later "Connection
+ * refused" (the coordinator gone at its own deadline) must not stand for all of them. */
 static void io_fail(struct rdzv_member *m, struct mconn *c, int rc)
 {
+	int early = c->rc.state == RC_HELLO && (rc == -ECONNRESET || rc == -EPIPE);
+
 	if (c == &m->c1)
 		m->res.conn_err = rc;
+	if (c == &m->c1 && early)
+		m->nearly++;
 	rdzv_mb_fail(m, c,
-		     rc == -ECONNRESET	? "closed"
-		     : rc == -ETIMEDOUT ? "timed out"
-					: gx_strerror(rc));
+		     early		 ? "accepted, then closed before any answer"
+		     : rc == -ECONNRESET ? "closed"
+		     : rc == -ETIMEDOUT	 ? "timed out"
+					 : gx_strerror(rc));
 }
 
 /* refused: the coordinator's host is up, its gxboot is about to listen */
@@ -242,7 +284,7 @@ static void note_refused(struct rdzv_member *m, int rc)
 }
 
 static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const union gx_sockaddr *dst,
-		   socklen_t dlen, const union gx_sockaddr *src, socklen_t slen)
+		   socklen_t dlen, const union gx_sockaddr *src, socklen_t slen, const char *ifname)
 {
 	char a[INET6_ADDRSTRLEN];
 	int fd = -1, rc;
@@ -255,7 +297,7 @@ static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const unio
 	c->keepalive = 0;
 	snprintf(c->dst, sizeof(c->dst), dst->sa.sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
 		 gx_addr_str(dst, a, sizeof(a)), m->cfg.port);
-	rc = gx_tcp_connect(dst, dlen, src, slen, &fd);
+	rc = gx_tcp_connect_dev(dst, dlen, src, slen, ifname, &fd);
 	if (rc == 0) {
 		rc = gx_ev_add(m->ev, fd, EPOLLOUT | EPOLLIN, conn_event, c);
 		if (rc < 0)
@@ -280,7 +322,7 @@ static void p1_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr *
 		rdzv_mb_fail1(m, why);
 		return;
 	}
-	rc = mc_open(m, &m->c1, 1, sa, len, NULL, 0);
+	rc = mc_open(m, &m->c1, 1, sa, len, NULL, 0, NULL);
 	if (rc < 0) {
 		note_refused(m, rc); /* a loopback connect may be refused at once */
 		io_fail(m, &m->c1, rc);
@@ -298,7 +340,7 @@ static void p1_connect(struct rdzv_member *m)
 	m->c1_relay = m->via_relay;
 	m->c1_up = 0;
 	if (m->c1_relay) /* our relay's name (its pod may not be up yet) */
-		rc = m->cfg.relay_resolve(m->cfg.resolve_arg, &sa, &len);
+		rc = m->cfg.relay_resolve(m->cfg.resolve_arg, m->relay_idx, &sa, &len);
 	else if (m->cfg.resolve)
 		rc = m->cfg.resolve(m->cfg.resolve_arg, &sa, &len);
 	if (rc == -EINPROGRESS) {
@@ -316,30 +358,62 @@ void rdzv_member_resolved(struct rdzv_member *m, int rc, const union gx_sockaddr
 	p1_resolved(m, rc == -EINPROGRESS ? -EIO : rc, sa, len);
 }
 
-/* Phase 2 goes from our secondary address to the coordinator's, same family. */
+/*
+ * Phase 2 goes from our secondary address to the coordinator's in the job's family (its
+ * MASTER_ADDR's), bound to our secondary interface, and only once the kernel says it routes
+ * there out of that interface: the job's own sockets (NCCL, Gloo, MPI) are bound to an
+ * address at most, and Linux sends them where the route says.
+ */
 void rdzv_mb_p2_connect(struct rdzv_member *m)
 {
 	const struct rdzv_peer *co = &m->res.coord, *s = &m->self;
+	const char *master = m->res.master_addr, *from = rdzv_peer_addr(s, master);
+	int v6 = strchr(master, ':') != NULL;
+	const char *ifname = m->cfg.bind_iface && !m->nobind ? s->iface : NULL;
 	union gx_sockaddr dst, src;
 	socklen_t dlen, slen;
-	int rc = -EAFNOSUPPORT;
+	char why[600];
+	int rc;
 
-	if (s->addr4[0] && co->addr4[0])
-		rc = gx_addr_parse(co->addr4, m->cfg.port, &dst, &dlen) ||
-		     gx_addr_parse(s->addr4, 0, &src, &slen);
-	else if (s->addr6[0] && co->addr6[0])
-		rc = gx_addr_parse(co->addr6, m->cfg.port, &dst, &dlen) ||
-		     gx_addr_parse(s->addr6, 0, &src, &slen);
-	if (rc != 0 && !co->addr4[0] && !co->addr6[0]) {
+	if (!co->addr4[0] && !co->addr6[0]) {
 		rdzv_mb_fail2(m, "the coordinator has no secondary address");
 		return;
 	}
-	if (rc != 0) {
-		rdzv_mb_fail2(
-		    m, "no secondary address of ours in the address family of the coordinator");
+	if (!from[0]) {
+		/* a table of two families cannot be routed: rank 0 would reach the others'
+		 * addresses through another interface, or not at all */
+		snprintf(why, sizeof(why),
+			 "%s has no %s address on %s (only %s), and MASTER_ADDR %s is %s: every "
+			 "pod needs a secondary address of one family",
+			 s->name, v6 ? "IPv6" : "IPv4", s->iface, v6 ? s->addr4 : s->addr6, master,
+			 v6 ? "IPv6" : "IPv4");
+		rdzv_mb_fail2_final(m, GX_EROUTE, why);
 		return;
 	}
-	rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen);
+	if (gx_addr_parse(master, m->cfg.port, &dst, &dlen) < 0 ||
+	    gx_addr_parse(from, 0, &src, &slen) < 0) {
+		rdzv_mb_fail2(m, "unusable secondary address");
+		return;
+	}
+	if (m->cfg.route &&
+	    (rc = m->cfg.route(m->cfg.route_arg, from, master, v6 ? co->plen6 : co->plen4, s->iface,
+			       why, sizeof(why))) < 0) {
+		char line[sizeof(why) + sizeof(s->name) + 2];
+
+		snprintf(line, sizeof(line), "%s: %s", s->name, why);
+		rdzv_mb_fail2_final(m, rc == GX_EROUTE ? GX_EROUTE : GX_ERDZV, line);
+		return;
+	}
+	rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen, ifname);
+	if (rc == -EPERM && ifname) {
+		/* SO_BINDTODEVICE needs CAP_NET_RAW before Linux 5.7: the route check above
+		 * still holds the path to the interface, the bind only made it certain */
+		gx_warn("rdzv: cannot bind phase 2 to %s (%s: Linux before 5.7 needs "
+			"CAP_NET_RAW): bound to %s only, the kernel's route decides",
+			ifname, gx_strerror(rc), from);
+		m->nobind = 1;
+		rc = mc_open(m, &m->c2, 2, &dst, dlen, &src, slen, NULL);
+	}
 	if (rc < 0)
 		rdzv_mb_fail(m, &m->c2, gx_strerror(rc));
 }
@@ -444,6 +518,28 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 	m->tick_id = gx_ev_timer(ev, M_TICK_MS, tick, m);
 }
 
+/* The line of a member the coordinator never answered: through which relay, the last
+ * failure, and how many connections were accepted and closed unanswered before it. */
+static void never_answered(struct rdzv_member *m, long secs)
+{
+	char via[300] = "", early[120] = "";
+
+	if (m->via_relay)
+		snprintf(via, sizeof(via), " through its relay %s", m->cfg.names[m->relay_idx]);
+	if (m->nearly && !strstr(m->err1, "closed before any answer"))
+		snprintf(early, sizeof(early),
+			 "; before: %u connection%s accepted, then closed before any answer",
+			 m->nearly, m->nearly == 1 ? "" : "s");
+	else if (m->nearly > 1)
+		snprintf(early, sizeof(early), " (%u times)", m->nearly);
+	rdzv_mb_finish(m, GX_EPEERS, "coordinator %s never answered in %lds%s (%s%s)",
+		       m->cfg.coord_name, secs, via,
+		       m->err1[0]     ? m->err1
+		       : m->resolving ? "its name is still being resolved: no DNS answer"
+				      : "no connection",
+		       early);
+}
+
 static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct rdzv_member *m = arg;
@@ -468,19 +564,17 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			       "%s cannot reach the coordinator %s on the secondary network: %s",
 			       m->self.name, m->cfg.coord_name, m->err2);
 	else if (m->rejected[0] && (m->st == M_CONNECT || m->reject_phase == 2))
-		rdzv_mb_finish(
-		    m, m->reject_code == GX_EVERSION ? GX_EVERSION : GX_EREJECTED,
-		    "coordinator %s rejected our %s (unauthenticated, until the deadline): %s",
-		    m->cfg.coord_name, m->reject_phase == 1 ? "JOIN" : "VERIFY", m->rejected);
+		rdzv_mb_finish(m, m->reject_code == GX_EVERSION ? GX_EVERSION : GX_EREJECTED,
+			       "coordinator %s rejected our %s until the deadline %s",
+			       m->cfg.coord_name, m->reject_phase == 1 ? "JOIN" : "VERIFY",
+			       m->rejected);
 	else if (m->auth_failed)
 		rdzv_mb_finish(m, GX_EAUTH, "coordinator %s failed authentication (%s)",
 			       m->cfg.coord_name, m->err1);
 	else if (!m->ever_answered)
-		rdzv_mb_finish(m, GX_EPEERS, "coordinator %s never answered in %lds (%s)",
-			       m->cfg.coord_name, secs,
-			       m->err1[0]     ? m->err1
-			       : m->resolving ? "its name is still being resolved: no DNS answer"
-					      : "no connection");
+		never_answered(m, secs);
+	else if (m->redirect[0] && m->st == M_CONNECT)
+		rdzv_mb_finish(m, GX_EPEERS, "not joined after %lds: %s", secs, m->redirect);
 	else if (m->res.waiting[0])
 		rdzv_mb_finish(m, GX_EPEERS, "peers missing after %lds: %s", secs, m->res.waiting);
 	else

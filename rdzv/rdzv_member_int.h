@@ -50,14 +50,16 @@ struct rdzv_member {
 	uint64_t retry1_id, retry2_id, tick_id, deadline_id;
 	int grace_used;	   /* the deadline grace of a joined member was given */
 	unsigned nrefused; /* phase-1 connects refused in a row (the first retry: a phase) */
+	unsigned nearly;   /* phase-1 connections accepted, then closed before any answer */
 	int resolving;	   /* a resolve() answer is pending (rdzv_member_resolved) */
 	int rdma_checking; /* the RDMA-CM check() runs in the loop: VERIFY waits for it */
+	int nobind;	   /* SO_BINDTODEVICE was refused (EPERM): phase 2 bound to its address */
 	/* the phase-2 ticket of the last ASSIGN (issue 26), unused yet; none when RDMA-CM
 	 * must be checked (the check sits between the phase-2 handshake and VERIFY) */
 	int vt;
 	unsigned char vkey[RDZV_KEY_LEN];
 	uint64_t round;
-	char err1[300], err2[300];
+	char err1[300], err2[512];
 	char rejected[300]; /* a clear REJECT before the session (retried, issue 25), or "" */
 	int reject_code, reject_phase;
 	struct rdzv_result res;
@@ -66,6 +68,7 @@ struct rdzv_member {
 	uint32_t relay_idx;
 	int via_relay, c1_relay, c1_up, c1_late;
 	unsigned relay_fails, relay_drops;
+	char redirect[300]; /* the coordinator had no room for us directly: why, or "" */
 	int64_t relay_first_ms;
 	/* we are a relay (rdzv_relay.c); relay_only: we stay after our COMMIT only for it */
 	struct mrelay *relay;
@@ -89,6 +92,8 @@ int rdzv_mb_relay_carry(struct rdzv_member *m, const unsigned char *body, size_t
 void rdzv_mb_relay_stay(struct rdzv_member *m);
 int rdzv_mb_relay_active(const struct rdzv_member *m);
 
+/* A MAC'd REJECT RDZV_RJ_RELAY: to the relay it names, or wait and try again. 1. */
+int rdzv_mb_redirected(struct rdzv_member *m, const struct rdzv_msg *msg);
 void rdzv_mb_close(struct rdzv_member *m, struct mconn *c);
 /* TCP keepalive on c's socket (idle, interval in s, count); 0 or -errno. */
 int rdzv_mb_keepalive(struct mconn *c, int idle, int intvl, int cnt);
@@ -99,6 +104,9 @@ void rdzv_mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void rdzv_mb_fail1(struct rdzv_member *m, const char *why);
 void rdzv_mb_fail2(struct rdzv_member *m, const char *why);
+/* The same, final: code (GX_EROUTE, ...) tells the coordinator that this member's own
+ * configuration failed it, so the job ends now (the member still retries, in case). */
+void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why);
 void rdzv_mb_fail(struct rdzv_member *m, struct mconn *c, const char *why);
 /* M_STAYING: the session ended (END status, or -1 and why); ended() once. */
 void rdzv_mb_ended(struct rdzv_member *m, int status, const char *why);

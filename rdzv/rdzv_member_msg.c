@@ -254,6 +254,7 @@ static int on_assign(struct rdzv_member *m, struct rdzv_msg *msg)
 	gx_strlcpy(m->res.master_addr, msg->master, sizeof(m->res.master_addr));
 	m->res.t_joined_ms = gx_now_ms();
 	m->res.via_relay = m->c1_relay;
+	m->redirect[0] = '\0';
 	m->c1.deadline = 0;
 	m->attempt1 = 0;
 	m->st = M_ASSIGNED;
@@ -440,6 +441,16 @@ static int on_verified(struct rdzv_member *m, struct mconn *c, const struct rdzv
 	return 1;
 }
 
+/* A REJECT nothing authenticated: its reason bounded, quoted and marked as the sender's. */
+static void reject_text(char *out, size_t outlen, const struct rdzv_msg *msg)
+{
+	if (msg->code == GX_EVERSION)
+		gx_strlcpy(out, "(protocol version)", outlen);
+	else
+		rdzv_quote_unauth(out, outlen, "the coordinator",
+				  msg->text[0] ? msg->text : "no reason given");
+}
+
 int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 		     const unsigned char *body, size_t len)
 {
@@ -459,26 +470,30 @@ int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 	c->last_rx = gx_now_ms();
 	if (type == RDZV_REJECT && m->has_token && !c->rc.session) {
 		/* in clear: anyone on the path can send it; it cannot end a member that holds a
-		 * token (issue 25): retried until the deadline, reported if it persists */
-		rdzv_sanitize(text, sizeof(text), msg->text);
-		gx_strlcpy(m->rejected,
-			   msg->code == GX_EVERSION ? "protocol version"
-			   : text[0]		    ? text
-						    : "no reason given",
-			   sizeof(m->rejected));
+		 * token (issue 25): retried until the deadline, reported if it persists, its
+		 * words quoted as someone else's */
+		reject_text(m->rejected, sizeof(m->rejected), msg);
 		m->reject_code = msg->code;
 		m->reject_phase = c->phase;
 		rdzv_mb_fail(m, c, m->rejected);
 		rc = 1;
-	} else if (type == RDZV_REJECT) {
-		rdzv_sanitize(text, sizeof(text), msg->text);
+	} else if (type == RDZV_REJECT && (!m->has_token || !c->rc.session)) {
+		/* no token: nothing proves who sent it (the job id is public) */
+		reject_text(text, sizeof(text), msg);
 		if (msg->code == GX_EVERSION)
 			rdzv_mb_finish(m, GX_EVERSION, "coordinator %s refused protocol %u.%u",
 				       m->cfg.coord_name, RDZV_VMAJOR, RDZV_VMINOR);
 		else
-			rdzv_mb_finish(m, GX_EREJECTED, "coordinator %s rejected our %s: %s",
-				       m->cfg.coord_name, c->phase == 1 ? "JOIN" : "VERIFY",
-				       text[0] ? text : "no reason given");
+			rdzv_mb_finish(m, GX_EREJECTED, "coordinator %s rejected our %s %s",
+				       m->cfg.coord_name, c->phase == 1 ? "JOIN" : "VERIFY", text);
+		rc = 1;
+	} else if (type == RDZV_REJECT && msg->code == RDZV_RJ_RELAY && c->phase == 1) {
+		rc = rdzv_mb_redirected(m, msg); /* no room here: through a relay */
+	} else if (type == RDZV_REJECT) { /* MAC'd under our token's session: the coordinator */
+		rdzv_sanitize(text, sizeof(text), msg->text);
+		rdzv_mb_finish(m, GX_EREJECTED, "coordinator %s rejected our %s: %s",
+			       m->cfg.coord_name, c->phase == 1 ? "JOIN" : "VERIFY",
+			       text[0] ? text : "no reason given");
 		rc = 1;
 	} else if (c->rc.state == RC_HELLO && type == RDZV_CHALLENGE) {
 		rc = on_challenge(m, c, msg);

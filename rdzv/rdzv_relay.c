@@ -7,7 +7,10 @@
  * every child's handshake and session run end to end with the coordinator, MAC'd
  * under keys the relay does not have. Bounds: RDZV_RELAY_KIDS children at once,
  * RDZV_RELAY_KID_OUT bytes queued to one, RDZV_RELAY_UP_HIGH queued up before it
- * stops reading its children.
+ * stops reading its children. A child is the coordinator's business from its first
+ * byte (CK_OPEN goes then); before that it is a silent connection, which the relay
+ * holds no longer than the coordinator's pre-authentication deadline, before its own
+ * session is up as after (PROTOCOL.md "Relays", "Bounds (relay side)").
  */
 #include "rdzv/rdzv_member_int.h"
 
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,8 +29,15 @@ struct rkid {
 	uint32_t id;
 	unsigned char *out;
 	size_t olen, ooff;
-	int closing; /* the coordinator ended it: close once out is written */
+	int closing;  /* the coordinator ended it: close once out is written */
+	int spoke;    /* its first bytes came: CK_OPEN went, the coordinator knows it */
+	int answered; /* the coordinator wrote to it */
+	int spared;   /* its silence deadline was extended once (room) */
+	int64_t t_accept;
+	struct rkid *sprev, *snext; /* silent ones, oldest first */
 	char addr[INET6_ADDRSTRLEN];
+	char src[INET6_ADDRSTRLEN]; /* its source (gx_pa_source) and /64 (gx_pa_net) */
+	char net[INET6_ADDRSTRLEN];
 };
 
 struct mrelay {
@@ -38,7 +49,11 @@ struct mrelay {
 	int paused;	    /* children not read: too much queued up */
 	int sent;	    /* records went out in this session of ours (c1) */
 	int committed;	    /* CK_COMMITTED came: no new children, done when they are */
-	uint64_t push_id, drain_id;
+	uint64_t push_id, drain_id, sweep_id;
+	struct rkid *silent, *silent_last; /* accepted, nothing sent yet: oldest first */
+	uint32_t nsilent;
+	int64_t flood_until; /* no room for a slow child's extension before (a flood) */
+	uint64_t nsilent_closed;
 	unsigned char buf[16384];
 };
 
@@ -50,10 +65,29 @@ static void kid_update(struct rkid *k)
 	gx_ev_mod(k->r->m->ev, k->fd, ev);
 }
 
+static void silent_del(struct rkid *k)
+{
+	struct mrelay *r = k->r;
+
+	if (k->spoke)
+		return;
+	if (k->sprev)
+		k->sprev->snext = k->snext;
+	else
+		r->silent = k->snext;
+	if (k->snext)
+		k->snext->sprev = k->sprev;
+	else
+		r->silent_last = k->sprev;
+	k->sprev = k->snext = NULL;
+	r->nsilent--;
+}
+
 static void kid_free(struct rkid *k)
 {
 	struct mrelay *r = k->r;
 
+	silent_del(k);
 	gx_ev_del(r->m->ev, k->fd);
 	close(k->fd);
 	r->kids[k->id % RDZV_RELAY_KIDS] = NULL;
@@ -87,7 +121,8 @@ static void kid_gone(struct rkid *k)
 {
 	struct mrelay *r = k->r;
 
-	rdzv_put_rec(&r->up, k->id, CK_CLOSE, NULL, 0);
+	if (k->spoke) /* one that never spoke was never the coordinator's */
+		rdzv_put_rec(&r->up, k->id, CK_CLOSE, NULL, 0);
 	kid_free(k);
 	schedule_push(r);
 	maybe_end(r);
@@ -154,26 +189,65 @@ static void kid_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		kid_gone(k);
 		return;
 	}
+	if (!k->spoke) { /* the coordinator's business from now on */
+		silent_del(k);
+		k->spoke = 1;
+		r->m->res.ncarried++;
+		rdzv_put_rec(&r->up, k->id, CK_OPEN, k->addr, strlen(k->addr));
+	}
 	rdzv_put_rec(&r->up, k->id, CK_DATA, r->buf, (size_t)n);
 	if (r->up.len > RDZV_RELAY_UP_HIGH) /* our session is down or slow: stop reading */
 		set_paused(r, 1);
 	schedule_push(r);
 }
 
-/* Children connected from addr now. */
-static unsigned from(const struct mrelay *r, const char *addr)
+/* Children held now from src's source, and from its /64 (gx_pa_source, gx_pa_net). */
+static void from(const struct mrelay *r, const char *src, const char *net, unsigned *nsrc,
+		 unsigned *nnet)
 {
-	unsigned n = 0, i;
+	unsigned i;
 
-	for (i = 0; i < RDZV_RELAY_KIDS; i++)
-		n += r->kids[i] && strcmp(r->kids[i]->addr, addr) == 0;
-	return n;
+	*nsrc = *nnet = 0;
+	for (i = 0; i < RDZV_RELAY_KIDS; i++) {
+		const struct rkid *k = r->kids[i];
+
+		if (!k)
+			continue;
+		*nsrc += strcmp(k->src, src) == 0;
+		*nnet += net[0] && strcmp(k->net, net) == 0;
+	}
+}
+
+/*
+ * Room for a child from a: at most RDZV_RELAY_PER_SRC from its source and
+ * RDZV_RELAY_PER_NET from its /64 (loopback exempt: a pod needs one), and at
+ * RDZV_RELAY_KIDS the oldest silent child (one that has sent nothing: never the
+ * coordinator's, and no member is silent) is closed for it. 0, or -EBUSY.
+ */
+static int kid_room(struct mrelay *r, const char *a, char *src, char *net)
+{
+	unsigned nsrc, nnet;
+
+	gx_pa_source(a, src, INET6_ADDRSTRLEN);
+	gx_pa_net(a, net, INET6_ADDRSTRLEN);
+	if (!gx_addr_is_loopback(a)) {
+		from(r, src, net, &nsrc, &nnet);
+		if (nsrc >= RDZV_RELAY_PER_SRC || nnet >= RDZV_RELAY_PER_NET)
+			return -EBUSY;
+	}
+	if (r->nkids < RDZV_RELAY_KIDS)
+		return 0;
+	if (!r->silent)
+		return -EBUSY;
+	r->nsilent_closed++;
+	kid_free(r->silent);
+	return 0;
 }
 
 static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 {
 	struct mrelay *r = arg;
-	char a[INET6_ADDRSTRLEN];
+	char a[INET6_ADDRSTRLEN], src[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN];
 	union gx_sockaddr sa;
 	socklen_t sl;
 	int i, j, cfd;
@@ -189,12 +263,8 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		if (cfd < 0)
 			return;
 		gx_addr_str(&sa, a, sizeof(a));
-		/* full, or that address holds RDZV_RELAY_PER_SRC (a pod needs one): refused (the
-		 * child retries, then goes to the coordinator) */
-		k = r->nkids < RDZV_RELAY_KIDS &&
-			    (gx_addr_is_loopback(a) || from(r, a) < RDZV_RELAY_PER_SRC)
-			? calloc(1, sizeof(*k))
-			: NULL;
+		/* refused: the child retries, then goes to another relay or the coordinator */
+		k = kid_room(r, a, src, net) == 0 ? calloc(1, sizeof(*k)) : NULL;
 		if (!k) {
 			close(cfd);
 			continue;
@@ -211,11 +281,78 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		}
 		r->kids[k->id % RDZV_RELAY_KIDS] = k;
 		r->nkids++;
-		r->m->res.ncarried++;
+		k->t_accept = gx_now_ms();
 		gx_strlcpy(k->addr, a, sizeof(k->addr));
-		rdzv_put_rec(&r->up, k->id, CK_OPEN, a, strlen(a));
-		schedule_push(r);
+		gx_strlcpy(k->src, src, sizeof(k->src));
+		gx_strlcpy(k->net, net, sizeof(k->net));
+		/* silent until its first bytes: CK_OPEN goes with them (kid_event) */
+		k->sprev = r->silent_last;
+		if (r->silent_last)
+			r->silent_last->snext = k;
+		else
+			r->silent = k;
+		r->silent_last = k;
+		r->nsilent++;
 	}
+}
+
+/* Bytes wait unread in its socket: our loop was behind, it is not silent. */
+static int kid_unread(const struct rkid *k)
+{
+	int n = 0;
+
+	return ioctl(k->fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+/*
+ * The relay's deadlines, the same before its own session is up as after (they are the
+ * coordinator's for an accepted socket, PROTOCOL.md "Coordinator"): a child that sent
+ * nothing RDZV_HELLO_MS after its accept is closed, or once extended to RDZV_HANDSHAKE_MS
+ * from its accept while fewer than a quarter of the slots are silent (a slow member, not
+ * a flood; and for RDZV_HANDSHAKE_MS after a sweep that saw a flood, none); one whose
+ * bytes wait unread was not silent (we were behind). A child that spoke and was never
+ * answered (our session is not up: its bytes wait in our records) is held until the
+ * member's own patience for a first frame (M_SILENCE_MS) has passed: a member leaves by
+ * itself then, so only a stranger is closed, and no member sees its relay close it
+ * first (that would count as the relay's failure).
+ */
+static void relay_sweep(struct gx_ev *ev, uint64_t id, void *arg)
+{
+	struct mrelay *r = arg;
+	struct rdzv_member *m = r->m;
+	int64_t now = gx_now_ms();
+	struct rkid *k, *next;
+	uint32_t i;
+	int room;
+
+	(void)id;
+	r->sweep_id = 0;
+	if (r->nsilent * RDZV_PREAUTH_ROOM_DIV >= RDZV_RELAY_KIDS)
+		r->flood_until = now + RDZV_HANDSHAKE_MS;
+	room = now >= r->flood_until;
+	for (k = r->silent; k; k = next) {
+		next = k->snext;
+		if (now - k->t_accept < RDZV_HELLO_MS || kid_unread(k))
+			continue;
+		if (room && !k->spared) {
+			k->spared = 1;
+			continue;
+		}
+		if (!room || now - k->t_accept >= RDZV_HANDSHAKE_MS) {
+			r->nsilent_closed++;
+			kid_free(k); /* never opened: nothing to tell the coordinator */
+		}
+	}
+	for (i = 0; i < RDZV_RELAY_KIDS && r->nkids; i++) {
+		k = r->kids[i];
+		if (!k || !k->spoke || k->answered || k->closing ||
+		    now - k->t_accept < M_SILENCE_MS + RDZV_PREAUTH_GRACE_MS)
+			continue;
+		kid_gone(k);
+		if (!m->relay) /* the last child left after the COMMIT: the relay ended */
+			return;
+	}
+	r->sweep_id = gx_ev_timer(ev, RDZV_SWEEP_MS, relay_sweep, r);
 }
 
 static void set_paused(struct mrelay *r, int paused)
@@ -282,6 +419,7 @@ static int kid_write(struct rkid *k, const unsigned char *p, size_t n)
 
 	if (k->closing)
 		return 0;
+	k->answered = 1;
 	if (k->olen - k->ooff + n > RDZV_RELAY_KID_OUT)
 		return -ENOBUFS;
 	if (k->ooff == k->olen)
@@ -375,6 +513,11 @@ int rdzv_mb_relay_open(struct rdzv_member *m)
 		return -ENOMEM;
 	r->m = m;
 	m->relay = r;
+	r->sweep_id = gx_ev_timer(m->ev, RDZV_SWEEP_MS, relay_sweep, r);
+	if (!r->sweep_id) {
+		rdzv_mb_relay_free(m);
+		return -ENOMEM;
+	}
 	if (m->cfg.relay_listen_len) {
 		sa = m->cfg.relay_listen;
 		if (sa.sa.sa_family == AF_INET)
@@ -428,6 +571,11 @@ void rdzv_mb_relay_free(struct rdzv_member *m)
 	relay_close_listen(r);
 	gx_ev_timer_cancel(m->ev, r->push_id);
 	gx_ev_timer_cancel(m->ev, r->drain_id);
+	gx_ev_timer_cancel(m->ev, r->sweep_id);
+	if (r->nsilent_closed)
+		gx_debug("rdzv: relay: %llu silent connections closed (pre-authentication deadline "
+			 "or room for a newcomer)",
+			 (unsigned long long)r->nsilent_closed);
 	rdzv_buf_free(&r->up);
 	free(r);
 	m->relay = NULL;
@@ -465,6 +613,8 @@ void rdzv_mb_relay_stay(struct rdzv_member *m)
 	struct mrelay *r = m->relay;
 
 	relay_close_listen(r); /* a child that comes now goes to the coordinator */
+	while (r->silent)      /* never the coordinator's: no member among them */
+		kid_free(r->silent);
 	m->relay_only = 1;
 	r->drain_id = gx_ev_timer(m->ev, RDZV_RELAY_DRAIN_MS, drain_fired, r);
 	if (!r->drain_id) { /* no bound without it: the children reconnect to the coordinator */

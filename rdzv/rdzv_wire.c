@@ -198,6 +198,8 @@ void rdzv_put_peer(struct rdzv_buf *b, uint16_t t, const struct rdzv_peer *p)
 		rdzv_put_u32(&in, T_MTU, (uint32_t)p->mtu);
 	if (p->rails[0])
 		rdzv_put_str(&in, T_RAILS, p->rails);
+	if (p->plen4 || p->plen6)
+		rdzv_put_u32(&in, T_PLENS, (uint32_t)p->plen4 | (uint32_t)p->plen6 << 8);
 	if (in.err)
 		b->err = b->err ? b->err : in.err;
 	else
@@ -308,6 +310,14 @@ static int peer_field(struct rdzv_peer *p, uint16_t t, const unsigned char *v, u
 		return get_i32(v, n, &p->mtu);
 	case T_RAILS:
 		return get_str(v, n, p->rails, sizeof(p->rails));
+	case T_PLENS: {
+		uint32_t u = 0;
+		int rc = get_u32(v, n, &u);
+
+		p->plen4 = (int)(u & 0xff);
+		p->plen6 = (int)(u >> 8 & 0xff);
+		return rc < 0 ? rc : (u >> 16 ? GX_EPROTO : 0);
+	}
 	default:
 		return 0; /* unknown: skipped */
 	}
@@ -408,6 +418,11 @@ int rdzv_msg_decode(uint16_t type, const unsigned char *body, size_t len, struct
 	return rc;
 }
 
+const char *rdzv_peer_addr(const struct rdzv_peer *p, const char *master)
+{
+	return master && strchr(master, ':') ? p->addr6 : p->addr4;
+}
+
 /* ---- validation of peer data (issue 14) ---- */
 static int check_addr(char *a, size_t alen, const char *what, char *why, size_t whylen)
 {
@@ -455,6 +470,8 @@ int rdzv_peer_check(struct rdzv_peer *p, char *why, size_t whylen)
 		snprintf(why, whylen, "RDMA port / GID index out of range");
 	else if (p->mtu < 0 || p->mtu > 65536)
 		snprintf(why, whylen, "MTU out of range");
+	else if (p->plen4 < 0 || p->plen4 > 32 || p->plen6 < 0 || p->plen6 > 128)
+		snprintf(why, whylen, "prefix length out of range");
 	else if (!rails_ok(p->rails))
 		snprintf(why, whylen, "invalid rails list");
 	else
@@ -483,6 +500,18 @@ void rdzv_sanitize(char *out, size_t outlen, const char *s)
 		out[i] = gx_safe_text(one, 1) ? (char)c : '?';
 	}
 	out[i] = '\0';
+}
+
+void rdzv_quote_unauth(char *out, size_t outlen, const char *who, const char *s)
+{
+	char text[RDZV_UNAUTH_TEXT + 1];
+	size_t n = s ? strlen(s) : 0;
+
+	/* sanitized first: no quote, backslash, '$', backtick or control byte is left, so the
+	 * closing quote is ours */
+	rdzv_sanitize(text, sizeof(text), s ? s : "");
+	snprintf(out, outlen, "(%s said, unauthenticated: \"%s%s\")", who, text,
+		 n > RDZV_UNAUTH_TEXT ? "..." : "");
 }
 
 void rdzv_list_add(struct rdzv_list *l, const char *fmt, ...)

@@ -267,8 +267,6 @@ static void own_row(struct check_cmd *c)
 		gx_strlcpy(row->why, c->r.nd_err, sizeof(row->why));
 	else if (me->flags & RDZV_PF_VFAILED)
 		vfailed_why(me, row->why, sizeof(row->why));
-	if (c->r.nd)
-		gx_strlcpy(c->net.ifname, c->r.nd->iface, sizeof(c->net.ifname));
 	/* the coordinator knows why a silent pod failed its verification */
 	for (i = 0; i < c->w.n && c->net.is_coord; i++) {
 		if (i == c->net.self)
@@ -830,7 +828,15 @@ static int setup_net(struct check_cmd *c)
 	 * for a result the coordinator sent 26 s after their deadline) */
 	if (n->is_coord && c->r.res.t_commit_ms > 0 && c->r.res.t_commit_ms < n->t0)
 		n->t0 = c->r.res.t_commit_ms;
-	n->lfd[0] = n->lfd[1] = -1;
+	for (int i = 0; i < CHECK_LISTEN_MAX; i++)
+		n->lfd[i] = -1;
+	/* the probes' and the service's interface (its listeners are bound to it) */
+	if (c->r.nd)
+		gx_strlcpy(n->ifname, c->r.nd->iface, sizeof(n->ifname));
+	/* the rendezvous' own route answers (it asked them for its path), or new ones */
+	if (!c->r.routes && nd_routes_open(&c->r.routes) < 0)
+		gx_debug("check: no route answers: probes are not checked against the routes");
+	n->routes = c->r.routes;
 	if (rails_wanted(o))
 		agent_check_rails_plan(&c->w, c->r.res.table, c->w.n);
 	return 0;

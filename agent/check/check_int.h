@@ -298,6 +298,9 @@ struct check_sconn; /* a service connection */
 struct check_pc;    /* a TCP probe client */
 struct check_rep;   /* a member's report client */
 
+struct nd_routes;
+#define CHECK_LISTEN_MAX 4
+
 struct check_net {
 	struct gx_ev *ev;
 	struct check_world *w;
@@ -307,8 +310,9 @@ struct check_net {
 	uint16_t port;
 	int is_coord;
 	int64_t t0; /* check start (after the rendezvous), gx_now_ms */
-	/* service */
-	int lfd[2];
+	/* service: wildcard v4 and v6, then this pod's secondary addresses bound to ifname */
+	int lfd[CHECK_LISTEN_MAX];
+	int nsec; /* secondary listeners up: an echo to that address must come in through one */
 	struct check_sconn *conns;
 	size_t nconns, maxconns;
 	uint32_t nreports; /* coordinator: member reports received */
@@ -320,6 +324,9 @@ struct check_net {
 	/* probes: from src (this pod's secondary address, bound to ifname) */
 	const struct rdzv_peer *table; /* n entries, rank order */
 	char ifname[16];
+	/* the kernel's routes, asked before each probe as the rendezvous asks for its path:
+	 * a probe the kernel would send out of another interface fails, named (NULL: none) */
+	struct nd_routes *routes;
 	struct check_pc *pcs;
 	size_t npcs, next, inflight, ndone;
 	int launching;
@@ -350,7 +357,8 @@ struct check_net {
 	char result_why[256]; /* the last reason a report attempt failed */
 };
 
-/* Listen on the wildcard address at port (v4, and v6 when available). */
+/* Listen on the wildcard address at port (v4, and v6 when available) and on this pod's
+ * secondary addresses, bound to n->ifname (SO_BINDTODEVICE). */
 int agent_check_serve_start(struct check_net *n, char *err, size_t errlen);
 /* Coordinator: send every reporting member its sealed RESULT; 0 when all flushed. */
 int agent_check_serve_reply(struct check_net *n, const char *payload, size_t plen);

@@ -13,7 +13,10 @@
  */
 #include "agent/check/check_int.h"
 
+#include "netdetect/netdetect.h"
+
 #include <errno.h>
+#include <linux/rtnetlink.h>
 #include <netinet/tcp.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -53,6 +56,7 @@ struct check_pc {
 	int tries; /* attempts that timed out so far */
 	int k;
 	int64_t rtt[CHECK_ECHO_K], sent_us;
+	char route_why[64]; /* "routed via eth0": the kernel would send it out of another iface */
 	unsigned char frame[CHECK_HDR_LEN + ECHO_LEN], in[CHECK_HDR_LEN + ECHO_LEN];
 	size_t inoff;
 };
@@ -376,6 +380,32 @@ static const char *pc_addrs(struct check_pc *pc)
 	return pc_set(pc, s, d);
 }
 
+/*
+ * The kernel's route for this probe, as for the rendezvous' path: a pair the kernel would
+ * send out of another interface than the probe's is what the job's sockets would do, so it
+ * fails here, named, however the bound probe itself would fare. NULL, or why not.
+ */
+static const char *pc_route(struct check_pc *pc)
+{
+	char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN], line[512];
+	struct nd_route rt;
+
+	if (!pc->n->routes)
+		return NULL;
+	gx_addr_str(&pc->src, s, sizeof(s));
+	gx_addr_str(&pc->dst, d, sizeof(d));
+	if (nd_routes_get(pc->n->routes, s, d, &rt) < 0) {
+		snprintf(pc->route_why, sizeof(pc->route_why), "no route");
+		return pc->route_why;
+	}
+	if (rt.type == RTN_LOCAL || strcmp(rt.oif, pc->ifname) == 0)
+		return NULL;
+	nd_route_why(&rt, s, d, 0, pc->ifname, NULL, line, sizeof(line));
+	gx_debug("check: -> %s: %s", pc->n->w->names[pc->to], line);
+	snprintf(pc->route_why, sizeof(pc->route_why), "routed via %s", rt.oif);
+	return pc->route_why;
+}
+
 static void pc_launch(struct check_net *n)
 {
 	struct check_pc *pc;
@@ -385,6 +415,8 @@ static void pc_launch(struct check_net *n)
 	while (n->inflight < INFLIGHT && n->next < n->npcs) {
 		pc = &n->pcs[n->next++];
 		why = pc_addrs(pc);
+		if (!why)
+			why = pc_route(pc);
 		if (why) {
 			pc_finish(pc, 0, why);
 			continue;

@@ -36,6 +36,7 @@ struct check_sconn {
 	int64_t deadline;
 	char peer[64];
 	int rank_known;	     /* REPORT: it comes from the address of the rank it claims */
+	int wrong_iface;     /* to our secondary address, but in through another interface */
 	struct gx_pa_ent pa; /* in n->pa until its REPORT is verified */
 };
 
@@ -94,8 +95,13 @@ static int sconn_queue(struct check_sconn *c, unsigned char *buf, size_t len)
 /* ECHO: send the frame back unchanged. */
 static int on_echo(struct check_sconn *c)
 {
-	unsigned char *f = malloc(CHECK_HDR_LEN + c->blen);
+	unsigned char *f;
 
+	/* no echo for a probe that reached our secondary address through eth0 (weak host):
+	 * the pair is not what the job would use, and the prober says so (no echo) */
+	if (c->wrong_iface)
+		return GX_EPROTO;
+	f = malloc(CHECK_HDR_LEN + c->blen);
 	if (!f)
 		return -ENOMEM;
 	memcpy(f, c->hdr, CHECK_HDR_LEN);
@@ -381,6 +387,21 @@ static void sconn_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	}
 }
 
+/* Did fd arrive on one of this pod's secondary addresses (getsockname)? */
+static int to_secondary(const struct check_net *n, int fd)
+{
+	const struct rdzv_peer *me = &n->table[n->self];
+	union gx_sockaddr sa;
+	socklen_t sl = sizeof(sa);
+	char local[INET6_ADDRSTRLEN] = "";
+
+	if (getsockname(fd, &sa.sa, &sl) < 0)
+		return 0;
+	gx_addr_str(&sa, local, sizeof(local));
+	return (me->addr4[0] && strcmp(local, me->addr4) == 0) ||
+	       (me->addr6[0] && strcmp(local, me->addr6) == 0);
+}
+
 static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 {
 	struct check_net *n = arg;
@@ -388,7 +409,7 @@ static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 	struct gx_pa_ent *old = NULL;
 	union gx_sockaddr sa;
 	socklen_t len = sizeof(sa);
-	char peer[64];
+	char peer[64], why[160];
 	int fd, known;
 
 	(void)events;
@@ -399,8 +420,8 @@ static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 	known = in_table(n, peer);
 	/* the budget (issue 25): per address, and the oldest from outside the table makes room */
 	if (gx_pa_admit(&n->pa, peer, known, n->nconns >= n->maxconns, &old) < 0) {
-		gx_rl_log(&n->rl, "check: refused a connection from %s: %zu open, %zu from there",
-			  peer, n->nconns, gx_pa_count(&n->pa, peer));
+		gx_rl_log(&n->rl, "check: refused a connection from %s: %s", peer,
+			  gx_pa_why(&n->pa, peer, why, sizeof(why)));
 		close(fd);
 		return;
 	}
@@ -419,6 +440,7 @@ static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 	c->n = n;
 	c->fd = fd;
 	c->rank = -1;
+	c->wrong_iface = n->nsec && lfd != n->lfd[2] && lfd != n->lfd[3] && to_secondary(n, fd);
 	c->deadline = gx_now_ms() + IDLE_MS;
 	gx_strlcpy(c->peer, peer, sizeof(c->peer));
 	gx_pa_add(&n->pa, &c->pa, c->peer, known);
@@ -443,7 +465,7 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 	n->sweep_id = gx_ev_timer(ev, SWEEP_MS, sweep, n);
 }
 
-static int listen_one(struct check_net *n, int family, int *fd)
+static int listen_one(struct check_net *n, int family, int flags, int *fd)
 {
 	union gx_sockaddr sa;
 	socklen_t len;
@@ -458,17 +480,52 @@ static int listen_one(struct check_net *n, int family, int *fd)
 		sa.in6.sin6_port = htons(n->port);
 		len = sizeof(sa.in6);
 	}
-	rc = gx_tcp_listen(&sa, len, fd);
-	if (rc == 0)
-		rc = gx_ev_add(n->ev, *fd, EPOLLIN, on_accept, n);
+	rc = gx_tcp_listen_opt(&sa, len, NULL, flags, fd);
+	if (rc == 0 && (rc = gx_ev_add(n->ev, *fd, EPOLLIN, on_accept, n)) < 0) {
+		close(*fd);
+		*fd = -1;
+	}
 	return rc;
+}
+
+/*
+ * Echoes that came in on the secondary interface: its addresses, bound to the device, as
+ * the rendezvous coordinator's VERIFY listener (Linux takes a packet for net1's address on
+ * eth0 too). A kernel that refuses the bind (before 5.7 without CAP_NET_RAW) leaves the
+ * wildcard alone: the probes' own binding and route check still hold.
+ */
+static void listen_secondary(struct check_net *n)
+{
+	const struct rdzv_peer *me = n->table ? &n->table[n->self] : NULL;
+	int fds[2], why, i, rc;
+
+	if (!me || !n->ifname[0] || !me->iface[0])
+		return;
+	rc = gx_tcp_listen_secondary(me->addr4, me->addr6, n->port, n->ifname, fds, &why);
+	if (rc <= 0) {
+		gx_debug("check: no listener bound to %s: %s", n->ifname,
+			 gx_strerror(rc < 0 ? rc : why));
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		n->lfd[2 + i] = fds[i];
+		if (fds[i] < 0)
+			continue;
+		if (gx_ev_add(n->ev, fds[i], EPOLLIN, on_accept, n) < 0) {
+			close(fds[i]);
+			n->lfd[2 + i] = -1;
+			continue;
+		}
+		n->nsec++;
+	}
 }
 
 int agent_check_serve_start(struct check_net *n, char *err, size_t errlen)
 {
-	int rc;
+	int rc, i;
 
-	n->lfd[0] = n->lfd[1] = -1;
+	for (i = 0; i < CHECK_LISTEN_MAX; i++)
+		n->lfd[i] = -1;
 	n->maxconns = 2 * (size_t)n->w->n + 64;
 	if (n->maxconns < 256)
 		n->maxconns = 256;
@@ -478,13 +535,14 @@ int agent_check_serve_start(struct check_net *n, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the check service: %s", gx_strerror(rc));
 		return rc;
 	}
-	rc = listen_one(n, AF_INET, &n->lfd[0]);
+	listen_secondary(n);
+	rc = listen_one(n, AF_INET, n->nsec ? GX_LISTEN_SHARED : 0, &n->lfd[0]);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot open the check service on port %u: %s", n->port,
 			 gx_strerror(rc));
 		return rc;
 	}
-	if (listen_one(n, AF_INET6, &n->lfd[1]) < 0)
+	if (listen_one(n, AF_INET6, n->nsec ? GX_LISTEN_SHARED : 0, &n->lfd[1]) < 0)
 		gx_debug("check: no IPv6 listener on port %u", n->port);
 	n->sweep_id = gx_ev_timer(n->ev, SWEEP_MS, sweep, n);
 	return 0;
@@ -567,7 +625,7 @@ void agent_check_serve_stop(struct check_net *n)
 
 	while (n->conns)
 		sconn_free(n, n->conns);
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < CHECK_LISTEN_MAX; i++) {
 		if (n->lfd[i] < 0)
 			continue;
 		gx_ev_del(n->ev, n->lfd[i]);

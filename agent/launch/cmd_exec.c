@@ -3,9 +3,10 @@
  * cmd_exec.c - `gxboot exec`: the main container after `gxboot init`. Loads
  * --out/env, applies INTERFACE.md's variable rules against this environment,
  * execs CMD. No network use. The file is trusted only as far as gxboot wrote
- * it (issue 25): --out must be this user's own directory, not writable by
- * group or others and not a symlink, and only the variables gxboot writes are
- * applied (a file naming LD_PRELOAD or BASH_ENV is refused).
+ * it (issue 25): --out must be this user's own directory (or root's), not a symlink,
+ * opened once where no other user can move it (agent_out_open) and its env read
+ * relative to that descriptor, and only the variables gxboot writes are applied (a
+ * file naming LD_PRELOAD or BASH_ENV is refused).
  */
 #include "agent/launch/exec_int.h"
 #include "agent/pipeline/out_int.h"
@@ -96,46 +97,32 @@ static int owned_safe(const struct stat *st, const char *what, const char *path,
 	return GX_EUSAGE;
 }
 
-void agent_exec_out_tighten(const char *out)
+/*
+ * --out opened once as init opens it (agent_out_open: not a symlink, ours or root's, no
+ * other user able to move it), and its env opened relative to that descriptor: *envfd, or
+ * -1 when there is none (the loader says so). The directory's mode is not the test: a
+ * Kubernetes emptyDir is root's and 0777 (an init container that is not root cannot
+ * change that), and in a writable directory a stranger can only add files of its own,
+ * which the file's own owner and mode check refuses. 0, else GX_EUSAGE with the line.
+ */
+static int out_env_open(const char *out, int *envfd, char *err, size_t errlen)
 {
+	char path[4200];
 	struct stat st;
+	int dfd = -1, fd = -1, rc;
 
-	/* a Kubernetes emptyDir is created 0777: init makes it its own before writing */
-	if (lstat(out, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
-	    (st.st_mode & (S_IWGRP | S_IWOTH)))
-		chmod(out, st.st_mode & 07755);
-}
-
-int agent_exec_out_check(const char *out, char *err, size_t errlen)
-{
-	struct stat st;
-	char path[4096];
-	int fd = -1, rc;
-
-	if (lstat(out, &st) < 0) {
-		snprintf(err, errlen, "cannot read --out %s: %s", out, strerror(errno));
-		return GX_EUSAGE;
-	}
-	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "refusing --out %s: %s", out,
-			 S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
-		return GX_EUSAGE;
-	}
-	/* the directory: ours or root's. Its mode is not the test: a Kubernetes emptyDir is
-	 * root's and 0777 (an init container that is not root cannot change that), and in a
-	 * writable directory a stranger can only add files of its own, which the file's own
-	 * owner and mode check below refuses */
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		snprintf(err, errlen,
-			 "refusing --out %s: owned by another user (gxboot exec applies only what "
-			 "gxboot wrote)",
-			 out);
+	*envfd = -1;
+	rc = agent_out_open(out, 0, &dfd, err, errlen);
+	if (rc < 0) {
+		if (rc > -GX_EBASE) /* cannot open: no refusal, a missing or unreadable --out */
+			snprintf(err, errlen, "cannot read --out %s: %s", out, strerror(-rc));
 		return GX_EUSAGE;
 	}
 	snprintf(path, sizeof(path), "%s/env", out);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	fd = openat(dfd, "env", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	close(dfd);
 	if (fd < 0 && errno == ENOENT)
-		return 0; /* agent_env_load says what is missing */
+		return 0;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "refusing %s: %s", path,
 			 fd < 0 && errno == ELOOP ? "a symlink" : "not a regular file");
@@ -143,6 +130,19 @@ int agent_exec_out_check(const char *out, char *err, size_t errlen)
 	} else {
 		rc = owned_safe(&st, "the file", path, err, errlen);
 	}
+	if (rc == 0) {
+		*envfd = fd;
+		fd = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int agent_exec_out_check(const char *out, char *err, size_t errlen)
+{
+	int fd = -1, rc = out_env_open(out, &fd, err, errlen);
+
 	if (fd >= 0)
 		close(fd);
 	return rc;
@@ -166,12 +166,19 @@ int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen)
 {
 	struct agent_env file = {0}, merged = {0};
 	char path[4096], **envp = NULL;
-	int rc;
+	int rc, envfd = -1;
 
 	snprintf(path, sizeof(path), "%s/env", o->out);
-	rc = agent_exec_out_check(o->out, err, errlen);
+	rc = out_env_open(o->out, &envfd, err, errlen);
+	if (rc == 0 && envfd < 0) {
+		snprintf(err, errlen, "cannot read %s: %s (run 'gxboot init' first?)", path,
+			 strerror(ENOENT));
+		rc = GX_EUSAGE;
+	}
 	if (rc == 0)
-		rc = agent_env_load(path, &file, err, errlen);
+		rc = agent_env_load_fd(envfd, path, &file, err, errlen);
+	if (envfd >= 0)
+		close(envfd);
 	if (rc == 0)
 		rc = vars_check(&file, path, err, errlen);
 	if (rc < 0)

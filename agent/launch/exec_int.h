@@ -28,11 +28,10 @@ int agent_exec_failed(const char *cmd, int err, char *line, size_t len);
 
 /* gxboot exec (cmd_exec.c, issue 25): 1 when gxboot itself writes the variable name. */
 int agent_exec_var_allowed(const char *name);
-/* --out is this user's own directory, not a symlink, not group/world-writable, and so is
- * its env file when present: 0, else GX_EUSAGE with the line in err. */
+/* --out is this user's own directory (or root's), not a symlink, where no other user can
+ * move it (agent_out_open), and its env file when present is ours, not group/world-writable:
+ * 0, else GX_EUSAGE with the line in err. */
 int agent_exec_out_check(const char *out, char *err, size_t errlen);
-/* init / run: drop group and other write from --out when it is ours (emptyDir is 0777). */
-void agent_exec_out_tighten(const char *out);
 
 /* What a supervisor that carries other work needs (serve, issue 17). */
 struct agent_sup_hooks {

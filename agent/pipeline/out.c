@@ -710,17 +710,28 @@ int agent_env_parse(const char *buf, size_t len, struct agent_env *out, char *er
 
 int agent_env_load(const char *path, struct agent_env *out, char *err, size_t errlen)
 {
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), rc;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot read %s: %s (run 'gxboot init' first?)", path,
+			 strerror(errno));
+		return GX_EUSAGE;
+	}
+	rc = agent_env_load_fd(fd, path, out, err, errlen);
+	close(fd);
+	return rc;
+}
+
+int agent_env_load_fd(int fd, const char *path, struct agent_env *out, char *err, size_t errlen)
+{
 	char *buf = NULL;
 	size_t len = 0;
 	ssize_t r;
-	int fd = -1, rc = 0;
+	int rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	buf = malloc(AGENT_ENV_FILE_MAX + 1);
-	if (fd < 0 || !buf) {
-		rc = fd < 0 ? -errno : -ENOMEM;
-		snprintf(err, errlen, "cannot read %s: %s (run 'gxboot init' first?)", path,
-			 strerror(-rc));
+	if (!buf) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(ENOMEM));
 		rc = GX_EUSAGE;
 		goto out;
 	}
@@ -744,7 +755,5 @@ int agent_env_load(const char *path, struct agent_env *out, char *err, size_t er
 	}
 out:
 	free(buf);
-	if (fd >= 0)
-		close(fd);
 	return rc;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * out_files.c - the files gxboot writes to --out (INTERFACE.md): atomic
- * writes that never follow a planted symlink, the hostfile formats,
- * rendezvous.json, and the default slot count (DECISIONS 16).
+ * out_files.c - the files gxboot writes to --out (INTERFACE.md): --out opened once
+ * as a directory no other user can move (agent_out_open), atomic writes relative to
+ * it that never follow a planted symlink, the hostfile formats, rendezvous.json, and
+ * the default slot count (DECISIONS 16).
  */
 #include "agent/pipeline/out_int.h"
 #include "rdzv/gx/gx.h"
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,20 +102,267 @@ static int open_temp(int dfd, const char *name, mode_t mode, char *tmp, size_t t
 	return fd < 0 ? -EEXIST : fd;
 }
 
-static int open_dir(const char *dir, int *dfd)
-{
-	struct stat st;
-	int fd;
+/* ---- --out, opened once ---------------------------------------------------------------- */
 
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		close(fd);
-		return -ENOTDIR;
+/* The directory's real path, for a line (readlink of its descriptor); "?" when unknown. */
+static const char *fd_path(int fd, char *buf, size_t len)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, len - 1);
+	if (n <= 0)
+		return gx_strlcpy(buf, "?", len), buf;
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
+ * A directory only we and root can change the entries of: owned by one of us, and not
+ * writable by group or others unless sticky (there only an entry's owner may rename it).
+ * Another user who can rename entries in a directory on the way to --out can swap --out
+ * (or a directory above it) for a symlink or another directory between our steps.
+ */
+static const char *dir_unsafe(const struct stat *st)
+{
+	if (st->st_uid != geteuid() && st->st_uid != 0)
+		return "owned by another user";
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
+		return "writable by group or others without the sticky bit";
+	return NULL;
+}
+
+static int unsafe_line(int fd, const char *why, const char *out, char *err, size_t errlen)
+{
+	char p[512];
+
+	snprintf(err, errlen,
+		 "refusing --out %s: %s is %s, so another user could move --out while gxboot "
+		 "writes (mount the volume at --out itself, or use a directory only you or root "
+		 "can write)",
+		 out, fd_path(fd, p, sizeof(p)), why);
+	return GX_EUSAGE;
+}
+
+/* The working directory and every directory above it, up to /: safe (dir_unsafe). */
+static int chain_safe(int fd, const char *out, char *err, size_t errlen)
+{
+	struct stat st, up;
+	const char *why;
+	int cur = -1, rc = 0;
+
+	cur = openat(fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	while (cur >= 0) {
+		int parent;
+
+		if (fstat(cur, &st) < 0) {
+			rc = -errno;
+			break;
+		}
+		if ((why = dir_unsafe(&st))) {
+			rc = unsafe_line(cur, why, out, err, errlen);
+			break;
+		}
+		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0 || fstat(parent, &up) < 0) {
+			rc = -errno;
+			if (parent >= 0)
+				close(parent);
+			break;
+		}
+		close(cur);
+		cur = parent;
+		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
+			break; /* "/": its own parent */
 	}
-	*dfd = fd;
+	if (cur < 0 && rc == 0)
+		rc = -errno;
+	if (cur >= 0)
+		close(cur);
+	return rc;
+}
+
+/*
+ * The directory at path, reached one component at a time from / (or from the working
+ * directory, whose own chain up to / is checked), every directory on the way safe
+ * (dir_unsafe): nobody but us and root can change what its entries are, so the directory
+ * reached is the one path names. A symlink on the way sits in a safe directory and is
+ * resolved the same way (at most 40). An O_PATH descriptor in *dfd.
+ */
+static int open_safe_dir(const char *path, const char *out, int *dfd, char *err, size_t errlen)
+{
+	char rest[2 * PATH_MAX], tgt[PATH_MAX], *c, *end;
+	int cur = -1, next = -1, links = 0, rc = 0;
+	struct stat st;
+	const char *why;
+	ssize_t n;
+
+	if (strlen(path) >= sizeof(rest) / 2)
+		return -ENAMETOOLONG;
+	gx_strlcpy(rest, path, sizeof(rest));
+	cur = open(rest[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		return -errno;
+	if (rest[0] != '/') { /* the working directory's own chain, up to / */
+		rc = chain_safe(cur, out, err, errlen);
+		if (rc < 0)
+			goto out;
+	}
+	for (c = rest; *c;) {
+		while (*c == '/')
+			c++;
+		end = c + strcspn(c, "/");
+		if (*end)
+			*end++ = '\0';
+		else
+			end = c + strlen(c);
+		if (!*c || strcmp(c, ".") == 0) {
+			c = end;
+			continue;
+		}
+		if (fstat(cur, &st) < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if ((why = dir_unsafe(&st))) {
+			rc = unsafe_line(cur, why, out, err, errlen);
+			goto out;
+		}
+		next = openat(cur, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 || fstat(next, &st) < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			n = readlinkat(cur, c, tgt, sizeof(tgt) - 1);
+			if (n < 0 || ++links > 40 || (size_t)n + 2 + strlen(end) >= sizeof(rest)) {
+				rc = n < 0 ? -errno : -ELOOP;
+				goto out;
+			}
+			tgt[n] = '\0';
+			/* the target, then what was left of the path */
+			memmove(rest + n + 1, end, strlen(end) + 1);
+			memcpy(rest, tgt, (size_t)n);
+			rest[n] = '/';
+			close(next);
+			next = -1;
+			if (tgt[0] == '/') {
+				close(cur);
+				cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				if (cur < 0) {
+					rc = -errno;
+					goto out;
+				}
+			}
+			c = rest;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			rc = -ENOTDIR;
+			goto out;
+		}
+		close(cur);
+		cur = next;
+		next = -1;
+		c = end;
+	}
+	*dfd = cur;
+	cur = -1;
+out:
+	if (next >= 0)
+		close(next);
+	if (cur >= 0)
+		close(cur);
+	return rc;
+}
+
+/* --out split at its last component: the parent's path (".", "/") and the name in it. */
+static int out_split(const char *dir, char *parent, size_t len, const char **base)
+{
+	size_t n = strlen(dir);
+	char *slash;
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (n == 0 || n >= len)
+		return -ENAMETOOLONG;
+	memcpy(parent, dir, n);
+	parent[n] = '\0';
+	if (strcmp(parent, "/") == 0) {
+		*base = ".";
+		return 0;
+	}
+	slash = strrchr(parent, '/');
+	if (!slash) {
+		*base = dir;
+		gx_strlcpy(parent, ".", len);
+		return 0;
+	}
+	*base = dir + (slash - parent) + 1;
+	if (slash == parent)
+		slash[1] = '\0'; /* "/name": the parent is / */
+	else
+		*slash = '\0';
 	return 0;
+}
+
+int agent_out_open(const char *dir, int create, int *dfd, char *err, size_t errlen)
+{
+	char parent[PATH_MAX], name[NAME_MAX + 1];
+	int pfd = -1, fd = -1, rc;
+	const char *base, *why;
+	struct stat st;
+
+	err[0] = '\0';
+	rc = out_split(dir, parent, sizeof(parent), &base);
+	if (rc == 0) {
+		/* the name alone, without the trailing slashes out_split left on it */
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(base, "/"), base);
+		rc = open_safe_dir(parent, dir, &pfd, err, errlen);
+	}
+	if (rc == 0 && fstat(pfd, &st) < 0)
+		rc = -errno;
+	if (rc == 0 && (why = dir_unsafe(&st))) /* --out's own entry is in it */
+		rc = unsafe_line(pfd, why, dir, err, errlen);
+	if (rc == 0 && create && mkdirat(pfd, name, 0755) < 0 && errno != EEXIST)
+		rc = -errno;
+	if (rc == 0) {
+		fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+			/* O_DIRECTORY answers ENOTDIR for a symlink too */
+			int lnk =
+			    errno == ELOOP || (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+					       S_ISLNK(st.st_mode));
+
+			snprintf(err, errlen, "refusing --out %s: %s", dir,
+				 lnk ? "a symlink" : "not a directory");
+			rc = GX_EUSAGE;
+		} else if (fd < 0 || fstat(fd, &st) < 0) {
+			rc = -errno;
+		}
+	}
+	/* ours or root's (an init container as root, an emptyDir): another user's could be
+	 * changed under us, and is not what gxboot wrote */
+	if (rc == 0 && st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen, "refusing --out %s: owned by another user", dir);
+		rc = GX_EUSAGE;
+	}
+	/* a Kubernetes emptyDir is created 0777: the writer makes it its own first (what
+	 * gxboot exec requires of the files in it) */
+	if (rc == 0 && create && st.st_uid == geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)))
+		(void)fchmod(fd, st.st_mode & 07755);
+	if (rc < 0 && !err[0])
+		snprintf(err, errlen, "--out %s: %s", dir, gx_strerror(rc));
+	if (rc == 0) {
+		*dfd = fd;
+		fd = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (pfd >= 0)
+		close(pfd);
+	return rc;
 }
 
 /* ---- what a run leaves behind ------------------------------------------------------ */
@@ -221,41 +470,41 @@ static int temp_stale(int dfd, const char *f, const struct temp_id *self, time_t
 	return st.st_mtime < now - AGENT_OUT_TEMP_OLD_S;
 }
 
-void agent_out_clean(const char *dir, int all)
+void agent_out_clean(int dfd, int all)
 {
 	struct temp_id self;
 	struct dirent *de;
 	time_t now = time(NULL);
 	size_t i;
+	int fd = dup(dfd);
 	DIR *d;
 
-	d = opendir(dir);
-	if (!d)
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
+	rewinddir(d);
 	temp_id_self(&self);
 	while ((de = readdir(d)) != NULL)
-		if (temp_stale(dirfd(d), de->d_name, &self, now))
-			unlinkat(dirfd(d), de->d_name, 0);
+		if (temp_stale(dfd, de->d_name, &self, now))
+			unlinkat(dfd, de->d_name, 0);
 	for (i = 0; all && i < sizeof(out_names) / sizeof(out_names[0]); i++)
-		unlinkat(dirfd(d), out_names[i], 0);
+		unlinkat(dfd, out_names[i], 0);
 	closedir(d);
 }
 
-int agent_write_file_atomic(const char *dir, const char *name, const char *data, size_t len,
-			    mode_t mode, char *err, size_t errlen)
+int agent_write_file_at(int dfd, const char *dir, const char *name, const char *data, size_t len,
+			mode_t mode, char *err, size_t errlen)
 {
 	char tmp[512] = "";
-	int dfd = -1, fd = -1, rc;
+	int fd = -1, rc;
 
 	if (!*name || strchr(name, '/') || strlen(name) > 200 || !strcmp(name, ".") ||
 	    !strcmp(name, "..")) {
 		snprintf(err, errlen, "invalid file name '%s'", name);
 		return GX_EUSAGE;
-	}
-	rc = open_dir(dir, &dfd);
-	if (rc < 0) {
-		snprintf(err, errlen, "--out %s: %s", dir, strerror(-rc));
-		goto out;
 	}
 	fd = open_temp(dfd, name, mode, tmp, sizeof(tmp));
 	if (fd < 0) {
@@ -283,24 +532,17 @@ int agent_write_file_atomic(const char *dir, const char *name, const char *data,
 out:
 	if (fd >= 0)
 		close(fd);
-	if (tmp[0] && dfd >= 0)
+	if (tmp[0])
 		unlinkat(dfd, tmp, 0);
-	if (dfd >= 0)
-		close(dfd);
 	return rc;
 }
 
-int agent_write_link_atomic(const char *dir, const char *name, const char *target, char *err,
-			    size_t errlen)
+int agent_write_link_at(int dfd, const char *dir, const char *name, const char *target, char *err,
+			size_t errlen)
 {
 	char tmp[512];
-	int dfd = -1, rc, i;
+	int rc, i;
 
-	rc = open_dir(dir, &dfd);
-	if (rc < 0) {
-		snprintf(err, errlen, "--out %s: %s", dir, strerror(-rc));
-		return rc;
-	}
 	rc = -EEXIST;
 	for (i = 0; i < 100 && rc == -EEXIST; i++) {
 		rc = agent_out_temp_name(tmp, sizeof(tmp), name, (long long)(gx_now_us() + i));
@@ -313,7 +555,6 @@ int agent_write_link_atomic(const char *dir, const char *name, const char *targe
 	}
 	if (rc < 0)
 		snprintf(err, errlen, "cannot write %s/%s: %s", dir, name, strerror(-rc));
-	close(dfd);
 	return rc;
 }
 

@@ -111,20 +111,35 @@ json_t *agent_env_json(const struct agent_env *e);
 int agent_env_parse(const char *buf, size_t len, struct agent_env *out, char *err, size_t errlen);
 /* agent_env_parse of a file (at most AGENT_ENV_FILE_MAX bytes). */
 int agent_env_load(const char *path, struct agent_env *out, char *err, size_t errlen);
+/* The same from an open file (path: for lines); fd stays open. */
+int agent_env_load_fd(int fd, const char *path, struct agent_env *out, char *err, size_t errlen);
 
 /* ---- files ------------------------------------------------------------------------ */
 /*
- * Writes dir/name atomically: a temp file in dir (O_CREAT|O_EXCL|O_NOFOLLOW),
- * rename over name (a symlink planted at name is replaced, never followed); no
- * fsync: readers see whole files, and every start writes them again (issue 26).
- * dir must be a directory. -errno / GX_EUSAGE.
+ * --out (dir), opened once as a directory descriptor (O_DIRECTORY|O_NOFOLLOW, created 0755
+ * first with create): every later create, chmod, rename and unlink is relative to *dfd, so
+ * a --out moved or swapped for a symlink after this is never followed. Refused (GX_EUSAGE,
+ * one line in err): --out a symlink or not a directory, owned by another user than us or
+ * root; a directory on the way to it (the parent, its ancestors, a symlink's target, the
+ * working directory's chain for a relative one) that another user could change the entries
+ * of: owned by another user, or writable by group or others without the sticky bit. With
+ * create, a --out of ours loses group and other write (a Kubernetes emptyDir is 0777).
+ * Other failures: -errno with "--out DIR: <why>".
  */
-int agent_write_file_atomic(const char *dir, const char *name, const char *data, size_t len,
-			    mode_t mode, char *err, size_t errlen);
+int agent_out_open(const char *dir, int create, int *dfd, char *err, size_t errlen);
 
-/* dir/name as a symlink to target, replaced atomically (temp link + rename). */
-int agent_write_link_atomic(const char *dir, const char *name, const char *target, char *err,
-			    size_t errlen);
+/*
+ * Writes name atomically in the directory dfd (dir: its path, for lines): a temp file
+ * (O_CREAT|O_EXCL|O_NOFOLLOW), fchmod, renameat over name (a symlink planted at name is
+ * replaced, never followed); no fsync: readers see whole files, and every start writes
+ * them again (issue 26). -errno / GX_EUSAGE.
+ */
+int agent_write_file_at(int dfd, const char *dir, const char *name, const char *data, size_t len,
+			mode_t mode, char *err, size_t errlen);
+
+/* name in dfd as a symlink to target, replaced atomically (temp link + renameat). */
+int agent_write_link_at(int dfd, const char *dir, const char *name, const char *target, char *err,
+			size_t errlen);
 
 /*
  * The name of a temp file for name in --out, unique across PID namespaces and
@@ -143,7 +158,7 @@ int agent_out_temp_name(char *buf, size_t len, const char *name, long long us);
  * env, env.json, hostfile, rendezvous.json, rsh.key (a failed write leaves
  * no half set that `gxboot exec` could load). Best effort.
  */
-void agent_out_clean(const char *dir, int all);
+void agent_out_clean(int dfd, int all);
 
 struct agent_hf_peer {
 	const char *addr; /* secondary address */

@@ -115,6 +115,7 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	}
 	agent_dns_free(r->dns);
 	r->dns = NULL;
+	r->coord_asked = 1;
 	rc = agent_dns_start(r->ev, r->coord_as_given ? r->peers.names[0] : r->coord_lookup,
 			     r->o->dns_server, port, coord_resolved, r, &r->dns);
 	return rc < 0 ? rc : -EINPROGRESS;
@@ -139,20 +140,31 @@ static void relay_resolved(void *arg, int rc, const struct agent_dns_answer *ans
 	if (rc == 0) {
 		r->relay_addr = ans->addrs[0];
 		r->relay_resolved_ms = gx_now_ms();
+		r->relay_ever_resolved = 1;
 	}
 	rdzv_member_resolved(r->member, rc, rc == 0 ? &ans->addrs[0] : NULL,
 			     rc == 0 ? ans->lens[0] : 0);
 }
 
-/* rdzv's relay_resolve hook: our relay's name, looked up before each connect to it. */
-static int resolve_relay(void *arg, union gx_sockaddr *sa, socklen_t *len)
+static int relay_lookup_set(struct agent_run *r, size_t rel);
+
+/* rdzv's relay_resolve hook: our relay's name, looked up before each connect to it (another
+ * relay's when the coordinator sent us there). */
+static int resolve_relay(void *arg, uint32_t relay, union gx_sockaddr *sa, socklen_t *len)
 {
 	struct agent_run *r = arg;
 	uint16_t port = (uint16_t)(r->port ? r->port : r->o->port);
 	int rc;
 
-	if (gx_addr_parse(r->relay_lookup, port, sa, len) == 0)
+	if (relay != r->relay_idx) {
+		rc = relay_lookup_set(r, relay);
+		if (rc < 0)
+			return rc;
+	}
+	if (gx_addr_parse(r->relay_lookup, port, sa, len) == 0) {
+		r->relay_ever_resolved = 1; /* an IP needs no DNS */
 		return 0;
+	}
 	/* as for the coordinator's name: one answer serves COORD_DNS_REUSE_MS of retries (a
 	 * refused connect is retried every F / 2000 s: 128 ms at F = 256) */
 	if (r->relay_resolved_ms && gx_now_ms() - r->relay_resolved_ms < COORD_DNS_REUSE_MS) {
@@ -162,6 +174,7 @@ static int resolve_relay(void *arg, union gx_sockaddr *sa, socklen_t *len)
 	}
 	agent_dns_free(r->rdns);
 	r->rdns = NULL;
+	r->relay_asked = 1;
 	rc = agent_dns_start(r->ev, relay_lookup_name(r), r->o->dns_server, port, relay_resolved, r,
 			     &r->rdns);
 	return rc < 0 ? rc : -EINPROGRESS;
@@ -189,10 +202,32 @@ static int relay_fanout_env(long *f, char *err, size_t errlen)
 	return 0;
 }
 
-static int relay_name(struct agent_run *r, uint32_t f)
+/* The name looked up for relay rel: qualified as the coordinator's is (see relay_name). */
+static int relay_lookup_set(struct agent_run *r, size_t rel)
 {
 	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
-	size_t l0 = strlen(c0), i = r->peers.self, rel;
+	size_t l0 = strlen(c0);
+	char *name = NULL;
+
+	if (rel == 0 || rel >= r->peers.n)
+		return -EINVAL;
+	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.') {
+		if (asprintf(&name, "%s%s", r->peers.names[rel], fq + l0) < 0)
+			return -ENOMEM;
+	} else if (!(name = strdup(r->peers.names[rel]))) {
+		return -ENOMEM;
+	}
+	free(r->relay_lookup);
+	r->relay_lookup = name;
+	r->relay_idx = rel;
+	r->relay_resolved_ms = 0; /* another relay: its own answer */
+	r->relay_as_given = 0;
+	return 0;
+}
+
+static int relay_name(struct agent_run *r, uint32_t f)
+{
+	size_t i = r->peers.self, rel;
 
 	/* an observer (AGENT_SELF_NONE) joins the coordinator: it stays for the job's end */
 	if (f < 2 || r->peers.observer || i == AGENT_SELF_NONE || i == 0 || i >= r->peers.n ||
@@ -201,13 +236,7 @@ static int relay_name(struct agent_run *r, uint32_t f)
 	rel = i / f * f;
 	if (rel == 0 || rel == i)
 		return 0;
-	r->relay_idx = rel;
-	if (fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
-		return asprintf(&r->relay_lookup, "%s%s", r->peers.names[rel], fq + l0) < 0
-			   ? -ENOMEM
-			   : 0;
-	r->relay_lookup = strdup(r->peers.names[rel]);
-	return r->relay_lookup ? 0 : -ENOMEM;
+	return relay_lookup_set(r, rel);
 }
 
 static void progress(void *arg, const char *line)
@@ -299,6 +328,8 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 	rails_text(nd, self->rails, sizeof(self->rails));
 	gx_strlcpy(self->addr4, nd->addr4, sizeof(self->addr4));
 	gx_strlcpy(self->addr6, nd->addr6, sizeof(self->addr6));
+	self->plen4 = nd->addr4[0] ? nd->prefix4 : 0;
+	self->plen6 = nd->addr6[0] ? nd->prefix6 : 0;
 	if (nd->rdma_usable) {
 		gx_strlcpy(self->rdma_dev, nd->rdma_dev, sizeof(self->rdma_dev));
 		self->rdma_port = nd->rdma_port;
@@ -332,6 +363,33 @@ static const struct rdzv_rdma_ops *rdma_ops(struct agent_run *r)
 	/* check probes its rails itself: the rendezvous gates only run/init/serve's */
 	rdzv_rdma_set_rails(r->rdma_ctx, !r->soft_verify);
 	return rdzv_rdma_ops(r->rdma_ctx);
+}
+
+/*
+ * The rendezvous' route question (rdzv_config.route): does the kernel send to dst from src
+ * out of iface? The netlink socket is opened on the first question and kept: a coordinator
+ * asks once per member.
+ */
+static int route_check(void *arg, const char *src, const char *dst, int dst_plen, const char *iface,
+		       char *why, size_t whylen)
+{
+	struct agent_run *r = arg;
+	int rc;
+
+	if (r->routes_off)
+		return 0;
+	if (!r->routes) {
+		rc = nd_routes_open(&r->routes);
+		if (rc < 0) {
+			/* no answer is no proof either way: the device binding still holds */
+			gx_warn("cannot ask the kernel's routes (%s): the path check is skipped",
+				gx_strerror(rc));
+			r->routes_off = 1;
+			return 0;
+		}
+	}
+	return nd_route_check(r->routes, src, dst, dst_plen, iface, r->nd ? r->nd->overlap : NULL,
+			      why, whylen);
 }
 
 static int start_rdzv(struct agent_run *r)
@@ -381,6 +439,10 @@ static int start_rdzv(struct agent_run *r)
 	cfg.ended_arg = r;
 	cfg.changed = table_changed;
 	cfg.changed_arg = r;
+	/* the proof is the job's path: bound to the device, routed out of it, both ways */
+	cfg.bind_iface = nd_ok(r) && !r->peers.observer;
+	cfg.route = cfg.bind_iface ? route_check : NULL;
+	cfg.route_arg = r;
 	if (!cfg.elastic) {
 		cfg.relay_fanout = r->relay_fanout >= 0		   ? (uint32_t)r->relay_fanout
 				   : cfg.world > AGENT_RELAY_WORLD ? AGENT_RELAY_FANOUT
@@ -486,7 +548,7 @@ static void istio_hint(const struct agent_run *r, int rc, char *err, size_t errl
 
 	int ce = r->res.conn_err;
 
-	if ((rc != GX_EPEERS && rc != GX_ERDZV) || !r->ever_resolved ||
+	if ((rc != GX_EPEERS && rc != GX_ERDZV) || !(r->ever_resolved || r->relay_ever_resolved) ||
 	    (ce != -ECONNREFUSED && ce != -ECONNRESET && ce != -EPIPE) || !istio_present(r))
 		return;
 	snprintf(err + strlen(err), errlen - strlen(err),
@@ -494,6 +556,24 @@ static void istio_hint(const struct agent_run *r, int rc, char *err, size_t errl
 		 "its proxy): annotate the pods traffic.sidecar.istio.io/excludeOutboundPorts "
 		 "and excludeInboundPorts: \"%ld,%ld,%ld\"",
 		 port, port + 1, port + 2);
+}
+
+/*
+ * A name that was looked up and never answered, said after the line: the coordinator's, or
+ * our relay's. Only what was asked: a member behind a relay never asks for the
+ * coordinator's name, and one whose DNS answered was kept out by something else (a flood,
+ * a refusal): blaming DNS then sends its reader the wrong way.
+ */
+static void dns_blame(const struct agent_run *r, int rc, char *err, size_t errlen)
+{
+	if (rc != GX_EPEERS || r->peers.self == 0)
+		return;
+	if (r->coord_asked && !r->ever_resolved)
+		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved%s)",
+			 r->coord_lookup, r->peers.coord_nosub ? nosub_hint : "");
+	else if (r->relay_asked && !r->relay_ever_resolved && r->relay_lookup)
+		snprintf(err + strlen(err), errlen - strlen(err),
+			 " (the relay's name %s never resolved)", relay_lookup_name(r));
 }
 
 static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
@@ -508,9 +588,8 @@ static int rdzv_failure(struct agent_run *r, int rc, char *err, size_t errlen)
 		snprintf(err, errlen, "rendezvous failed: %s", gx_strerror(rc));
 	if (rc == GX_EPEERS && r->dns_hint_shown)
 		snprintf(err + strlen(err), errlen - strlen(err), "; %s", dns_trap_hint);
-	else if (rc == GX_EPEERS && r->peers.self != 0 && !r->ever_resolved)
-		snprintf(err + strlen(err), errlen - strlen(err), " (%s never resolved%s)",
-			 r->coord_lookup, r->peers.coord_nosub ? nosub_hint : "");
+	else
+		dns_blame(r, rc, err, errlen);
 	istio_hint(r, rc, err, errlen);
 	return rc;
 }
@@ -583,7 +662,7 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 		 * host yet (table_changed writes the file again when it joins) */
 		if (!p->addr4[0] && !p->addr6[0] && r->peers.elastic)
 			continue;
-		hp[n].addr = p->addr4[0] ? p->addr4 : p->addr6;
+		hp[n].addr = rdzv_peer_addr(p, r->res.master_addr);
 		hp[n].name = p->name;
 		hp[n++].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
 						 p->slots ? (long)p->slots : 1);
@@ -593,10 +672,27 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 	return rc;
 }
 
+int agent_run_out(struct agent_run *r, char *err, size_t errlen)
+{
+	int rc;
+
+	if (r->out_open)
+		return r->out_fd;
+	rc = agent_out_open(r->o->out, 1, &r->out_fd, err, errlen);
+	if (rc < 0)
+		return rc;
+	r->out_open = 1;
+	return r->out_fd;
+}
+
 static int write_text(struct agent_run *r, const char *name, const char *text, size_t len,
 		      char *err, size_t errlen)
 {
-	return agent_write_file_atomic(r->o->out, name, text, len, 0644, err, errlen);
+	int dfd = agent_run_out(r, err, errlen);
+
+	if (dfd < 0)
+		return dfd;
+	return agent_write_file_at(dfd, r->o->out, name, text, len, 0644, err, errlen);
 }
 
 static int write_json(struct agent_run *r, const char *name, json_t *j, char *err, size_t errlen)
@@ -713,8 +809,8 @@ static int build_env(struct agent_run *r, struct agent_env *ours, struct agent_e
 	in.rank = r->res.rank;
 	in.world = (long)r->res.world;
 	in.iface = our_iface(r);
-	if (nd_ok(r))
-		in.addr = r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6;
+	if (nd_ok(r)) /* in the job's family: MASTER_ADDR's */
+		in.addr = rdzv_peer_addr(&r->self, r->res.master_addr);
 	in.rails = r->rdma_gated ? r->rdma_hca : rails;
 	in.nccl_gid_index = nd_ok(r) && r->nd->rdma_usable ? r->nd->nccl_gid_index : -1;
 	if (r->rdma_gated)
@@ -781,7 +877,7 @@ static int write_rsh_link(struct agent_run *r, char *err, size_t errlen)
 	if (l < 5 || strcmp(r->rsh_agent + l - 4, " rsh") != 0)
 		return 0;
 	snprintf(self, sizeof(self), "%.*s", (int)(l - 4), r->rsh_agent);
-	return agent_write_link_atomic(r->o->out, "gxboot-rsh", self, err, errlen);
+	return agent_write_link_at(r->out_fd, r->o->out, "gxboot-rsh", self, err, errlen);
 }
 
 /* env last: it is what `gxboot exec` loads, so it only exists beside a whole set. */
@@ -791,7 +887,7 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 	size_t len = 0;
 	int rc;
 
-	agent_out_clean(r->o->out, 0);
+	agent_out_clean(r->out_fd, 0);
 	rc = write_table_files(r, err, errlen);
 	if (rc == 0)
 		rc = write_json(r, "env.json", agent_env_json(env), err, errlen);
@@ -805,7 +901,7 @@ static int write_files(struct agent_run *r, const struct agent_env *env, char *e
 		rc = write_text(r, "env", text, len, err, errlen);
 	free(text);
 	if (rc < 0)
-		agent_out_clean(r->o->out, 1);
+		agent_out_clean(r->out_fd, 1);
 	r->files_written = rc == 0;
 	return rc;
 }
@@ -816,10 +912,9 @@ static int store_files(struct agent_run *r, const struct agent_env *env, char *e
 	int rc;
 
 	agent_signals_block(1);
-	if (mkdir(r->o->out, 0755) < 0 && errno != EEXIST)
-		gx_debug("mkdir %s: %s", r->o->out, strerror(errno));
-	agent_exec_out_tighten(r->o->out); /* what gxboot exec requires (issue 25) */
-	rc = write_files(r, env, err, errlen);
+	rc = agent_run_out(r, err, errlen); /* created, ours: what gxboot exec requires */
+	if (rc >= 0)
+		rc = write_files(r, env, err, errlen);
 	agent_signals_block(0);
 	if (rc < 0 && rc > -GX_EBASE)
 		rc = GX_EUSAGE; /* --out unusable (read-only, full, not a directory): exit 2 */
@@ -924,6 +1019,8 @@ static void detect(struct agent_run *r, int quiet)
 	}
 	for (i = 0; i < r->nd->nwarnings; i++)
 		gx_warn("%s", r->nd->warnings[i]);
+	for (i = 0; i < r->nd->nnotes; i++)
+		gx_info("%s", r->nd->notes[i]);
 	gx_info("interface %s (%s%s%s): %s", r->nd->iface,
 		r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6, r->nd->rdma_usable ? ", RDMA " : "",
 		r->nd->rdma_usable ? r->nd->rdma_dev : "", r->nd->reason);
@@ -1025,7 +1122,7 @@ static struct agent_rw_host *rw_hosts(const struct agent_run *r, const char *coo
 
 		h[i].name = p->name;
 		h[i].primary = i == 0 && !p->primary[0] ? coord_primary : p->primary;
-		h[i].addr = p->addr4[0] ? p->addr4 : p->addr6;
+		h[i].addr = rdzv_peer_addr(p, r->res.master_addr);
 	}
 	return h;
 }
@@ -1086,8 +1183,10 @@ static int rewrite(struct agent_run *r, char **envp, char **ours, const char **u
 	rc = agent_rewrite_cmd(r->o->argv, r->o->argc, &c, argv);
 	if (rc >= 0 && text) {
 		agent_signals_block(1);
-		rc = agent_write_file_atomic(r->o->out, "hostfile.launch", text, strlen(text), 0644,
-					     err, errlen);
+		rc = agent_run_out(r, err, errlen);
+		if (rc >= 0)
+			rc = agent_write_file_at(rc, r->o->out, "hostfile.launch", text,
+						 strlen(text), 0644, err, errlen);
 		agent_signals_block(0);
 	}
 	free(text);
@@ -1168,10 +1267,14 @@ void agent_run_free(struct agent_run *r)
 {
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
+	if (r->out_open)
+		close(r->out_fd);
+	r->out_open = 0;
 	agent_dns_free(r->dns);
 	agent_dns_free(r->rdns);
 	free(r->relay_lookup);
 	rdzv_rdma_ctx_free(r->rdma_ctx); /* before the loop it polls in */
+	nd_routes_close(r->routes);
 	rdzv_result_clear(&r->res);
 	gx_ev_free(r->ev);
 	nd_result_free(r->nd);

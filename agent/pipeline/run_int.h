@@ -90,6 +90,8 @@ struct agent_run {
 	struct agent_peers peers;
 	struct agent_token token;
 	struct nd_result *nd;
+	struct nd_routes *routes; /* the kernel's route answers (rdzv_config.route), lazily */
+	int routes_off;		  /* netlink refused: no route check (warned once) */
 	int nd_rc;
 	char nd_err[512];
 	char job_id[130];
@@ -98,6 +100,7 @@ struct agent_run {
 	const char *coord_lookup;
 	int64_t first_nxdomain_ms;
 	int ever_resolved;
+	int coord_asked; /* its name was looked up (a member behind a relay may never) */
 	int dns_hint_shown;
 	union gx_sockaddr coord_primary;
 	int64_t coord_resolved_ms; /* when coord_primary was last answered */
@@ -114,6 +117,7 @@ struct agent_run {
 	size_t relay_idx;	      /* its index in peers.names */
 	int relay_as_given;	      /* NXDOMAIN for our guess of its full name: as written */
 	int64_t relay_resolved_ms;
+	int relay_asked, relay_ever_resolved; /* a relay's name was looked up / answered */
 	struct rdzv_result res;
 	struct rdzv_peer self;
 	int rdzv_rc;
@@ -139,6 +143,7 @@ struct agent_run {
 	char rsh_key_file[4200]; /* --out/rsh.key when written */
 	int ended, end_status;	 /* the job-end notice (END; -1: session dropped) */
 	int files_written;	 /* --out holds this run's files (table refreshes) */
+	int out_fd, out_open;	 /* --out, opened once (agent_out_open): every write is in it */
 	char end_why[300];
 };
 
@@ -163,6 +168,8 @@ int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen);
 int agent_run_serve_before_meet(struct agent_run *r, char *err, size_t errlen);
 void agent_run_serve_after_meet(struct agent_run *r);
 int agent_run_serve_write_key(struct agent_run *r, char *err, size_t errlen);
+/* --out's descriptor, opened (and created) at the first call: >= 0, or < 0 with err. */
+int agent_run_out(struct agent_run *r, char *err, size_t errlen);
 int agent_run_needs_supervisor(const struct agent_run *r);
 int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, char *err,
 			      size_t errlen);

@@ -82,7 +82,11 @@ int agent_run_serve_write_key(struct agent_run *r, char *err, size_t errlen)
 
 	if (!r->have_rsh_key)
 		return 0;
-	return agent_rsh_key_write(r->o->out, r->rsh_key, port, err, errlen);
+	int dfd = agent_run_out(r, err, errlen);
+
+	if (dfd < 0)
+		return dfd;
+	return agent_rsh_key_write(dfd, r->o->out, r->rsh_key, port, err, errlen);
 }
 
 int agent_run_needs_supervisor(const struct agent_run *r)

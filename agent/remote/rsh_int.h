@@ -60,8 +60,9 @@ struct rsh_key {
 };
 int agent_rsh_key_derive(const unsigned char *token, size_t len, const char *job_id,
 			 unsigned char k[RSH_KEY_LEN]);
-int agent_rsh_key_write(const char *dir, const unsigned char k[RSH_KEY_LEN], long port, char *err,
-			size_t errlen);
+/* rsh.key in the directory dfd (dir: its path, for lines), 0600. */
+int agent_rsh_key_write(int dfd, const char *dir, const unsigned char k[RSH_KEY_LEN], long port,
+			char *err, size_t errlen);
 int agent_rsh_key_load(const char *path, struct rsh_key *key, char *err, size_t errlen);
 
 /* ssh's joining: the words with one space between them, no quoting (the

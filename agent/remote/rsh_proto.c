@@ -29,15 +29,15 @@ int agent_rsh_key_derive(const unsigned char *token, size_t len, const char *job
 	return rdzv_derive_key(token, len, purpose, k);
 }
 
-int agent_rsh_key_write(const char *dir, const unsigned char k[RSH_KEY_LEN], long port, char *err,
-			size_t errlen)
+int agent_rsh_key_write(int dfd, const char *dir, const unsigned char k[RSH_KEY_LEN], long port,
+			char *err, size_t errlen)
 {
 	char hex[2 * RSH_KEY_LEN + 1], text[160];
 	int n, rc;
 
 	sodium_bin2hex(hex, sizeof(hex), k, RSH_KEY_LEN);
 	n = snprintf(text, sizeof(text), "key=%s\nport=%ld\n", hex, port);
-	rc = agent_write_file_atomic(dir, "rsh.key", text, (size_t)n, 0600, err, errlen);
+	rc = agent_write_file_at(dfd, dir, "rsh.key", text, (size_t)n, 0600, err, errlen);
 	sodium_memzero(hex, sizeof(hex));
 	sodium_memzero(text, sizeof(text));
 	return rc;

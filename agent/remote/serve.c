@@ -665,14 +665,13 @@ static int admit(struct agent_serve *sv, const char *peer, int known)
 	struct gx_pa_ent *old = NULL, *v;
 	struct sess *os;
 	size_t nunknown;
+	char why[160];
 
 	if (sv->stopping)
 		return -ESHUTDOWN;
 	if (gx_pa_admit(&sv->pa, peer, known, sv->nconns >= RSH_MAX_CONNS, &old) < 0) {
-		gx_rl_log(&sv->rl,
-			  "rsh: refused a connection from %s: %zu unauthenticated ones open, %zu "
-			  "from there",
-			  peer, sv->pa.n, gx_pa_count(&sv->pa, peer));
+		gx_rl_log(&sv->rl, "rsh: refused a connection from %s: %s", peer,
+			  gx_pa_why(&sv->pa, peer, why, sizeof(why)));
 		return -EBUSY;
 	}
 	if (!old && !known) {

@@ -39,7 +39,8 @@ enum gx_err {
 	GX_ECHECK = -(GX_EBASE + 18),	    /* check: some pair unreachable (exit 1) */
 	GX_ECMDNOTFOUND = -(GX_EBASE + 19), /* CMD not found (exit 127) */
 	GX_ECMDEXEC = -(GX_EBASE + 20),	    /* CMD could not be executed (exit 126) */
-	GX_ELAST = -(GX_EBASE + 21),
+	GX_EROUTE = -(GX_EBASE + 21),	    /* the kernel routes the secondary path elsewhere */
+	GX_ELAST = -(GX_EBASE + 22),
 };
 
 /* Text for 0, a negative errno or a GX_E* code. Never NULL. */
@@ -118,10 +119,30 @@ int gx_addr_normalize(const char *in, char *out, size_t outlen);
 int gx_somaxconn(void);
 /* Listening TCP socket on sa (SO_REUSEADDR, CLOEXEC, NONBLOCK), backlog somaxconn. */
 int gx_tcp_listen(const union gx_sockaddr *sa, socklen_t len, int *fd_out);
+/* The same, bound to device ifname first when it is not NULL or "" (SO_BINDTODEVICE:
+ * -EPERM without CAP_NET_RAW before Linux 5.7, -ENODEV), with flags GX_LISTEN_*. */
+#define GX_LISTEN_SHARED 1 /* SO_REUSEPORT: a wildcard and a device listener share a port */
+int gx_tcp_listen_opt(const union gx_sockaddr *sa, socklen_t len, const char *ifname, int flags,
+		      int *fd_out);
+/*
+ * Listeners on a pod's secondary addresses (addr4, addr6: "" skips one) at port, bound to
+ * device ifname, GX_LISTEN_SHARED (beside wildcard listeners on the same port): fds[0] for
+ * addr4, fds[1] for addr6 (-1 where none). Returns how many opened; 0 with none open when
+ * the kernel refuses the device (-EPERM before Linux 5.7 without CAP_NET_RAW, -ENODEV) and
+ * *why says so: the caller falls back to the address; < 0 on any other error (none open).
+ */
+int gx_tcp_listen_secondary(const char *addr4, const char *addr6, uint16_t port, const char *ifname,
+			    int fds[2], int *why);
 /* Non-blocking connect; 0 when started or done (check SO_ERROR on EPOLLOUT).
  * src may be NULL; otherwise the socket is bound to it (port 0) first. */
 int gx_tcp_connect(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,
 		   socklen_t slen, int *fd_out);
+/* The same, and bound to device ifname (when not NULL or "") before anything else:
+ * the connection then leaves through that interface whatever the routing table says. */
+int gx_tcp_connect_dev(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,
+		       socklen_t slen, const char *ifname, int *fd_out);
+/* SO_BINDTODEVICE: 0, or -EPERM (no CAP_NET_RAW before Linux 5.7), -ENODEV. */
+int gx_bind_device(int fd, const char *ifname);
 /* SO_ERROR of a connecting socket as -errno (0 = connected). */
 int gx_sock_error(int fd);
 /* Raise RLIMIT_NOFILE soft limit to the hard limit; returns the new soft limit. */
@@ -133,38 +154,91 @@ long gx_raise_nofile(void);
  * authenticated connections in one of these: oldest first, counted per source
  * address. A service asks gx_pa_admit() before it takes a new connection, with
  * full = 1 when its own connection bound is reached: -EBUSY when that address
- * already holds per_src (loopback is exempt: it is the pod itself) or when there
- * is no room; else 0, with *evict set when full (or at max) to the entry to end
- * first (the caller closes that connection, which calls gx_pa_del, then adds the
- * new one): the oldest from an unknown address; a known one (a peer's address
- * from the job's table) only for a newcomer from a known address. A stranger thus
- * can neither fill the slots nor push out a peer's handshake.
+ * already holds per_src (loopback is exempt: it is the pod itself), when its IPv6
+ * /64 already holds per_net, or when there is no room (pa->refused says which); else
+ * 0, with *evict set when full (or at max) to the entry to end first (the caller
+ * closes that connection, which calls gx_pa_del, then adds the new one): the oldest
+ * from an unknown address; a known one (a peer's address from the job's table) only
+ * for a newcomer from a known address. A stranger thus can neither fill the slots nor
+ * push out a peer's handshake.
+ *
+ * Sources (gx_pa_source): an address is its own source, except that every IPv6
+ * link-local address (fe80::/10, on any interface) is one source: no peer ever
+ * connects from one (netdetect never picks a link-local address, phase 1 goes to a pod
+ * address from DNS), and a stranger on a link can take any of 2^64 of them. An IPv6
+ * address from outside the table also counts in its /64 (per_net, GX_PA_NET_MULT
+ * sources' worth): a stranger with a /64 has 2^64 addresses, while the pods of one node,
+ * or of a whole cluster where the CNI hands out small blocks of one /64, share one, so
+ * one /64 at per_src would let a handful of handshakes through at a time.
  */
+#define GX_PA_NET_MULT 16
+
+enum gx_pa_refusal {
+	GX_PA_OK = 0,
+	GX_PA_PER_SRC, /* that source holds per_src */
+	GX_PA_PER_NET, /* its /64 holds per_net */
+	GX_PA_NO_ROOM, /* at the bound, and every entry is a known one (or no newcomer may evict) */
+};
+
 struct gx_pa_ent {
-	struct gx_pa_ent *older, *newer, *bnext;
+	struct gx_pa_ent *older, *newer, *bnext, *nnext;
 	struct gx_pa_ent **bpp; /* what points at it in its bucket: removal in O(1) (one source's
 				 * entries share a chain: loopback, a relay's children in tests) */
-	uint32_t bucket;
+	struct gx_pa_ent **npp; /* the same in its /64's bucket, when it counts in one */
+	uint32_t bucket, nbucket;
 	int in, known;
-	char src[46]; /* INET6_ADDRSTRLEN */
+	char src[46]; /* its source (gx_pa_source): INET6_ADDRSTRLEN */
+	char net[46]; /* "" or the /64 it counts in */
 };
 
 struct gx_pa {
 	struct gx_pa_ent *oldest, *newest;
-	struct gx_pa_ent **b;
-	size_t nb, n, max, per_src;
+	struct gx_pa_ent **b, **nb_b;
+	size_t nb, n, max, per_src, per_net;
+	enum gx_pa_refusal refused; /* why the last gx_pa_admit said -EBUSY */
 	unsigned char key[16];
 };
 
+/* per_net = per_src * GX_PA_NET_MULT */
 int gx_pa_init(struct gx_pa *pa, size_t max, size_t per_src);
 void gx_pa_free(struct gx_pa *pa);
 int gx_pa_admit(struct gx_pa *pa, const char *src, int known, int full, struct gx_pa_ent **evict);
 void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src, int known);
 /* Removes e if it is in (authenticated or closed); accepts an entry not in. */
 void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e);
+/* Entries of src's source; of its /64 (entries from outside the table). */
 size_t gx_pa_count(const struct gx_pa *pa, const char *src);
+size_t gx_pa_count_net(const struct gx_pa *pa, const char *src);
+/* Why the last admit of src was refused, for a log line ("4 unauthenticated ones from
+ * there", "64 from its /64", "the budget is full: ..."). */
+const char *gx_pa_why(const struct gx_pa *pa, const char *src, char *buf, size_t len);
+/* The source src counts as: src itself, or "fe80::/10" for an IPv6 link-local one. */
+void gx_pa_source(const char *src, char *out, size_t len);
+/* The IPv6 /64 src counts in ("2001:db8:1:2::/64"), or "" (IPv4, v4-mapped, loopback,
+ * link-local: a source already). */
+void gx_pa_net(const char *src, char *out, size_t len);
 /* 1 for 127.0.0.0/8, ::1 and ::ffff:127.x.y.z. */
 int gx_addr_is_loopback(const char *src);
+
+/* ---- a set of addresses: the job table's (gx_guard.c) ------------------- */
+/* Which sources are the job's peers: a budget's "known" (gx_pa_admit). Hashed as the budget
+ * is (SipHash under a random key); at most cap addresses, never removed. */
+struct gx_aset_ent {
+	struct gx_aset_ent *next;
+	char a[46];
+};
+
+struct gx_aset {
+	struct gx_aset_ent **b;
+	size_t nb, n, cap;
+	unsigned char key[16];
+};
+
+int gx_aset_init(struct gx_aset *s, size_t cap);
+void gx_aset_free(struct gx_aset *s);
+/* 0 (added, or in already; "" is ignored), -ENOSPC at cap, -ENOMEM */
+int gx_aset_add(struct gx_aset *s, const char *a);
+int gx_aset_has(const struct gx_aset *s, const char *a);
 
 /* ---- rate-limited warnings (gx_guard.c) --------------------------------- */
 /*

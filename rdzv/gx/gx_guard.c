@@ -2,8 +2,8 @@
 /*
  * gx_guard.c - what a stranger without the token may cost a listening service
  * (issue 25): the pre-authentication budget (oldest first, counted per source
- * address, SipHash buckets under a random key so a stranger cannot aim at one
- * chain) and rate-limited warnings for the events anyone can cause.
+ * address and per IPv6 /64, SipHash buckets under a random key so a stranger cannot
+ * aim at one chain) and rate-limited warnings for the events anyone can cause.
  */
 #include "rdzv/gx/gx.h"
 
@@ -14,16 +14,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t src_bucket(const struct gx_pa *pa, const char *src)
+static uint32_t key_bucket(const struct gx_pa *pa, const char *key)
 {
 	unsigned char h[crypto_shorthash_BYTES];
 	uint64_t v = 0;
 	size_t i;
 
-	crypto_shorthash(h, (const unsigned char *)src, strlen(src), pa->key);
+	crypto_shorthash(h, (const unsigned char *)key, strlen(key), pa->key);
 	for (i = 0; i < sizeof(h); i++)
 		v = v << 8 | h[i];
 	return (uint32_t)(v % pa->nb);
+}
+
+static int is_linklocal(const struct in6_addr *a)
+{
+	return a->s6_addr[0] == 0xfe && (a->s6_addr[1] & 0xc0) == 0x80;
+}
+
+void gx_pa_source(const char *src, char *out, size_t len)
+{
+	struct in6_addr a6;
+
+	if (strchr(src, ':') && inet_pton(AF_INET6, src, &a6) == 1 && is_linklocal(&a6))
+		gx_strlcpy(out, "fe80::/10", len);
+	else
+		gx_strlcpy(out, src, len);
+}
+
+void gx_pa_net(const char *src, char *out, size_t len)
+{
+	char txt[INET6_ADDRSTRLEN];
+	struct in6_addr a6;
+
+	out[0] = '\0';
+	if (!strchr(src, ':') || inet_pton(AF_INET6, src, &a6) != 1 || is_linklocal(&a6) ||
+	    IN6_IS_ADDR_V4MAPPED(&a6) || IN6_IS_ADDR_LOOPBACK(&a6))
+		return;
+	memset(a6.s6_addr + 8, 0, 8);
+	if (inet_ntop(AF_INET6, &a6, txt, sizeof(txt)))
+		snprintf(out, len, "%s/64", txt);
 }
 
 int gx_pa_init(struct gx_pa *pa, size_t max, size_t per_src)
@@ -35,10 +64,14 @@ int gx_pa_init(struct gx_pa *pa, size_t max, size_t per_src)
 	while (pa->nb < max / 4 && pa->nb < 16384)
 		pa->nb *= 2;
 	pa->b = calloc(pa->nb, sizeof(*pa->b));
-	if (!pa->b)
+	pa->nb_b = calloc(pa->nb, sizeof(*pa->nb_b));
+	if (!pa->b || !pa->nb_b) {
+		gx_pa_free(pa);
 		return -ENOMEM;
+	}
 	pa->max = max;
 	pa->per_src = per_src;
+	pa->per_net = per_src * GX_PA_NET_MULT;
 	randombytes_buf(pa->key, sizeof(pa->key));
 	return 0;
 }
@@ -46,18 +79,35 @@ int gx_pa_init(struct gx_pa *pa, size_t max, size_t per_src)
 void gx_pa_free(struct gx_pa *pa)
 {
 	free(pa->b);
+	free(pa->nb_b);
 	memset(pa, 0, sizeof(*pa));
 }
 
 size_t gx_pa_count(const struct gx_pa *pa, const char *src)
 {
 	const struct gx_pa_ent *e;
+	char key[sizeof(e->src)];
 	size_t n = 0;
 
 	if (!pa->b)
 		return 0;
-	for (e = pa->b[src_bucket(pa, src)]; e; e = e->bnext)
-		n += strcmp(e->src, src) == 0;
+	gx_pa_source(src, key, sizeof(key));
+	for (e = pa->b[key_bucket(pa, key)]; e; e = e->bnext)
+		n += strcmp(e->src, key) == 0;
+	return n;
+}
+
+size_t gx_pa_count_net(const struct gx_pa *pa, const char *src)
+{
+	const struct gx_pa_ent *e;
+	char net[sizeof(e->net)];
+	size_t n = 0;
+
+	gx_pa_net(src, net, sizeof(net));
+	if (!pa->nb_b || !net[0])
+		return 0;
+	for (e = pa->nb_b[key_bucket(pa, net)]; e; e = e->nnext)
+		n += strcmp(e->net, net) == 0;
 	return n;
 }
 
@@ -75,15 +125,24 @@ int gx_addr_is_loopback(const char *src)
 	return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
 }
 
+static int refuse(struct gx_pa *pa, enum gx_pa_refusal why)
+{
+	pa->refused = why;
+	return -EBUSY;
+}
+
 int gx_pa_admit(struct gx_pa *pa, const char *src, int known, int full, struct gx_pa_ent **evict)
 {
 	struct gx_pa_ent *v;
 
 	*evict = NULL;
+	pa->refused = GX_PA_OK;
 	if (!pa->b)
 		return -EINVAL;
 	if (!gx_addr_is_loopback(src) && gx_pa_count(pa, src) >= pa->per_src)
-		return -EBUSY;
+		return refuse(pa, GX_PA_PER_SRC);
+	if (!known && gx_pa_count_net(pa, src) >= pa->per_net)
+		return refuse(pa, GX_PA_PER_NET);
 	if (!full && pa->n < pa->max)
 		return 0;
 	for (v = pa->oldest; v && v->known; v = v->newer)
@@ -91,23 +150,63 @@ int gx_pa_admit(struct gx_pa *pa, const char *src, int known, int full, struct g
 	if (!v && known)
 		v = pa->oldest;
 	if (!v)
-		return -EBUSY;
+		return refuse(pa, GX_PA_NO_ROOM);
 	*evict = v;
 	return 0;
+}
+
+const char *gx_pa_why(const struct gx_pa *pa, const char *src, char *buf, size_t len)
+{
+	char net[46];
+
+	switch (pa->refused) {
+	case GX_PA_PER_SRC:
+		snprintf(buf, len, "%zu unauthenticated ones from there (the limit per source)",
+			 gx_pa_count(pa, src));
+		break;
+	case GX_PA_PER_NET:
+		gx_pa_net(src, net, sizeof(net));
+		snprintf(buf, len, "%zu unauthenticated ones from %s (the limit per /64)",
+			 gx_pa_count_net(pa, src), net);
+		break;
+	case GX_PA_NO_ROOM:
+		snprintf(buf, len,
+			 "the pre-authentication budget is full (%zu unauthenticated, none that a "
+			 "newcomer from there may close)",
+			 pa->n);
+		break;
+	case GX_PA_OK:
+		snprintf(buf, len, "admitted");
+		break;
+	}
+	return buf;
 }
 
 void gx_pa_add(struct gx_pa *pa, struct gx_pa_ent *e, const char *src, int known)
 {
 	if (!pa->b || e->in)
 		return;
-	gx_strlcpy(e->src, src, sizeof(e->src));
+	gx_pa_source(src, e->src, sizeof(e->src));
 	e->known = known;
-	e->bucket = src_bucket(pa, e->src);
+	e->bucket = key_bucket(pa, e->src);
 	e->bnext = pa->b[e->bucket];
 	if (e->bnext)
 		e->bnext->bpp = &e->bnext;
 	e->bpp = &pa->b[e->bucket];
 	pa->b[e->bucket] = e;
+	e->net[0] = '\0';
+	e->npp = NULL;
+	e->nnext = NULL;
+	if (!known)
+		gx_pa_net(src, e->net, sizeof(e->net));
+	if (e->net[0]) {
+		e->nbucket = key_bucket(pa, e->net);
+		e->nnext = pa->nb_b[e->nbucket];
+		if (e->nnext)
+			e->nnext->npp = &e->nnext;
+		e->npp = &pa->nb_b[e->nbucket];
+		pa->nb_b[e->nbucket] = e;
+	}
 	e->older = pa->newest;
 	e->newer = NULL;
 	if (pa->newest)
@@ -126,6 +225,11 @@ void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e)
 	*e->bpp = e->bnext;
 	if (e->bnext)
 		e->bnext->bpp = e->bpp;
+	if (e->npp) {
+		*e->npp = e->nnext;
+		if (e->nnext)
+			e->nnext->npp = e->npp;
+	}
 	if (e->older)
 		e->older->newer = e->newer;
 	else
@@ -134,10 +238,86 @@ void gx_pa_del(struct gx_pa *pa, struct gx_pa_ent *e)
 		e->newer->older = e->older;
 	else
 		pa->newest = e->older;
-	e->older = e->newer = e->bnext = NULL;
-	e->bpp = NULL;
+	e->older = e->newer = e->bnext = e->nnext = NULL;
+	e->bpp = e->npp = NULL;
 	e->in = 0;
 	pa->n--;
+}
+
+/* ---- a set of addresses ---- */
+static uint32_t aset_bucket(const struct gx_aset *s, const char *a)
+{
+	unsigned char h[crypto_shorthash_BYTES];
+	uint64_t v = 0;
+	size_t i;
+
+	crypto_shorthash(h, (const unsigned char *)a, strlen(a), s->key);
+	for (i = 0; i < sizeof(h); i++)
+		v = v << 8 | h[i];
+	return (uint32_t)(v % s->nb);
+}
+
+int gx_aset_init(struct gx_aset *s, size_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	if (cap < 1 || sodium_init() < 0)
+		return -EINVAL;
+	s->nb = 64;
+	while (s->nb < cap && s->nb < 65536)
+		s->nb *= 2;
+	s->b = calloc(s->nb, sizeof(*s->b));
+	if (!s->b)
+		return -ENOMEM;
+	s->cap = cap;
+	randombytes_buf(s->key, sizeof(s->key));
+	return 0;
+}
+
+void gx_aset_free(struct gx_aset *s)
+{
+	size_t i;
+
+	for (i = 0; s->b && i < s->nb; i++)
+		while (s->b[i]) {
+			struct gx_aset_ent *e = s->b[i];
+
+			s->b[i] = e->next;
+			free(e);
+		}
+	free(s->b);
+	memset(s, 0, sizeof(*s));
+}
+
+int gx_aset_has(const struct gx_aset *s, const char *a)
+{
+	const struct gx_aset_ent *e;
+
+	if (!s->b || !a[0])
+		return 0;
+	for (e = s->b[aset_bucket(s, a)]; e; e = e->next)
+		if (strcmp(e->a, a) == 0)
+			return 1;
+	return 0;
+}
+
+int gx_aset_add(struct gx_aset *s, const char *a)
+{
+	struct gx_aset_ent *e;
+	uint32_t k;
+
+	if (!s->b || !a[0] || gx_aset_has(s, a))
+		return 0;
+	if (s->n >= s->cap || strlen(a) >= sizeof(e->a))
+		return -ENOSPC;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	gx_strlcpy(e->a, a, sizeof(e->a));
+	k = aset_bucket(s, a);
+	e->next = s->b[k];
+	s->b[k] = e;
+	s->n++;
+	return 0;
 }
 
 /* ---- rate-limited warnings ---- */

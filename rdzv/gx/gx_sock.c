@@ -99,7 +99,16 @@ int gx_somaxconn(void)
 	return (int)v;
 }
 
-int gx_tcp_listen(const union gx_sockaddr *sa, socklen_t len, int *fd_out)
+/* SO_BINDTODEVICE: unprivileged since Linux 5.7; before that it needs CAP_NET_RAW (-EPERM). */
+int gx_bind_device(int fd, const char *ifname)
+{
+	if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname)) < 0)
+		return -errno;
+	return 0;
+}
+
+int gx_tcp_listen_opt(const union gx_sockaddr *sa, socklen_t len, const char *ifname, int flags,
+		      int *fd_out)
 {
 	int fd = -1, one = 1, err = 0;
 
@@ -108,9 +117,19 @@ int gx_tcp_listen(const union gx_sockaddr *sa, socklen_t len, int *fd_out)
 		err = -errno;
 		goto out;
 	}
+	if (ifname && ifname[0]) {
+		err = gx_bind_device(fd, ifname);
+		if (err < 0)
+			goto out;
+	}
 	/* a listener in TIME_WAIT's way would turn a restart into "port in use"; and a
-	 * v6 listener that silently stayed dual-stack would take the v4 port too */
+	 * v6 listener that silently stayed dual-stack would take the v4 port too.
+	 * GX_LISTEN_SHARED: a wildcard listener and one bound to a device and address may
+	 * share a port only when both have SO_REUSEPORT (the kernel's bind conflict rule);
+	 * each stays in its own group, and a connection goes to the one that matches best */
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    ((flags & GX_LISTEN_SHARED) &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
 	    (sa->sa.sa_family == AF_INET6 &&
 	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
 	    bind(fd, &sa->sa, len) < 0 || listen(fd, gx_somaxconn()) < 0) {
@@ -125,8 +144,45 @@ out:
 	return err;
 }
 
-int gx_tcp_connect(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,
-		   socklen_t slen, int *fd_out)
+int gx_tcp_listen(const union gx_sockaddr *sa, socklen_t len, int *fd_out)
+{
+	return gx_tcp_listen_opt(sa, len, NULL, 0, fd_out);
+}
+
+int gx_tcp_listen_secondary(const char *addr4, const char *addr6, uint16_t port, const char *ifname,
+			    int fds[2], int *why)
+{
+	const char *addrs[2] = {addr4, addr6};
+	union gx_sockaddr sa;
+	socklen_t len;
+	int i, n = 0, rc = 0;
+
+	fds[0] = fds[1] = -1;
+	*why = 0;
+	for (i = 0; i < 2 && rc == 0; i++) {
+		if (!addrs[i] || !addrs[i][0])
+			continue;
+		rc = gx_addr_parse(addrs[i], port, &sa, &len);
+		if (rc == 0)
+			rc = gx_tcp_listen_opt(&sa, len, ifname, GX_LISTEN_SHARED, &fds[i]);
+		n += rc == 0;
+	}
+	if (rc == 0)
+		return n;
+	for (i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+	if (rc == -EPERM || rc == -ENODEV || rc == -ENOPROTOOPT) {
+		*why = rc;
+		return 0;
+	}
+	return rc;
+}
+
+int gx_tcp_connect_dev(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,
+		       socklen_t slen, const char *ifname, int *fd_out)
 {
 	int fd = -1, one = 1, err = 0;
 
@@ -137,6 +193,13 @@ int gx_tcp_connect(const union gx_sockaddr *dst, socklen_t dlen, const union gx_
 	}
 	/* latency only: a socket without it still works */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* the device, not only the source address: Linux is a weak-host kernel, and a
+	 * socket bound to an address alone leaves through whatever its route says */
+	if (ifname && ifname[0]) {
+		err = gx_bind_device(fd, ifname);
+		if (err < 0)
+			goto out;
+	}
 	/* a bound source takes its port at connect() by 4-tuple: many gxboots in one netns
 	 * (hostNetwork, benchmarks) do not run out of ephemeral ports; a kernel without it
 	 * (< 4.2) binds a port at bind() as before */
@@ -156,6 +219,12 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return err;
+}
+
+int gx_tcp_connect(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,
+		   socklen_t slen, int *fd_out)
+{
+	return gx_tcp_connect_dev(dst, dlen, src, slen, NULL, fd_out);
 }
 
 int gx_sock_error(int fd)

@@ -57,6 +57,8 @@ static const char *gx_code_text(enum gx_err e)
 		return "command not found";
 	case GX_ECMDEXEC:
 		return "command cannot be executed";
+	case GX_EROUTE:
+		return "the kernel routes the secondary path through another interface";
 	}
 	return "unknown gxboot error";
 }

@@ -132,12 +132,13 @@ static void addr_of(uint32_t i, char *out, size_t len)
 		 1 + (i & 0xff) % 254);
 }
 
-/* resolve_arg: the relay's index */
-static int relay_resolve(void *arg, union gx_sockaddr *sa, socklen_t *len)
+/* the relay's own address, from its index */
+static int relay_resolve(void *arg, uint32_t relay, union gx_sockaddr *sa, socklen_t *len)
 {
 	char ip[32];
 
-	addr_of((uint32_t)(uintptr_t)arg, ip, sizeof(ip));
+	(void)arg;
+	addr_of(relay, ip, sizeof(ip));
 	return gx_addr_parse(ip, bench_port, sa, len);
 }
 
@@ -219,7 +220,6 @@ static int start_one(struct starter *st, uint32_t i)
 	addr_of(i, c.self.addr4, sizeof(c.self.addr4));
 	if (fanout) {
 		c.relay_resolve = relay_resolve;
-		c.resolve_arg = (void *)(uintptr_t)(i / fanout * fanout);
 		gx_addr_parse(c.self.addr4, 0, &c.relay_listen, &c.relay_listen_len);
 	}
 	if (rdzv_member_start(st->s->ev, &c, member_done, st->s, &st->ms[i]) < 0)

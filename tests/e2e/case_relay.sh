@@ -13,6 +13,9 @@
 # C. The relay job-worker-6 never starts, --timeout 26: its child 7 gives up on it after
 #    20 s (RDZV_RELAY_PATIENCE_MS) and joins the coordinator; the failure line names
 #    job-worker-6 only.
+# D. The same with --timeout 8, before 7's patience runs out: its line says it never got
+#    through its relay, and does not blame DNS for the coordinator's name, which it never
+#    looked up (on 9740b38: "(job-worker-0.job.default.svc.cluster.local. never resolved)").
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 cluster_need_root
@@ -63,3 +66,15 @@ gx_expect_rc 3 0 1 2 3 4 5 7
 gx_expect_in 7 'relay job-worker-6 failed .*joining the coordinator'
 gx_expect_in 0 'peers missing after 26s: job-worker-6$'
 echo "C. relay pod never started: its child went to the coordinator; the line names job-worker-6 alone: OK"
+
+# D.
+for i in 0 7; do mv "$GX_DIR/pod$i.log" "$GX_DIR/pod$i.c.log"; rm -rf "$GX_DIR/out$i"; done
+P=(--peers 'job-worker-{0..7}' --token-file "$T" --timeout 8)
+for i in 0 7; do gx_start "$i" "${P[@]}" -- "${GX_REPORT[@]}"; done
+gx_wait_all 20 0 7
+gx_expect_rc 3 0 7
+gx_expect_in 7 'never answered in 8s through its relay job-worker-6 \('
+if grep -q 'never resolved' "$GX_DIR/pod7.log"; then
+  fail "job-worker-7 blames DNS for a name it never looked up" "$GX_DIR/pod7.log"
+fi
+echo "D. relay pod never started, --timeout 8: $(tail -n 1 "$GX_DIR/pod7.log" | cut -c1-200): OK"

@@ -43,7 +43,8 @@ void cf_pod_init(struct cf_pod *p, struct gx_ev *ev, uint32_t npods, uint32_t se
 	p->n.is_coord = self == 0;
 	p->n.table = p->table;
 	p->n.t0 = gx_now_ms();
-	p->n.lfd[0] = p->n.lfd[1] = -1;
+	for (int k = 0; k < CHECK_LISTEN_MAX; k++)
+		p->n.lfd[k] = -1;
 	snprintf(p->n.ifname, sizeof(p->n.ifname), "lo");
 }
 

@@ -116,6 +116,14 @@ static void test_out_checks(void **state)
 	assert_non_null(strstr(err, "writable by group or others"));
 	assert_int_equal(chmod(env, 0644), 0);
 	assert_int_equal(chmod(out, 0755), 0);
+	/* a parent another user can write without the sticky bit: it could move --out between
+	 * our checks and our read (9740b38 read env by its path again after the checks) */
+	assert_int_equal(chmod(base, 0777), 0);
+	assert_int_equal(agent_exec_out_check(out, err, sizeof(err)), GX_EUSAGE);
+	assert_non_null(strstr(err, "without the sticky bit, so another user could move --out"));
+	assert_int_equal(chmod(base, 01777), 0);
+	assert_int_equal(agent_exec_out_check(out, err, sizeof(err)), 0);
+	assert_int_equal(chmod(base, 0700), 0);
 	/* --out through a symlink */
 	assert_int_equal(symlink(out, link), 0);
 	assert_int_equal(agent_exec_out_check(link, err, sizeof(err)), GX_EUSAGE);

@@ -603,6 +603,18 @@ static int teardown_dir(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* dir/name written through --out's descriptor, as a run writes it. */
+static int write_in(const char *dir, const char *name, const char *data, size_t len)
+{
+	int dfd = -1, rc = agent_out_open(dir, 0, &dfd, err, sizeof(err));
+
+	if (rc < 0)
+		return rc;
+	rc = agent_write_file_at(dfd, dir, name, data, len, 0644, err, sizeof(err));
+	close(dfd);
+	return rc;
+}
+
 static void read_all(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "r");
@@ -621,9 +633,7 @@ static void test_env_load_file(void **state)
 	size_t i;
 
 	(void)state;
-	assert_int_equal(
-	    agent_write_file_atomic(tmpdir, "env", "export Q='a b'\n", 15, 0644, err, sizeof(err)),
-	    0);
+	assert_int_equal(write_in(tmpdir, "env", "export Q='a b'\n", 15), 0);
 	snprintf(path, sizeof(path), "%s/env", tmpdir);
 	assert_int_equal(agent_env_load(path, &e, err, sizeof(err)), 0);
 	assert_string_equal(agent_env_get(&e, "Q"), "a b");
@@ -636,9 +646,7 @@ static void test_env_load_file(void **state)
 	assert_non_null(big);
 	for (i = 0; i + 16 <= AGENT_ENV_FILE_MAX + 16; i += 16)
 		memcpy(big + i, "export A='xxxx'\n", 16);
-	assert_int_equal(agent_write_file_atomic(tmpdir, "big", big, AGENT_ENV_FILE_MAX + 16, 0644,
-						 err, sizeof(err)),
-			 0);
+	assert_int_equal(write_in(tmpdir, "big", big, AGENT_ENV_FILE_MAX + 16), 0);
 	free(big);
 	snprintf(path, sizeof(path), "%s/big", tmpdir);
 	assert_int_equal(agent_env_load(path, &e, err, sizeof(err)), GX_EUSAGE);
@@ -659,9 +667,7 @@ static void test_atomic_write_symlink(void **state)
 	fclose(f);
 	snprintf(target, sizeof(target), "%s/hostfile", tmpdir);
 	assert_int_equal(symlink(victim, target), 0);
-	assert_int_equal(agent_write_file_atomic(tmpdir, "hostfile", "10.0.0.1 slots=1\n", 17, 0644,
-						 err, sizeof(err)),
-			 0);
+	assert_int_equal(write_in(tmpdir, "hostfile", "10.0.0.1 slots=1\n", 17), 0);
 	read_all(victim, buf, sizeof(buf));
 	assert_string_equal(buf, "precious\n");
 	assert_int_equal(lstat(target, &st), 0);
@@ -670,16 +676,15 @@ static void test_atomic_write_symlink(void **state)
 	read_all(target, buf, sizeof(buf));
 	assert_string_equal(buf, "10.0.0.1 slots=1\n");
 	/* --out that is a file, or missing; a bad name */
-	assert_int_equal(agent_write_file_atomic(victim, "x", "", 0, 0644, err, sizeof(err)),
-			 -ENOTDIR);
+	assert_int_equal(write_in(victim, "x", "", 0), GX_EUSAGE);
+	assert_non_null(strstr(err, "not a directory"));
 	snprintf(sub, sizeof(sub), "%s/nope", tmpdir);
-	assert_int_equal(agent_write_file_atomic(sub, "x", "", 0, 0644, err, sizeof(err)), -ENOENT);
-	assert_int_equal(agent_write_file_atomic(tmpdir, "../x", "", 0, 0644, err, sizeof(err)),
-			 GX_EUSAGE);
+	assert_int_equal(write_in(sub, "x", "", 0), -ENOENT);
+	assert_int_equal(write_in(tmpdir, "../x", "", 0), GX_EUSAGE);
 	/* a directory at the target: error, no temp file left behind */
 	snprintf(sub, sizeof(sub), "%s/adir", tmpdir);
 	assert_int_equal(mkdir(sub, 0755), 0);
-	assert_true(agent_write_file_atomic(tmpdir, "adir", "x", 1, 0644, err, sizeof(err)) < 0);
+	assert_true(write_in(tmpdir, "adir", "x", 1) < 0);
 	snprintf(buf, sizeof(buf), "ls -A '%s' | grep -q tmp", tmpdir);
 	assert_int_not_equal(system(buf), 0);
 }
@@ -747,12 +752,112 @@ static void test_out_clean_other_pidns(void **state)
 	touch_aged(old_fmt, 0);
 	touch_aged(stale_other, AGENT_OUT_TEMP_OLD_S + 60);
 	touch_aged(".env.notatemp", AGENT_OUT_TEMP_OLD_S + 60);
-	agent_out_clean(tmpdir, 0);
+	{
+		int dfd = -1;
+
+		assert_int_equal(agent_out_open(tmpdir, 0, &dfd, err, sizeof(err)), 0);
+		agent_out_clean(dfd, 0);
+		close(dfd);
+	}
 	assert_true(exists(old_fmt));
 	assert_true(exists(other));
 	assert_false(exists(mine)); /* this process's own leftover */
 	assert_false(exists(stale_other));
 	assert_true(exists(".env.notatemp"));
+}
+
+/*
+ * --out is opened once: moved and replaced by a symlink after that (what another user who
+ * can write its parent does with renameat2), every file still goes into the directory
+ * that was opened, none through the symlink. On 9740b38 each write opened --out by its
+ * path again.
+ */
+static void test_out_fd_swap(void **state)
+{
+	char out[128], moved[128], victim[128], path[256];
+	int dfd = -1;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/out", tmpdir);
+	snprintf(moved, sizeof(moved), "%s/out.moved", tmpdir);
+	snprintf(victim, sizeof(victim), "%s/victim", tmpdir);
+	assert_int_equal(mkdir(victim, 0700), 0);
+	assert_int_equal(agent_out_open(out, 1, &dfd, err, sizeof(err)), 0);
+	assert_int_equal(rename(out, moved), 0);
+	assert_int_equal(symlink(victim, out), 0);
+	assert_int_equal(agent_write_file_at(dfd, out, "env", "x\n", 2, 0644, err, sizeof(err)), 0);
+	assert_int_equal(agent_write_link_at(dfd, out, "gxboot-rsh", "/bin/true", err, sizeof(err)),
+			 0);
+	agent_out_clean(dfd, 1); /* unlinks in the opened one only */
+	assert_int_equal(
+	    agent_write_file_at(dfd, out, "hostfile", "h\n", 2, 0644, err, sizeof(err)), 0);
+	close(dfd);
+	snprintf(path, sizeof(path), "ls -A '%s' | grep -q .", victim);
+	assert_int_not_equal(system(path), 0); /* nothing in the symlink's target */
+	snprintf(path, sizeof(path), "%s/hostfile", moved);
+	assert_int_equal(access(path, F_OK), 0);
+	/* and the symlink itself is refused as --out */
+	assert_int_equal(agent_out_open(out, 1, &dfd, err, sizeof(err)), GX_EUSAGE);
+	assert_non_null(strstr(err, "a symlink"));
+}
+
+/*
+ * A directory on the way to --out that another user could change the entries of is
+ * refused: writable by others without the sticky bit (the parent, an ancestor, one a
+ * symlink leads to), or owned by another user (as root only); sticky, ours and root's
+ * are not. On 9740b38 a 0777 parent was used, and another user swapped --out for a
+ * symlink in 19 of 20 runs.
+ */
+static void test_out_parent_unsafe(void **state)
+{
+	char p[128], out[200], link[200];
+	int dfd = -1;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/shared", tmpdir);
+	snprintf(out, sizeof(out), "%s/sub/out", p);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(link, sizeof(link), "%s/sub", p);
+	assert_int_equal(mkdir(link, 0755), 0);
+	assert_int_equal(agent_out_open(out, 1, &dfd, err, sizeof(err)), 0);
+	close(dfd);
+	assert_int_equal(chmod(link, 0777), 0); /* the parent */
+	assert_int_equal(agent_out_open(out, 1, &dfd, err, sizeof(err)), GX_EUSAGE);
+	assert_non_null(strstr(err, "/shared/sub is writable by group or others without the "
+				    "sticky bit, so another user could move --out"));
+	assert_int_equal(chmod(link, 01777), 0); /* sticky: only an entry's owner renames it */
+	assert_int_equal(agent_out_open(out, 1, &dfd, err, sizeof(err)), 0);
+	close(dfd);
+	assert_int_equal(chmod(link, 0755), 0);
+	assert_int_equal(chmod(p, 0775), 0); /* an ancestor, group-writable */
+	assert_int_equal(agent_out_open(out, 1, &dfd, err, sizeof(err)), GX_EUSAGE);
+	assert_non_null(strstr(err, "/shared is writable by group"));
+	assert_int_equal(chmod(p, 0755), 0);
+	/* a symlink on the way, in a safe directory, to a safe one: followed */
+	snprintf(link, sizeof(link), "%s/via", tmpdir);
+	assert_int_equal(symlink(p, link), 0);
+	snprintf(out, sizeof(out), "%s/via/sub/out", tmpdir);
+	assert_int_equal(agent_out_open(out, 0, &dfd, err, sizeof(err)), 0);
+	close(dfd);
+	/* ... to an unsafe one: refused */
+	assert_int_equal(chmod(p, 0777), 0);
+	assert_int_equal(agent_out_open(out, 0, &dfd, err, sizeof(err)), GX_EUSAGE);
+	assert_int_equal(chmod(p, 0755), 0);
+	if (geteuid() == 0) {
+		snprintf(link, sizeof(link), "%s/sub", p);
+		assert_int_equal(chown(link, 65534, 65534), 0);
+		assert_int_equal(agent_out_open(out, 0, &dfd, err, sizeof(err)), GX_EUSAGE);
+		assert_non_null(strstr(err, "owned by another user"));
+		assert_int_equal(chown(link, 0, 0), 0);
+	}
+	/* relative: from the working directory, whose own chain is checked */
+	assert_int_equal(chdir(p), 0);
+	assert_int_equal(agent_out_open("sub/out", 0, &dfd, err, sizeof(err)), 0);
+	close(dfd);
+	assert_int_equal(chmod(p, 0777), 0);
+	assert_int_equal(agent_out_open("sub/out", 0, &dfd, err, sizeof(err)), GX_EUSAGE);
+	assert_int_equal(chmod(p, 0755), 0);
+	assert_int_equal(chdir("/"), 0);
 }
 
 static void test_hostfile(void **state)
@@ -940,6 +1045,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_env_load_file, setup_dir, teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_atomic_write_symlink, setup_dir, teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_out_clean_other_pidns, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_out_fd_swap, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_out_parent_unsafe, setup_dir, teardown_dir),
 	    cmocka_unit_test(test_hostfile),
 	    cmocka_unit_test(test_rendezvous_json),
 	    cmocka_unit_test_setup_teardown(test_slots, setup_dir, teardown_dir),

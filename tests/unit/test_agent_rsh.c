@@ -83,7 +83,13 @@ static void test_key_file(void **state)
 	assert_memory_not_equal(k, k2, RSH_KEY_LEN); /* bound to the job */
 	assert_int_equal(agent_rsh_key_derive((const unsigned char *)"tok2", 4, "job-a", k2), 0);
 	assert_memory_not_equal(k, k2, RSH_KEY_LEN); /* and to the token */
-	assert_int_equal(agent_rsh_key_write(dir, k, 29412, err, sizeof(err)), 0);
+	{
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		assert_true(dfd >= 0);
+		assert_int_equal(agent_rsh_key_write(dfd, dir, k, 29412, err, sizeof(err)), 0);
+		close(dfd);
+	}
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 	assert_int_equal(agent_rsh_key_load(path, &key, err, sizeof(err)), 0);
@@ -321,7 +327,10 @@ static void test_rsh_names_the_file(void **state)
 		dprintf(fd, "{\"peers\":[{\"name\":\"w-0\",\"addr4\":\"192.168.2.10\"}]}");
 		close(fd);
 	}
-	assert_int_equal(agent_rsh_key_write(a, k, 29412, err, sizeof(err)), 0);
+	fd = open(a, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(agent_rsh_key_write(fd, a, k, 29412, err, sizeof(err)), 0);
+	close(fd);
 	snprintf(key, sizeof(key), "%s/rsh.key", a);
 	memset(&o, 0, sizeof(o));
 	o.cmd = AGENT_CMD_RSH;

@@ -88,17 +88,25 @@ struct cli {
 	unsigned char k[RDZV_KEY_LEN];
 };
 
-static void cli_open(struct rh *h, struct cli *x)
+/* A connection to the coordinator from src (NULL: the kernel's choice, 127.0.0.1). */
+static void cli_open_from(struct rh *h, struct cli *x, const char *src)
 {
-	union gx_sockaddr sa;
-	socklen_t len;
+	union gx_sockaddr sa, ssa;
+	socklen_t len, slen = 0;
 	int fd = -1;
 
 	assert_int_equal(gx_addr_parse("127.0.0.1", h->port, &sa, &len), 0);
-	assert_int_equal(gx_tcp_connect(&sa, len, NULL, 0, &fd), 0);
+	if (src)
+		assert_int_equal(gx_addr_parse(src, 0, &ssa, &slen), 0);
+	assert_int_equal(gx_tcp_connect(&sa, len, src ? &ssa : NULL, slen, &fd), 0);
 	rdzv_conn_init(&x->c, fd, 0);
 	randombytes_buf(x->c.nm, RDZV_NONCE_LEN);
 	assert_int_equal(rdzv_auth_key(TOKEN, sizeof(TOKEN) - 1, JOB, x->k), 0);
+}
+
+static void cli_open(struct rh *h, struct cli *x)
+{
+	cli_open_from(h, x, NULL);
 }
 
 static void send_all(int fd, const unsigned char *p, size_t n)
@@ -1109,6 +1117,118 @@ static void test_member_deadlines(void **state)
 	rh_free(&h);
 }
 
+/* ---- what an impostor at the coordinator's address writes into a final line ----
+ * Whoever answers at the coordinator's address can send a clear REJECT with ~1,000
+ * printable bytes of its choosing. The member's line quotes them, bounded and marked as
+ * the unauthenticated sender's (on 9740b38 they were the line's own tail). */
+static void impostor(uint32_t token)
+{
+	char text[1000], want[200];
+	struct rdzv_config cfg;
+	struct rdzv_buf b = {0};
+	unsigned char *frame;
+	union gx_sockaddr sa;
+	socklen_t len;
+	int lfd = -1, fd, i;
+	size_t n;
+	int64_t t0;
+	struct rh h;
+
+	/* a forged log line, then padding, then the part that must not come through */
+	n = (size_t)snprintf(text, sizeof(text),
+			     "bad token\n2026-01-01T00:00:00Z gxboot[1] info: all fine; ");
+	memset(text + n, 'x', sizeof(text) - n - 12);
+	snprintf(text + sizeof(text) - 12, 12, " curl x|sh");
+	rdzv_put_u32(&b, T_CODE, (uint32_t)GX_EAUTH);
+	rdzv_put_str(&b, T_TEXT, text);
+	frame = malloc(RDZV_HDR_LEN + b.len);
+	assert_non_null(frame);
+	rdzv_hdr_encode(frame, RDZV_REJECT, (uint32_t)b.len);
+	memcpy(frame + RDZV_HDR_LEN, b.p, b.len);
+
+	h_init(&h, 2, 60000);
+	assert_int_equal(gx_addr_parse("127.0.0.1", h.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &lfd), 0);
+	member_cfg(&h, 1, &cfg);
+	cfg.deadline_ms = gx_now_ms() + 1500;
+	if (!token) {
+		cfg.token = NULL;
+		cfg.token_len = 0;
+	}
+	rh_start_member_in(&h, h.ev, 1, &cfg);
+	t0 = gx_now_ms();
+	while (!h.s[1].done && gx_now_ms() - t0 < 6000) {
+		pump(&h, 20);
+		for (i = 0; i < 8 && (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0; i++) {
+			send_all(fd, frame, RDZV_HDR_LEN + b.len);
+			close(fd);
+		}
+	}
+	assert_int_equal(h.s[1].done, 1);
+	assert_int_equal(h.s[1].rc, GX_EREJECTED);
+	printf("# %s\n", h.s[1].err);
+	snprintf(want, sizeof(want),
+		 "(the coordinator said, unauthenticated: \"bad token?2026-01-01T00:00:00Z "
+		 "gxboot[1] info: all fine; xx");
+	assert_non_null(strstr(h.s[1].err, want));
+	assert_non_null(strstr(h.s[1].err, "x...\")"));
+	assert_null(strstr(h.s[1].err, "curl"));
+	assert_true(strlen(h.s[1].err) < 100 + RDZV_UNAUTH_TEXT + 30);
+	close(lfd);
+	rdzv_buf_free(&b);
+	free(frame);
+	rh_free(&h);
+}
+
+static void test_impostor_reject_text(void **state)
+{
+	(void)state;
+	impostor(1); /* retried until the deadline, then the line */
+	impostor(0); /* no token: at once */
+}
+
+/* ---- what a member says when it was accepted and closed, then refused ----------
+ * For 1.5 s the coordinator's address accepts every connection and closes it before any
+ * answer (a full budget, a full relay), then nothing listens there (the coordinator gone
+ * at its own deadline). The line names both: on 9740b38 it said only "Connection refused",
+ * the last failure, as if nothing had ever listened. */
+static void test_member_closed_then_refused(void **state)
+{
+	union gx_sockaddr sa;
+	struct rdzv_config cfg;
+	socklen_t len;
+	int lfd = -1, fd, n = 0;
+	int64_t t0;
+	struct rh h;
+
+	(void)state;
+	h_init(&h, 2, 60000);
+	assert_int_equal(gx_addr_parse("127.0.0.1", h.port, &sa, &len), 0);
+	assert_int_equal(gx_tcp_listen(&sa, len, &lfd), 0);
+	member_cfg(&h, 1, &cfg);
+	cfg.deadline_ms = gx_now_ms() + 3000;
+	rh_start_member_in(&h, h.ev, 1, &cfg);
+	t0 = gx_now_ms();
+	while (!h.s[1].done && gx_now_ms() - t0 < 8000) {
+		pump(&h, 10);
+		while (lfd >= 0 && (fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+			close(fd);
+			n++;
+		}
+		if (lfd >= 0 && gx_now_ms() - t0 >= 1500) {
+			close(lfd);
+			lfd = -1;
+		}
+	}
+	printf("# %d connections accepted and closed; then: %s\n", n, h.s[1].err);
+	assert_true(n > 0);
+	assert_int_equal(h.s[1].rc, GX_EPEERS);
+	assert_non_null(strstr(h.s[1].err, "never answered in 3s (127.0.0.1:"));
+	assert_non_null(strstr(h.s[1].err, "Connection refused; before:"));
+	assert_non_null(strstr(h.s[1].err, "accepted, then closed before any answer"));
+	rh_free(&h);
+}
+
 /* ---- pipelined AUTH (issue 26): the JOIN comes in the AUTH's flight ---------
  * A coordinator that verifies AUTH and never sends PROOF still gets a JOIN whose MAC
  * checks under the session key with sequence 0; the member accepts nothing meanwhile. */
@@ -1236,11 +1356,20 @@ static void cli_verify(struct cli *x, uint16_t type, uint32_t i, uint64_t round,
 	rdzv_buf_free(&b);
 }
 
-/* A phase-2 connection whose first frame is member 1's VERIFY MAC'd under vkey. */
+/* A phase-2 connection from src whose first frame is member 1's VERIFY MAC'd under vkey. */
+static void cli_tverify_from(struct rh *h, struct cli *x, const char *src,
+			     const unsigned char vkey[RDZV_KEY_LEN], uint64_t round, uint32_t flags)
+{
+	cli_open_from(h, x, src);
+	rdzv_conn_session_ticket(&x->c, vkey);
+	cli_verify(x, RDZV_TVERIFY, 1, round, flags);
+}
+
+/* The same from member 1's secondary address (cli_join's 127.0.0.2). */
 static void cli_tverify(struct rh *h, struct cli *x, const unsigned char vkey[RDZV_KEY_LEN],
 			uint64_t round, uint32_t flags)
 {
-	cli_open(h, x);
+	cli_open_from(h, x, "127.0.0.2");
 	rdzv_conn_session_ticket(&x->c, vkey);
 	cli_verify(x, RDZV_TVERIFY, 1, round, flags);
 }
@@ -1298,6 +1427,134 @@ static void test_phase2_ticket(void **state)
 	rdzv_conn_reset(&wrong.c);
 	rh_free(&h);
 	free(m);
+}
+
+/*
+ * A ticket is bound to the secondary address of its member's JOIN: the right TVERIFY,
+ * copied on the path and sent first from another address, is refused (a VERIFIED error,
+ * nothing verified, the ticket not spent), and the member's own still verifies. On 9740b38
+ * it verified the member, with a warning.
+ */
+static void test_phase2_ticket_foreign(void **state)
+{
+	struct rdzv_msg *m = malloc(sizeof(*m));
+	unsigned char vkey[RDZV_KEY_LEN];
+	struct cli p1, own, copy;
+	uint64_t round;
+	struct rh h;
+
+	(void)state;
+	assert_non_null(m);
+	h_init(&h, 3, 20000);
+	start_coord(&h);
+	cli_joined_ticket(&h, &p1, m, vkey);
+	round = m->round;
+
+	cli_tverify_from(&h, &copy, "127.0.0.3", vkey, round, 0);
+	assert_int_equal(cli_msg(&h, &copy, 3000, m), RDZV_VERIFIED);
+	assert_int_not_equal(m->code, 0);
+	assert_non_null(
+	    strstr(m->text, "from 127.0.0.3, not from the secondary address 127.0.0.2"));
+	assert_int_equal(h.co->nverified, 0);
+	assert_true(h.co->st[1].vt); /* not spent */
+	assert_string_equal(h.co->tab[1].seen_from, "");
+
+	cli_tverify(&h, &own, vkey, round, 0);
+	assert_int_equal(cli_msg(&h, &own, 3000, m), RDZV_VERIFIED);
+	assert_int_equal(m->code, 0);
+	assert_int_equal(h.co->nverified, 1);
+	assert_string_equal(h.co->tab[1].seen_from, "127.0.0.2");
+
+	rdzv_conn_reset(&p1.c);
+	rdzv_conn_reset(&own.c);
+	rdzv_conn_reset(&copy.c);
+	rh_free(&h);
+	free(m);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median over 31 batches of 4000 calls (200 under valgrind) to the ticket check of m,
+ * in ns per call. */
+static int64_t ticket_check_ns(struct rh *h, const struct rdzv_msg *m, const unsigned char *body,
+			       size_t blen, const char *want)
+{
+	int n = getenv("GX_TEST_VALGRIND") ? 200 : 4000;
+	int64_t t[31];
+	struct cpeer *sp;
+	int i, k;
+
+	for (i = 0; i < 31; i++) {
+		int64_t t0 = gx_now_us();
+
+		for (k = 0; k < n; k++)
+			assert_string_equal(rdzv_co_ticket_check(h->co, m, body, blen, &sp), want);
+		t[i] = (gx_now_us() - t0) * 1000 / n;
+	}
+	qsort(t, 31, sizeof(t[0]), cmp_i64);
+	return t[15];
+}
+
+/*
+ * A TVERIFY for a slot without an unused ticket costs the same MAC work as one for a slot
+ * with one (a decoy key): its time tells no one who holds a ticket. Printed, not asserted
+ * (DECISIONS 27): the check of a wrong MAC for a slot with a ticket, for a slot without one,
+ * and for an unknown peer; runs alternate so the machine's load falls on all three alike.
+ */
+static void test_phase2_ticket_timing(void **state)
+{
+	struct rdzv_msg *m = malloc(sizeof(*m)), *v = malloc(sizeof(*v));
+	unsigned char vkey[RDZV_KEY_LEN], frame[512];
+	int64_t with[5], without[5], unknown[5];
+	struct rdzv_buf b = {0};
+	struct cli p1;
+	struct rh h;
+	size_t blen;
+	int r;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(v);
+	h_init(&h, 3, 20000);
+	start_coord(&h);
+	cli_joined_ticket(&h, &p1, m, vkey);
+	rdzv_put_str(&b, T_NAME, "job-worker-1");
+	rdzv_put_u32(&b, T_INDEX, 1);
+	rdzv_put_u64(&b, T_INCARNATION, 42);
+	rdzv_put_u64(&b, T_ROUND, m->round);
+	rdzv_put_u32(&b, T_FLAGS, 0);
+	blen = b.len;
+	assert_true(blen + RDZV_MAC_LEN <= sizeof(frame));
+	memcpy(frame, b.p, blen);
+	randombytes_buf(frame + blen, RDZV_MAC_LEN); /* a guess: never the right MAC */
+	rdzv_buf_free(&b);
+	assert_int_equal(rdzv_msg_decode(RDZV_VERIFY, frame, blen, v), 0);
+	for (r = 0; r < 5; r++) {
+		h.co->st[1].vt = 1;
+		with[r] = ticket_check_ns(&h, v, frame, blen, "wrong ticket");
+		h.co->st[1].vt = 0;
+		without[r] = ticket_check_ns(&h, v, frame, blen, "no unused ticket for it");
+		v->index = 2; /* job-worker-2's index, job-worker-1's name */
+		unknown[r] =
+		    ticket_check_ns(&h, v, frame, blen, "ticket VERIFY for an unknown peer");
+		v->index = 1;
+	}
+	qsort(with, 5, sizeof(with[0]), cmp_i64);
+	qsort(without, 5, sizeof(without[0]), cmp_i64);
+	qsort(unknown, 5, sizeof(unknown[0]), cmp_i64);
+	printf("# TVERIFY ticket check, ns per call (median of 5 runs of 31 batches): ticket held, "
+	       "wrong MAC %lld; no ticket %lld (%.2fx); unknown peer %lld (%.2fx)\n",
+	       (long long)with[2], (long long)without[2], (double)without[2] / (double)with[2],
+	       (long long)unknown[2], (double)unknown[2] / (double)with[2]);
+	rdzv_conn_reset(&p1.c);
+	rh_free(&h);
+	free(m);
+	free(v);
 }
 
 /*
@@ -1565,7 +1822,11 @@ int main(void)
 	    cmocka_unit_test(test_member_deadlines),
 	    cmocka_unit_test(test_member_pipelined_join),
 	    cmocka_unit_test(test_commit_waits_for_lost_session),
+	    cmocka_unit_test(test_impostor_reject_text),
+	    cmocka_unit_test(test_member_closed_then_refused),
 	    cmocka_unit_test(test_phase2_ticket),
+	    cmocka_unit_test(test_phase2_ticket_foreign),
+	    cmocka_unit_test(test_phase2_ticket_timing),
 	    cmocka_unit_test(test_phase2_ticket_pending),
 	    cmocka_unit_test(test_phase2_ticket_fallback),
 	    cmocka_unit_test(test_phase2_ticket_vfail),

@@ -183,6 +183,82 @@ static void test_known_kept(void **state)
 	gx_pa_free(&pa);
 }
 
+/*
+ * IPv6: a stranger with a /64 has 2^64 addresses. Addresses from outside the table count in
+ * their /64 (per_src * GX_PA_NET_MULT for the whole /64), table peers only as themselves,
+ * and every link-local address is one source. On 9740b38 each address was a source of its
+ * own: 200 addresses of one /64 held 200 handshakes, and so did 200 link-local ones.
+ */
+static void test_ipv6_sources(void **state)
+{
+	static struct gx_pa_ent e[400];
+	struct gx_pa_ent *old = NULL;
+	struct gx_pa pa;
+	size_t i, k = 0, held;
+	char src[64];
+
+	(void)state;
+	memset(e, 0, sizeof(e));
+	assert_int_equal(gx_pa_init(&pa, 1000, 4), 0);
+	for (held = 0, i = 0; i < 200; i++) { /* 200 strangers' addresses of one /64 */
+		snprintf(src, sizeof(src), "2001:db8:1:2::%zx", i + 1);
+		if (gx_pa_admit(&pa, src, 0, 0, &old) < 0)
+			continue;
+		gx_pa_add(&pa, &e[k++], src, 0);
+		held++;
+	}
+	printf("# one /64, 200 addresses: %zu held\n", held);
+	assert_int_equal(held, 4 * 16);
+	/* the next /64 is another source; the table's peers in the full one still get in */
+	assert_int_equal(gx_pa_admit(&pa, "2001:db8:1:3::1", 0, 0, &old), 0);
+	for (i = 0; i < 8; i++) {
+		snprintf(src, sizeof(src), "2001:db8:1:2:ffff::%zx", i + 1);
+		assert_int_equal(gx_pa_admit(&pa, src, 1, 0, &old), 0);
+		gx_pa_add(&pa, &e[k++], src, 1);
+	}
+	for (held = 0, i = 0; i < 200; i++) { /* link-local, any interface: one source */
+		snprintf(src, sizeof(src), "fe80::%zx:1", i + 1);
+		if (gx_pa_admit(&pa, src, 0, 0, &old) < 0)
+			continue;
+		gx_pa_add(&pa, &e[k++], src, 0);
+		held++;
+	}
+	printf("# link-local, 200 addresses: %zu held\n", held);
+	assert_int_equal(held, 4);
+	/* IPv4 and v4-mapped addresses are their own sources, as before */
+	assert_int_equal(gx_pa_admit(&pa, "10.1.1.1", 0, 0, &old), 0);
+	assert_int_equal(gx_pa_admit(&pa, "::ffff:10.1.1.1", 0, 0, &old), 0);
+	gx_pa_free(&pa);
+}
+
+/* A refusal says why: the source's own limit, its /64's, or a full budget (on 9740b38 the
+ * coordinator said "0 unauthenticated ones from there" for a full budget). */
+static void test_refusal_why(void **state)
+{
+	struct gx_pa_ent e[4] = {0}, *old = NULL;
+	struct gx_pa pa;
+	char why[200];
+
+	(void)state;
+	assert_int_equal(gx_pa_init(&pa, 2, 1), 0);
+	gx_pa_add(&pa, &e[0], "10.0.0.1", 1);
+	assert_int_equal(gx_pa_admit(&pa, "10.0.0.1", 1, 0, &old), -EBUSY);
+	assert_string_equal(gx_pa_why(&pa, "10.0.0.1", why, sizeof(why)),
+			    "1 unauthenticated ones from there (the limit per source)");
+	gx_pa_add(&pa, &e[1], "10.0.0.2", 1);
+	assert_int_equal(gx_pa_admit(&pa, "10.0.0.3", 0, 0, &old), -EBUSY); /* all known */
+	assert_non_null(strstr(gx_pa_why(&pa, "10.0.0.3", why, sizeof(why)),
+			       "the pre-authentication budget is full (2 unauthenticated"));
+	gx_pa_free(&pa);
+	assert_int_equal(gx_pa_init(&pa, 100, 1), 0);
+	pa.per_net = 1;
+	gx_pa_add(&pa, &e[2], "2001:db8::1", 0);
+	assert_int_equal(gx_pa_admit(&pa, "2001:db8::2", 0, 0, &old), -EBUSY);
+	assert_string_equal(gx_pa_why(&pa, "2001:db8::2", why, sizeof(why)),
+			    "1 unauthenticated ones from 2001:db8::/64 (the limit per /64)");
+	gx_pa_free(&pa);
+}
+
 static void test_ratelimit(void **state)
 {
 	struct gx_rl rl = {.what = "test: strangers"};
@@ -206,10 +282,9 @@ static void test_ratelimit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_budget_property),
-	    cmocka_unit_test(test_loopback_exempt),
-	    cmocka_unit_test(test_known_kept),
-	    cmocka_unit_test(test_ratelimit),
+	    cmocka_unit_test(test_budget_property), cmocka_unit_test(test_loopback_exempt),
+	    cmocka_unit_test(test_known_kept),	    cmocka_unit_test(test_ipv6_sources),
+	    cmocka_unit_test(test_refusal_why),	    cmocka_unit_test(test_ratelimit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

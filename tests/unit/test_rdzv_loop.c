@@ -486,10 +486,13 @@ static void test_deadline_missing_peer(void **state)
 	rh_free(&w);
 }
 
-/* The coordinator listens on 127.0.0.1 only; its secondary addresses are
- * 127.0.0.1 and ::1. A member whose only secondary address is IPv6 must reach
- * [::1]:port, where nothing listens: a real "connection refused". */
-static void test_unreachable_secondary(void **state)
+/*
+ * The job's addresses are in one family, MASTER_ADDR's (the coordinator's IPv4 one here):
+ * a member whose secondary has only IPv6 could verify over it, but rank 0 would reach its
+ * table row through another interface or not at all. It fails at once, named, with both
+ * families; the other member is not blamed.
+ */
+static void test_secondary_family_mismatch(void **state)
 {
 	struct rdzv_config cfg;
 	struct rh w;
@@ -507,12 +510,166 @@ static void test_unreachable_secondary(void **state)
 	pump(&w, 3, 6000);
 	printf("# %s\n", w.co_res.err);
 	assert_int_equal(w.co_rc, GX_ERDZV);
-	assert_non_null(strstr(w.co_res.err, "job-worker-2"));
-	assert_non_null(strstr(w.co_res.err, "[::1]"));
-	assert_non_null(strstr(w.co_res.err, "refused"));
+	assert_non_null(strstr(w.co_res.err, "job-worker-2 has no IPv4 address"));
+	assert_non_null(strstr(w.co_res.err, "(only ::1)"));
+	assert_non_null(strstr(w.co_res.err, "MASTER_ADDR 127.0.0.1 is IPv4"));
 	assert_null(strstr(w.co_res.err, "job-worker-1"));
 	assert_int_equal(w.s[1].rc, GX_ERDZV);
 	assert_int_equal(w.s[2].rc, GX_ERDZV);
+	rh_free(&w);
+}
+
+/* ---- the path: bound to the device, the kernel's route both ways ---- */
+
+/* A fake route answer: GX_EROUTE for one destination address, 0 for every other. */
+struct fake_route {
+	char bad_dst[46];
+	int calls;
+};
+
+static int fake_route(void *arg, const char *src, const char *dst, int dst_plen, const char *iface,
+		      char *why, size_t whylen)
+{
+	struct fake_route *f = arg;
+
+	f->calls++;
+	assert_string_equal(iface, "lo");
+	if (strcmp(dst, f->bad_dst) != 0)
+		return 0;
+	snprintf(why, whylen, "the kernel routes %s from %s via 10.0.0.1 dev eth0 (/%d)", dst, src,
+		 dst_plen);
+	return GX_EROUTE;
+}
+
+/* Every connection bound to lo, the coordinator's VERIFY listener (127.0.0.1 bound to lo)
+ * beside its wildcard ones on one port (SO_REUSEPORT): every member verifies through it. */
+static void test_path_bound(void **state)
+{
+	struct rdzv_config cfg;
+	struct fake_route f = {.bad_dst = "none"};
+	struct rh w;
+	uint32_t i;
+
+	(void)state;
+	w_init(&w, 4, 5000);
+	rh_coord_cfg(&w, &cfg);
+	cfg.bind_iface = 1;
+	cfg.route = fake_route;
+	cfg.route_arg = &f;
+	/* the wildcard, as in a pod: the kernel looks up an exact address's listeners first
+	 * (the device one), the wildcard's only when none matches */
+	cfg.listen_addrlen = 0;
+	rh_start_coord_cfg(&w, &cfg);
+	for (i = 1; i < 4; i++) {
+		rh_member_cfg(&w, i, &cfg);
+		cfg.bind_iface = 1;
+		cfg.route = fake_route;
+		cfg.route_arg = &f;
+		start_member_cfg(&w, i, &cfg);
+	}
+	pump(&w, 4, 5000);
+	expect_all_ok(&w);
+	assert_int_equal(f.calls, 6); /* each member to the coordinator, the coordinator back */
+	rh_free(&w);
+}
+
+/* A member whose kernel routes MASTER_ADDR through another interface ends the job at once,
+ * named with its line, long before the deadline; the others are not blamed. */
+static void test_path_member_route(void **state)
+{
+	struct rdzv_config cfg;
+	struct fake_route f = {.bad_dst = "127.0.0.1"}, ok = {.bad_dst = "none"};
+	struct rh w;
+	uint32_t i;
+
+	(void)state;
+	w_init(&w, 3, 20000);
+	start_coord(&w);
+	for (i = 1; i < 3; i++) {
+		rh_member_cfg(&w, i, &cfg);
+		cfg.route = fake_route;
+		cfg.route_arg = i == 2 ? &f : &ok;
+		start_member_cfg(&w, i, &cfg);
+	}
+	pump(&w, 3, 5000);
+	assert_int_equal(w.co_done, 1);
+	assert_int_equal(w.co_rc, GX_ERDZV);
+	assert_non_null(strstr(w.co_res.err, "job-worker-2: the kernel routes 127.0.0.1 from "));
+	assert_non_null(strstr(w.co_res.err, "via 10.0.0.1 dev eth0"));
+	assert_null(strstr(w.co_res.err, "job-worker-1"));
+	assert_int_equal(w.s[1].rc, GX_ERDZV);
+	assert_int_equal(w.s[2].rc, GX_ERDZV);
+	rh_free(&w);
+}
+
+/* The way back: the coordinator's kernel routes a member's address through another
+ * interface: the job ends, the coordinator named first, then the member. */
+static void test_path_route_back(void **state)
+{
+	struct rdzv_config cfg;
+	struct fake_route f = {.calls = 0};
+	struct rh w;
+
+	(void)state;
+	w_init(&w, 3, 20000);
+	rh_member_cfg(&w, 1, &cfg);
+	snprintf(f.bad_dst, sizeof(f.bad_dst), "%s", cfg.self.addr4);
+	rh_coord_cfg(&w, &cfg);
+	cfg.route = fake_route;
+	cfg.route_arg = &f;
+	rh_start_coord_cfg(&w, &cfg);
+	start_member(&w, 1);
+	start_member(&w, 2);
+	pump(&w, 3, 5000);
+	assert_int_equal(w.co_rc, GX_ERDZV);
+	assert_non_null(strstr(w.co_res.err, "job-worker-0 (the coordinator), to job-worker-1: the "
+					     "kernel routes "));
+	assert_int_equal(w.s[1].rc, GX_ERDZV);
+	assert_int_equal(w.s[2].rc, GX_ERDZV);
+	rh_free(&w);
+}
+
+/*
+ * Every member fails its route to the coordinator, and the coordinator's subnet holds none of
+ * them: the line names the coordinator (after the others' outcomes, not at the first
+ * failure). With its prefix covering the members, the first member's own line stands.
+ */
+static void run_all_fail(struct rh *w, int coord_plen)
+{
+	struct rdzv_config cfg;
+	struct fake_route f = {.bad_dst = "127.0.0.1"};
+	uint32_t i;
+
+	w_init(w, 4, 20000);
+	rh_coord_cfg(w, &cfg);
+	cfg.self.plen4 = coord_plen;
+	rh_start_coord_cfg(w, &cfg);
+	for (i = 1; i < 4; i++) {
+		rh_member_cfg(w, i, &cfg);
+		cfg.self.plen4 = 24;
+		cfg.route = fake_route;
+		cfg.route_arg = &f;
+		start_member_cfg(w, i, &cfg);
+	}
+	pump(w, 4, 5000);
+	assert_int_equal(w->co_rc, GX_ERDZV);
+}
+
+static void test_path_coordinator_odd(void **state)
+{
+	struct rh w;
+
+	(void)state;
+	run_all_fail(&w, 32);
+	assert_non_null(strstr(w.co_res.err, "job-worker-0 (the coordinator): its lo address "
+					     "127.0.0.1/32 is outside the subnet of every member"));
+	assert_non_null(strstr(w.co_res.err,
+			       "job-worker-1 127.0.1.2/24, job-worker-2 127.0.1.3/24, "
+			       "job-worker-3 127.0.1.4/24"));
+	rh_free(&w);
+	run_all_fail(&w, 8); /* 127.0.0.0/8 holds them all: not the subnet */
+	assert_null(strstr(w.co_res.err, "(the coordinator)"));
+	assert_non_null(strstr(w.co_res.err, ": the kernel routes 127.0.0.1 from 127.0.1."));
 	rh_free(&w);
 }
 
@@ -1015,7 +1172,11 @@ int main(void)
 	    cmocka_unit_test(test_garbage_and_silent),
 	    cmocka_unit_test(test_conflicting_peers),
 	    cmocka_unit_test(test_deadline_missing_peer),
-	    cmocka_unit_test(test_unreachable_secondary),
+	    cmocka_unit_test(test_secondary_family_mismatch),
+	    cmocka_unit_test(test_path_bound),
+	    cmocka_unit_test(test_path_member_route),
+	    cmocka_unit_test(test_path_route_back),
+	    cmocka_unit_test(test_path_coordinator_odd),
 	    cmocka_unit_test(test_coordinator_without_token),
 	    cmocka_unit_test(test_netdetect_failure_aborts_all),
 	    cmocka_unit_test(test_keep_serving),
