@@ -42,6 +42,7 @@ static const char *const written[] = {
     "NCCL_SOCKET_FAMILY",
     "NCCL_IB_HCA",
     "NCCL_IB_GID_INDEX",
+    "NCCL_IB_DISABLE",
     "GLOO_SOCKET_IFNAME",
     "UCX_NET_DEVICES",
     "HOROVOD_GLOO_IFACE",

@@ -12,6 +12,7 @@
  */
 #include "agent/launch/rewrite_int.h"
 #include "agent/peers/peers_int.h"
+#include "agent/pipeline/out_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,10 @@ struct tok {
 	char *raw; /* as written (sh -c: with quotes) */
 	char *val; /* the value (sh -c: unquoted, ${VAR:=def} evaluated) */
 	int changed;
+	/* a change, logged once the rewrite is kept: the value before it, the option, and
+	 * why its meaning changed (a warning; NULL: a host mapped onto its secondary
+	 * address, an info line) */
+	char *old, *what, *note;
 };
 
 struct toks {
@@ -38,6 +43,9 @@ static void toks_free(struct toks *ts)
 	for (i = 0; ts->t && i < ts->n; i++) {
 		free(ts->t[i].raw);
 		free(ts->t[i].val);
+		free(ts->t[i].old);
+		free(ts->t[i].what);
+		free(ts->t[i].note);
 	}
 	free(ts->t);
 	ts->t = NULL;
@@ -54,6 +62,7 @@ static int toks_push(struct toks *ts, const char *raw, size_t rawlen, const char
 	n[ts->n].raw = strndup(raw, rawlen);
 	n[ts->n].val = strdup(val);
 	n[ts->n].changed = 0;
+	n[ts->n].old = n[ts->n].what = n[ts->n].note = NULL;
 	if (!n[ts->n].raw || !n[ts->n].val) {
 		free(n[ts->n].raw);
 		free(n[ts->n].val);
@@ -290,35 +299,62 @@ static enum rw_opt classify(const char *name, size_t n)
 	return RW_OTHER_VALUE;
 }
 
+/* 1 for a loopback address: this pod under any name, which only localhost rules decide */
+static int loopback(const char *a)
+{
+	return strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0;
+}
+
+/*
+ * The entry of h[0..n) that host names, or -1: by name (agent_host_names, against this
+ * pod's domain: never another namespace's pod that shares a first label), by its
+ * secondary address, by the eth0 address it joined from, or, for this pod's own entry
+ * self (-1: none), by any non-loopback address of this pod. One lookup for mpirun's
+ * hosts, torchrun's coordinator and DeepSpeed's master.
+ */
+static long peer_index(const struct agent_rewrite_ctx *c, const struct agent_rw_host *h, size_t n,
+		       long self, const char *host)
+{
+	char a[64];
+	size_t i;
+
+	if (gx_addr_normalize(host, a, sizeof(a)) == 0) {
+		for (i = 0; i < n; i++)
+			if ((h[i].addr && strcmp(h[i].addr, a) == 0) ||
+			    (h[i].primary && strcmp(h[i].primary, a) == 0))
+				return (long)i;
+		if (self >= 0 && (size_t)self < n && !loopback(a) && c->is_local_ip &&
+		    c->is_local_ip(a) == 1)
+			return self;
+		return -1;
+	}
+	for (i = 0; i < n; i++) /* an elastic job's listed pod not joined yet has no address */
+		if (h[i].name && h[i].addr && h[i].addr[0] &&
+		    agent_host_names(h[i].name, host, c->dom))
+			return (long)i;
+	return -1;
+}
+
 static int names_coordinator(const struct agent_rewrite_ctx *c, const char *host)
 {
-	size_t i, hl = strlen(host);
-
-	if (hl && host[hl - 1] == '.')
-		hl--;
 	if (c->is_coordinator && (strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
 				  strcmp(host, "::1") == 0))
 		return 1;
-	for (i = 0; c->coord_names && c->coord_names[i]; i++) {
-		const char *n = c->coord_names[i];
-		size_t nl = strlen(n), dot = strcspn(n, ".");
-
-		if ((nl == hl || (nl == hl + 1 && n[nl - 1] == '.')) && strncmp(n, host, hl) == 0)
-			return 1;
-		/* first label against first label */
-		if (strcspn(host, ".") == dot && strncmp(n, host, dot) == 0)
-			return 1;
-	}
-	return 0;
+	if (c->coord_fqdn && agent_host_names(c->coord_fqdn, host, c->dom))
+		return 1;
+	return peer_index(c, &c->coord, 1, c->is_coordinator ? 0 : -1, host) == 0;
 }
 
 struct rw_state {
 	const struct agent_rewrite_ctx *c;
 	int foreign; /* a value names some other host */
 	int changed;
+	char refuse[600]; /* why the line cannot run as written on the secondary network */
 };
 
-static int set_val(struct tok *t, const char *prefix, const char *v, const char *what)
+/* t's value becomes prefix + v; what and note as in struct tok. 1 changed, 0 the same. */
+static int set_val(struct tok *t, const char *prefix, const char *v, const char *what,
+		   const char *note)
 {
 	char *nv = NULL;
 
@@ -328,11 +364,34 @@ static int set_val(struct tok *t, const char *prefix, const char *v, const char 
 		free(nv);
 		return 0;
 	}
-	gx_info("rewrite %s: %s -> %s", what, t->val, nv);
-	free(t->val);
+	if (t->old)
+		free(t->val);
+	else
+		t->old = t->val;
 	t->val = nv;
 	t->changed = 1;
-	return 1;
+	free(t->what);
+	free(t->note);
+	t->what = strdup(what);
+	t->note = note ? strdup(note) : NULL;
+	return !t->what || (note && !t->note) ? -ENOMEM : 1;
+}
+
+/* The changes of a rewrite that is kept, one line each. */
+static void log_changes(const struct toks *ts)
+{
+	size_t i;
+
+	for (i = 0; i < ts->n; i++) {
+		const struct tok *t = &ts->t[i];
+
+		if (!t->old || !t->what)
+			continue;
+		if (t->note)
+			gx_warn("rewrite %s: %s -> %s: %s", t->what, t->old, t->val, t->note);
+		else
+			gx_info("rewrite %s: %s -> %s", t->what, t->old, t->val);
+	}
 }
 
 /* host part of "host:port" / "[v6]:port" / "host"; port into *port (0 if none) */
@@ -356,11 +415,50 @@ static void split_endpoint(const char *v, char *host, size_t hlen, long *port)
 		*port = 0;
 }
 
-static int rewrite_value(struct rw_state *st, enum rw_opt o, struct tok *t, const char *prefix,
-			 const char *v)
+/* "--nnodes N" / "MIN:MAX": gxboot's world; an elastic range only when it is gxboot's own. */
+static int nnodes_value(struct rw_state *st, struct tok *t, const char *prefix, const char *v,
+			const char *opt)
 {
 	const struct agent_rewrite_ctx *c = st->c;
-	char host[256], buf[300];
+	char buf[32], note[400], lo_s[24];
+	const char *colon = strchr(v, ':');
+	long lo = 0, hi = 0;
+
+	snprintf(buf, sizeof(buf), "%ld", c->world);
+	if (colon && (size_t)(colon - v) < sizeof(lo_s)) {
+		snprintf(lo_s, sizeof(lo_s), "%.*s", (int)(colon - v), v);
+		if (gx_parse_long(lo_s, 1, 1 << 20, &lo) < 0 ||
+		    gx_parse_long(colon + 1, 1, 1 << 20, &hi) < 0)
+			lo = hi = 0;
+	}
+	if (lo && lo < hi && (c->nnodes_min != lo || c->nnodes_max != hi)) {
+		snprintf(st->refuse, sizeof(st->refuse),
+			 "torchrun --nnodes %s is an elastic range, which the static rendezvous "
+			 "gxboot runs on the secondary network cannot keep (its node count is "
+			 "fixed): give gxboot the same range (--nnodes %ld:%ld) to run it as "
+			 "gxboot's elastic job, or --no-rewrite to keep torchrun's own rendezvous "
+			 "(on eth0)",
+			 v, lo, hi);
+		return 0;
+	}
+	if (lo && lo < hi)
+		snprintf(note, sizeof(note),
+			 "the elastic range runs as gxboot's own --nnodes %ld:%ld (the rendezvous "
+			 "commits once %ld pods are in and ranks later pods as they join); "
+			 "torchrun's static rendezvous has a fixed count, so training starts "
+			 "once all %ld have joined",
+			 lo, hi, lo, c->world);
+	else
+		snprintf(note, sizeof(note), "gxboot's rendezvous has %ld pods", c->world);
+	return set_val(t, prefix, buf, opt, note);
+}
+
+/* The value v of option opt (as the user spelled it) in t after prefix. */
+static int rewrite_value(struct rw_state *st, enum rw_opt o, const char *opt, struct tok *t,
+			 const char *prefix, const char *v)
+{
+	const struct agent_rewrite_ctx *c = st->c;
+	char host[256], buf[300], note[400];
 	long port;
 
 	switch (o) {
@@ -376,25 +474,38 @@ static int rewrite_value(struct rw_state *st, enum rw_opt o, struct tok *t, cons
 		}
 		snprintf(buf, sizeof(buf), strchr(c->addr, ':') ? "[%s]:%ld" : "%s:%ld", c->addr,
 			 port ? port : c->master_port);
-		return set_val(t, prefix, buf, "--rdzv_endpoint");
+		return set_val(t, prefix, buf, opt, NULL);
 	case RW_MASTER_ADDR:
-		if (!names_coordinator(c, v) && strcmp(v, c->addr) != 0) {
+		if (!names_coordinator(c, v)) {
 			st->foreign = 1;
 			gx_warn("torchrun --master_addr %s names another host: left alone", v);
 			return 0;
 		}
-		return set_val(t, prefix, c->addr, "--master_addr");
+		return set_val(t, prefix, c->addr, opt, NULL);
 	case RW_MASTER_PORT:
 		snprintf(buf, sizeof(buf), "%ld", c->master_port);
-		return set_val(t, prefix, buf, "--master_port");
+		snprintf(note, sizeof(note),
+			 "every pod gets gxboot's MASTER_PORT %ld (--master-port), so all meet on "
+			 "one port",
+			 c->master_port);
+		return set_val(t, prefix, buf, opt, note);
 	case RW_NNODES:
-		snprintf(buf, sizeof(buf), "%ld", c->world);
-		return set_val(t, prefix, buf, "--nnodes");
+		return nnodes_value(st, t, prefix, v, opt);
 	case RW_NODE_RANK:
 		snprintf(buf, sizeof(buf), "%ld", c->rank);
-		return set_val(t, prefix, buf, "--node_rank");
+		snprintf(note, sizeof(note),
+			 "gxboot's rendezvous ranked this pod %ld, and the static rendezvous needs "
+			 "each pod's own rank (rank 0 holds MASTER_ADDR)",
+			 c->rank);
+		return set_val(t, prefix, buf, opt, note);
 	case RW_BACKEND:
-		return set_val(t, prefix, "static", "--rdzv_backend");
+		snprintf(note, sizeof(note),
+			 "torch's %s rendezvous picks the pod that hosts its store by the host "
+			 "name's eth0 address and hands its workers that name, so it would wait or "
+			 "run on eth0; the static rendezvous at MASTER_ADDR %s on the secondary "
+			 "network runs instead, with --nnodes %ld and each pod's --node_rank",
+			 v, c->addr, c->world);
+		return set_val(t, prefix, "static", opt, note);
 	default:
 		return 0;
 	}
@@ -409,7 +520,7 @@ static int rewrite_opts(struct toks *ts, int start, struct rw_state *st)
 	for (i = (size_t)start; i < ts->n; i++) {
 		char *a = ts->t[i].val, *eq;
 		enum rw_opt o;
-		char prefix[64];
+		char prefix[64], opt[64];
 
 		if (a[0] != '-' || strcmp(a, "--") == 0)
 			break; /* the training script and its own arguments */
@@ -417,12 +528,13 @@ static int rewrite_opts(struct toks *ts, int start, struct rw_state *st)
 		o = classify(a, eq ? (size_t)(eq - a) : strlen(a));
 		if (o == RW_FLAG)
 			continue;
+		snprintf(opt, sizeof(opt), "%.*s", (int)(eq ? eq - a : (long)strlen(a)), a);
 		if (eq) {
 			snprintf(prefix, sizeof(prefix), "%.*s", (int)(eq - a + 1), a);
-			rc = rewrite_value(st, o, &ts->t[i], prefix, eq + 1);
+			rc = rewrite_value(st, o, opt, &ts->t[i], prefix, eq + 1);
 		} else if (i + 1 < ts->n) {
 			i++;
-			rc = rewrite_value(st, o, &ts->t[i], "", ts->t[i].val);
+			rc = rewrite_value(st, o, opt, &ts->t[i], "", ts->t[i].val);
 		} else {
 			rc = 0;
 		}
@@ -536,11 +648,17 @@ static int mpi_launcher(const char *argv0)
 }
 
 enum mpi_opt {
-	MO_FLAG,     /* no value, or not ours to know */
-	MO_VALUE,    /* one value we do not touch */
-	MO_VALUE2,   /* two values (--mca K V, -genv K V) */
-	MO_HOSTFILE, /* a host file */
-	MO_HOSTLIST, /* a,b:2,c */
+	MO_FLAG,      /* no value, or not ours to know */
+	MO_VALUE,     /* one value we do not touch */
+	MO_VALUE2,    /* two values we do not touch (--prtemca K V) */
+	MO_HOSTFILE,  /* a host file */
+	MO_HOSTLIST,  /* a,b:2,c */
+	MO_MCA,	      /* --mca K V (OpenMPI takes no K=V form: 4.1 reads "K=V" as the key) */
+	MO_EXPORT,    /* -x NAME=V or -x NAME (OpenMPI) */
+	MO_GENV,      /* -genv / -env NAME V (Hydra) */
+	MO_IFACE,     /* -iface V (Hydra) */
+	MO_NICS,      /* --network-interface[s] V (horovodrun) */
+	MO_LOCALHOST, /* -localhost NAME (Hydra) */
 };
 
 static enum mpi_opt mpi_classify(const char *a, size_t n)
@@ -560,13 +678,18 @@ static enum mpi_opt mpi_classify(const char *a, size_t n)
 	    {"-host", MO_HOSTLIST},
 	    {"-hosts", MO_HOSTLIST},
 	    {"--hosts", MO_HOSTLIST}, /* horovodrun */
-	    {"--mca", MO_VALUE2},
-	    {"-mca", MO_VALUE2},
-	    {"--gmca", MO_VALUE2},
-	    {"-gmca", MO_VALUE2},
+	    {"--mca", MO_MCA},
+	    {"-mca", MO_MCA},
+	    {"--gmca", MO_MCA},
+	    {"-gmca", MO_MCA},
 	    {"--prtemca", MO_VALUE2},
-	    {"-env", MO_VALUE2},
-	    {"-genv", MO_VALUE2},
+	    {"-env", MO_GENV},
+	    {"-genv", MO_GENV},
+	    {"-x", MO_EXPORT},
+	    {"-iface", MO_IFACE},
+	    {"--network-interface", MO_NICS},
+	    {"--network-interfaces", MO_NICS},
+	    {"-localhost", MO_LOCALHOST},
 	};
 	static const char *const values[] = {"-n",
 					     "-np",
@@ -574,7 +697,6 @@ static enum mpi_opt mpi_classify(const char *a, size_t n)
 					     "-c",
 					     "-N",
 					     "--n",
-					     "-x",
 					     "-ppn",
 					     "-npernode",
 					     "--npernode",
@@ -592,7 +714,6 @@ static enum mpi_opt mpi_classify(const char *a, size_t n)
 					     "-envlist",
 					     "-launcher",
 					     "-bootstrap",
-					     "-iface",
 					     "-rmk",
 					     "-demux",
 					     "--output",
@@ -620,25 +741,12 @@ static enum mpi_opt mpi_classify(const char *a, size_t n)
 	return MO_FLAG;
 }
 
-/* The secondary address of the peer host names (name, FQDN, eth0 or secondary
- * address), or NULL. */
+/* The secondary address of the peer host names, or NULL (peer_index). */
 static const char *peer_addr(const struct agent_rewrite_ctx *c, const char *host)
 {
-	char a[64];
-	size_t i;
+	long i = peer_index(c, c->hosts, c->nhosts, c->self, host);
 
-	if (gx_addr_normalize(host, a, sizeof(a)) == 0) {
-		for (i = 0; i < c->nhosts; i++) {
-			if (strcmp(c->hosts[i].addr, a) == 0 ||
-			    (c->hosts[i].primary && strcmp(c->hosts[i].primary, a) == 0))
-				return c->hosts[i].addr;
-		}
-		return NULL;
-	}
-	for (i = 0; i < c->nhosts; i++)
-		if (agent_name_match(c->hosts[i].name, host))
-			return c->hosts[i].addr;
-	return NULL;
+	return i < 0 ? NULL : c->hosts[i].addr;
 }
 
 /* "host" of a "host[:N]" / "host slots=N" entry into h; the rest at *rest. */
@@ -809,7 +917,7 @@ static int mpi_value(const struct agent_rewrite_ctx *c, enum mpi_opt mo, struct 
 		rc = map_list(c, v, buf, sizeof(buf));
 		if (rc == -ESRCH)
 			gx_warn("%s %s names a host that is no peer: left alone", opt, v);
-		return rc == 0 ? set_val(t, prefix, buf, opt) : (rc == -ENOMEM ? rc : 0);
+		return rc == 0 ? set_val(t, prefix, buf, opt, NULL) : (rc == -ENOMEM ? rc : 0);
 	}
 	if (!c->launch_hostfile || !c->launch_text || *c->launch_text)
 		return 0;
@@ -822,45 +930,243 @@ static int mpi_value(const struct agent_rewrite_ctx *c, enum mpi_opt mo, struct 
 		return 0;
 	}
 	*c->launch_text = text;
-	return set_val(t, prefix, c->launch_hostfile, opt);
+	return set_val(t, prefix, c->launch_hostfile, opt, NULL);
 }
 
-/* mpirun/mpiexec options up to the program: map the ones naming hosts. 1 when changed. */
-static int rewrite_mpi(struct toks *ts, const struct agent_rewrite_ctx *c)
+/* ---- interface pins on an MPI launch line ---------------------------------------- */
+
+static int toks_insert(struct toks *ts, size_t at, const char *val);
+
+#define OVERRIDE_NOTE "--override-env: gxboot's interface replaces the user's pin"
+
+/* gxboot's own value of var, or NULL when it sets none. */
+static const char *ours(const struct agent_rewrite_ctx *c, const char *var)
 {
-	int changed = 0, rc;
+	return env_lookup(c->ours, var, strlen(var));
+}
+
+/* The same selection, NCCL's exact-match '=' aside. */
+static int same_choice(const char *a, const char *b)
+{
+	return strcmp(a + (*a == '='), b + (*b == '=')) == 0;
+}
+
+static void unset_add(const struct agent_rewrite_ctx *c, const char *var)
+{
 	size_t i;
 
-	if (ts->n == 0 || !mpi_launcher(ts->t[0].val) || c->nhosts == 0)
+	for (i = 0; c->unset && i < AGENT_RW_UNSET_MAX; i++) {
+		if (!c->unset[i]) {
+			c->unset[i] = var;
+			return;
+		}
+		if (strcmp(c->unset[i], var) == 0)
+			return;
+	}
+}
+
+/*
+ * The user's value v (in token t after prefix) for what gxboot sets as var, spelled
+ * `what` on the line: kept with a warning naming gxboot's value when they differ, the
+ * way the same variable in the environment is; --override-env puts gxboot's there.
+ */
+static int pin(const struct agent_rewrite_ctx *c, struct tok *t, const char *prefix, const char *v,
+	       const char *var, const char *what, const char *sep)
+{
+	const char *g = ours(c, var);
+
+	if (!g || same_choice(v, g))
+		return 0;
+	if (c->override_env)
+		return set_val(t, prefix, g, what, OVERRIDE_NOTE);
+	gx_warn("keeping the user's %s%s%s (gxboot chose %s; --override-env replaces it)", what,
+		sep, v, g);
+	return 0;
+}
+
+/*
+ * --mca {btl,oob}_tcp_if_{include,exclude} V. OpenMPI refuses an include and an exclude
+ * list of one framework together ("mutually-exclusive MCA variables", 4.1.4 here), so a
+ * kept exclude list takes gxboot's include out of CMD's environment; --override-env turns
+ * it into gxboot's include.
+ */
+static int mca_pin(const struct agent_rewrite_ctx *c, struct tok *key, struct tok *val,
+		   const char *opt)
+{
+	static const char *const var[] = {"OMPI_MCA_btl_tcp_if_include",
+					  "OMPI_MCA_oob_tcp_if_include"};
+	const char *k = key->val, *inc, *g;
+	char what[96];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < 2; i++) {
+		inc = var[i] + 9; /* "btl_tcp_if_include" */
+		if (strncmp(k, inc, 11) != 0)
+			continue;
+		snprintf(what, sizeof(what), "%s %s", opt, k);
+		if (strcmp(k + 11, "include") == 0)
+			return pin(c, val, "", val->val, var[i], what, " ");
+		if (strcmp(k + 11, "exclude") != 0 || !(g = ours(c, var[i])))
+			return 0;
+		if (!c->override_env) {
+			gx_warn(
+			    "keeping the user's %s %s: OpenMPI takes an include or an exclude "
+			    "list, not both, so CMD does not get gxboot's %s=%s and TCP may use "
+			    "any interface not excluded, eth0 included (--override-env replaces "
+			    "it with %s %s %s)",
+			    what, val->val, var[i], g, opt, inc, g);
+			unset_add(c, var[i]);
+			return 0;
+		}
+		rc = set_val(key, "", inc, opt, OVERRIDE_NOTE);
+		if (rc >= 0)
+			rc = set_val(val, "", g, what, OVERRIDE_NOTE);
+		return rc < 0 ? rc : 1;
+	}
+	return 0;
+}
+/* -x NAME=V (OpenMPI): a pin when NAME is an interface or device selection gxboot sets. */
+static int export_pin(const struct agent_rewrite_ctx *c, struct tok *t, const char *opt)
+{
+	const char *eq = strchr(t->val, '=');
+	char name[256], prefix[260], what[300];
+
+	if (!eq || (size_t)(eq - t->val) >= sizeof(name))
+		return 0; /* -x NAME hands on this environment's value: gxboot's */
+	snprintf(name, sizeof(name), "%.*s", (int)(eq - t->val), t->val);
+	if (!agent_env_is_selection(name))
+		return 0;
+	snprintf(prefix, sizeof(prefix), "%s=", name);
+	snprintf(what, sizeof(what), "%s %s", opt, name);
+	return pin(c, t, prefix, eq + 1, name, what, "=");
+}
+
+/* Hydra, by name or by what mpiexec / mpirun on PATH is (Debian's alternatives). */
+static int hydra_launcher(const char *argv0, char **envp)
+{
+	const char *b = base_name(argv0), *path, *p;
+	char cand[4096], *real = NULL;
+	size_t l;
+	int hydra = 0;
+
+	if (strstr(b, ".hydra") || strstr(b, ".mpich"))
+		return 1;
+	if (strchr(argv0, '/')) {
+		real = realpath(argv0, NULL);
+	} else {
+		path = env_lookup(envp, "PATH", 4);
+		for (p = path; p && *p && !real; p += l + (p[l] == ':')) {
+			l = strcspn(p, ":");
+			if (l &&
+			    snprintf(cand, sizeof(cand), "%.*s/%s", (int)l, p, argv0) <
+				(int)sizeof(cand) &&
+			    access(cand, X_OK) == 0)
+				real = realpath(cand, NULL);
+			if (!p[l])
+				break;
+		}
+	}
+	if (real) {
+		b = base_name(real);
+		hydra = strstr(b, "hydra") || strstr(b, "mpich");
+	}
+	free(real);
+	return hydra;
+}
+
+/*
+ * Hydra on an IPv6-only secondary: gxboot sets no HYDRA_IFACE there (Hydra's -iface
+ * looks for an IPv4 address), so the proxies connect back to the launcher's host name,
+ * which a kubelet's DNS does not resolve bare (FIELD.md): -localhost <this pod's FQDN>.
+ */
+static int hydra_localhost(struct toks *ts, const struct agent_rewrite_ctx *c, int given)
+{
+	const char *addr = ours(c, "GXBOOT_ADDR");
+	int rc;
+
+	if (given || !addr || !strchr(addr, ':') || ours(c, "HYDRA_IFACE") ||
+	    !hydra_launcher(ts->t[0].val, c->envp))
+		return 0;
+	if (!c->self_fqdn || !*c->self_fqdn) {
+		gx_warn("%s on an IPv6-only secondary: its proxies connect back to this pod's host "
+			"name, which this pod's DNS may not resolve (no subdomain known here: pass "
+			"-localhost <a name they resolve>)",
+			ts->t[0].val);
+		return 0;
+	}
+	gx_info("rewrite %s: adding -localhost %s (on an IPv6-only secondary Hydra's proxies "
+		"connect back to the launcher by name, and a bare host name does not resolve)",
+		base_name(ts->t[0].val), c->self_fqdn);
+	rc = toks_insert(ts, 1, "-localhost");
+	return rc ?: toks_insert(ts, 2, c->self_fqdn) ?: 1;
+}
+
+/*
+ * mpirun/mpiexec options up to the program: map the ones naming hosts (when the table is
+ * known), weigh the interface pins against gxboot's choice. 1 when changed.
+ */
+static int rewrite_mpi(struct toks *ts, const struct agent_rewrite_ctx *c)
+{
+	int changed = 0, localhost = 0, rc;
+	size_t i;
+
+	if (ts->n == 0 || !mpi_launcher(ts->t[0].val))
 		return 0;
 	for (i = 1; i < ts->n; i++) {
-		char *a = ts->t[i].val, *eq, prefix[64];
+		char *a = ts->t[i].val, *eq, prefix[64], what[300];
 		enum mpi_opt mo;
 
 		if (a[0] != '-' || strcmp(a, "--") == 0 || strcmp(a, ":") == 0)
 			break; /* the program and its own arguments */
 		eq = a[1] == '-' ? strchr(a, '=') : NULL;
 		mo = mpi_classify(a, eq ? (size_t)(eq - a) : strlen(a));
+		rc = 0;
 		if (mo == MO_FLAG)
 			continue;
-		if (mo == MO_VALUE || mo == MO_VALUE2) {
-			i += eq ? (mo == MO_VALUE2) : (size_t)(mo == MO_VALUE2 ? 2 : 1);
-			continue;
-		}
-		if (eq) {
-			snprintf(prefix, sizeof(prefix), "%.*s", (int)(eq - a + 1), a);
-			rc = mpi_value(c, mo, &ts->t[i], prefix, eq + 1, prefix);
-		} else if (i + 1 < ts->n) {
+		if (mo == MO_VALUE || mo == MO_VALUE2 || mo == MO_LOCALHOST || eq) {
+			if (mo == MO_HOSTFILE || mo == MO_HOSTLIST) {
+				snprintf(prefix, sizeof(prefix), "%.*s", (int)(eq - a + 1), a);
+				rc = c->nhosts ? mpi_value(c, mo, &ts->t[i], prefix, eq + 1, prefix)
+					       : 0;
+			} else if (mo == MO_NICS) { /* horovodrun is argparse: --opt=V */
+				snprintf(prefix, sizeof(prefix), "%.*s", (int)(eq - a + 1), a);
+				snprintf(what, sizeof(what), "%.*s", (int)(eq - a), a);
+				rc = pin(c, &ts->t[i], prefix, eq + 1, "HOROVOD_GLOO_IFACE", what,
+					 "=");
+			} else {
+				localhost |= mo == MO_LOCALHOST;
+				i += eq ? (mo == MO_VALUE2) : (size_t)(mo == MO_VALUE2 ? 2 : 1);
+			}
+		} else if (i + 1 >= ts->n) {
+			break;
+		} else if (mo == MO_MCA || mo == MO_GENV) {
+			if (i + 2 >= ts->n)
+				break;
+			if (mo == MO_MCA) {
+				rc = mca_pin(c, &ts->t[i + 1], &ts->t[i + 2], a);
+			} else if (agent_env_is_selection(ts->t[i + 1].val)) {
+				snprintf(what, sizeof(what), "%s %s", a, ts->t[i + 1].val);
+				rc = pin(c, &ts->t[i + 2], "", ts->t[i + 2].val, ts->t[i + 1].val,
+					 what, " ");
+			}
+			i += 2;
+		} else if (mo == MO_EXPORT) {
+			rc = export_pin(c, &ts->t[++i], a);
+		} else if (mo == MO_IFACE || mo == MO_NICS) {
+			rc = pin(c, &ts->t[i + 1], "", ts->t[i + 1].val,
+				 mo == MO_IFACE ? "HYDRA_IFACE" : "HOROVOD_GLOO_IFACE", a, " ");
 			i++;
-			rc = mpi_value(c, mo, &ts->t[i], "", ts->t[i].val, a);
 		} else {
-			rc = 0;
+			i++;
+			rc = c->nhosts ? mpi_value(c, mo, &ts->t[i], "", ts->t[i].val, a) : 0;
 		}
 		if (rc < 0)
 			return rc;
 		changed |= rc;
 	}
-	return changed;
+	rc = hydra_localhost(ts, c, localhost);
+	return rc < 0 ? rc : changed | rc;
 }
 
 /* ---- DeepSpeed's launcher (issue 27) --------------------------------------------- */
@@ -964,10 +1270,36 @@ static void first_host(const char *text, char *h, size_t cap)
 	}
 }
 
+/* The user's btl_tcp_if_include inside --launcher_args (cur, in t after pre): a pin, kept
+ * with a warning or replaced under --override-env like one on mpirun's own line. */
+static int ds_pin(const struct agent_rewrite_ctx *c, struct tok *t, const char *pre,
+		  const char *cur, const char *iface)
+{
+	const char *vs = strstr(cur, "btl_tcp_if_include") + 18, *ve;
+	char *full = NULL;
+	int rc;
+
+	vs += strspn(vs, " \t");
+	ve = vs + strcspn(vs, " \t");
+	if ((size_t)(ve - vs) == strlen(iface) && strncmp(vs, iface, (size_t)(ve - vs)) == 0)
+		return 0;
+	if (!c->override_env) {
+		gx_warn("keeping the user's btl_tcp_if_include %.*s in deepspeed --launcher_args "
+			"(gxboot chose %s; --override-env replaces it)",
+			(int)(ve - vs), vs, iface);
+		return 0;
+	}
+	if (asprintf(&full, "%.*s%s%s", (int)(vs - cur), cur, iface, ve) < 0)
+		return -ENOMEM;
+	rc = set_val(t, pre, full, "deepspeed --launcher_args", OVERRIDE_NOTE);
+	free(full);
+	return rc;
+}
+
 /* --launcher openmpi: "--mca btl_tcp_if_include IFACE" joins --launcher_args (at largs, or
- * added before the script), unless the user's args name that parameter already. */
-static int ds_launcher_args(struct toks *ts, ssize_t largs, size_t script, const char *iface,
-			    int *changed)
+ * added before the script), unless the user's args name that parameter already (ds_pin). */
+static int ds_launcher_args(const struct agent_rewrite_ctx *c, struct toks *ts, ssize_t largs,
+			    size_t script, const char *iface, int *changed)
 {
 	const char *cur, *pre = "";
 	char *full = NULL;
@@ -983,15 +1315,18 @@ static int ds_launcher_args(struct toks *ts, ssize_t largs, size_t script, const
 		return rc;
 	}
 	cur = ts->t[largs].val;
-	if (strstr(cur, "btl_tcp_if_include"))
-		return 0;
 	if (strncmp(cur, "--launcher_args=", 16) == 0) {
 		pre = "--launcher_args=";
 		cur += 16;
 	}
+	if (strstr(cur, "btl_tcp_if_include")) {
+		rc = ds_pin(c, &ts->t[largs], pre, cur, iface);
+		*changed |= rc > 0;
+		return rc < 0 ? rc : 0;
+	}
 	if (asprintf(&full, "%s%s%s", cur, *cur ? " " : "", add) < 0)
 		return -ENOMEM;
-	rc = set_val(&ts->t[largs], pre, full, "deepspeed --launcher_args");
+	rc = set_val(&ts->t[largs], pre, full, "deepspeed --launcher_args", NULL);
 	free(full);
 	if (rc > 0)
 		*changed = 1;
@@ -1030,7 +1365,7 @@ static int rewrite_deepspeed(struct toks *ts, int start, const struct agent_rewr
 			master = (ssize_t)i;
 			pa = peer_addr(c, v);
 			if (pa && !strchr(pa, ':'))
-				rc = set_val(t, prefix, pa, "deepspeed --master_addr");
+				rc = set_val(t, prefix, pa, "deepspeed --master_addr", NULL);
 		} else if (o == DS_LAUNCHER) {
 			openmpi = strcmp(v, "openmpi") == 0;
 		} else if (o == DS_LARGS) {
@@ -1055,7 +1390,7 @@ static int rewrite_deepspeed(struct toks *ts, int start, const struct agent_rewr
 		}
 	}
 	if (rc == 0 && openmpi && c->iface && gx_valid_ifname(c->iface))
-		rc = ds_launcher_args(ts, largs, (size_t)script, c->iface, &changed);
+		rc = ds_launcher_args(c, ts, largs, (size_t)script, c->iface, &changed);
 	return rc < 0 ? rc : changed;
 }
 
@@ -1070,9 +1405,14 @@ static int rewrite_toks(struct toks *ts, const struct agent_rewrite_ctx *c)
 	if (start < 0)
 		return rewrite_mpi(ts, c);
 	rc = rewrite_opts(ts, start, &st);
-	if (rc < 0)
-		return rc;
-	return st.changed && !st.foreign;
+	if (rc < 0 || st.foreign)
+		return rc < 0 ? rc : 0; /* a line for another host stays as written */
+	if (st.refuse[0]) {
+		if (c->err)
+			snprintf(c->err, c->errlen, "%s", st.refuse);
+		return GX_EUSAGE;
+	}
+	return st.changed;
 }
 
 /* sh|bash -c STR [ARGS]: returns the index of STR, or -1. */
@@ -1106,6 +1446,7 @@ static int rewrite_shell(char **argv, int argc, int si, const struct agent_rewri
 	rc = rewrite_toks(&ts, c);
 	if (rc <= 0)
 		goto out;
+	log_changes(&ts);
 	rc = join_shell(&ts, &joined);
 	if (rc < 0)
 		goto out;
@@ -1140,6 +1481,7 @@ int agent_rewrite_cmd(char **argv, int argc, const struct agent_rewrite_ctx *c, 
 	rc = rewrite_toks(&ts, c);
 	if (rc <= 0)
 		goto out;
+	log_changes(&ts);
 	rc = build_argv(&ts, out);
 	if (rc == 0)
 		rc = 1;

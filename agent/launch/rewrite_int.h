@@ -5,27 +5,51 @@
 
 #include "rdzv/gx/gx.h"
 
-/* A peer as an MPI launch line may name it (issue 27). */
+/* A peer as a launch line may name it. */
 struct agent_rw_host {
 	const char *name;    /* its name in the peer list */
-	const char *primary; /* the eth0 address the coordinator saw, or NULL / "" */
+	const char *primary; /* its eth0 address (the coordinator saw it), or NULL / "" */
 	const char *addr;    /* its secondary address */
 };
+
+struct agent_domain;
+
+#define AGENT_RW_UNSET_MAX 4
 
 struct agent_rewrite_ctx {
 	const char *addr; /* elected MASTER_ADDR (coordinator's secondary IP) */
 	long master_port;
 	long rank, world;
-	int is_coordinator;		/* localhost / 127.x name the coordinator only there */
-	const char *const *coord_names; /* NULL-terminated: names and eth0 IPs of the coordinator */
-	char **envp;			/* for ${VAR:=default} words in sh -c STR */
+	/* gxboot's own --nnodes MIN:MAX (0:0 none) and --elastic: a torchrun elastic range is
+	 * kept only as that same range of gxboot's */
+	long nnodes_min, nnodes_max;
+	int elastic;
+	int is_coordinator; /* localhost / 127.x name the coordinator only there */
+	/* the coordinator: peer name, its eth0 address as this pod knows it, secondary */
+	struct agent_rw_host coord;
+	const char *coord_fqdn;		    /* its full name as gxboot looks it up, or NULL */
+	const struct agent_domain *dom;	    /* this pod's DNS domain, or NULL */
+	int (*is_local_ip)(const char *ip); /* 1: an address of this pod (NULL: none known) */
+	char **envp; /* CMD's environment: ${VAR:=default} words in sh -c STR */
+	/* gxboot's own values of the variables it sets ("NAME=value", NULL-terminated):
+	 * what a launch line's interface pin is compared with, and replaced by under
+	 * override_env */
+	char **ours;
+	int override_env;
 	/* MPI launch lines (issue 27): every peer, or nhosts 0 when this pod does not
-	 * know the table (then they are left alone) */
+	 * know the table (then they are left alone); self: this pod's index, -1 none */
 	const struct agent_rw_host *hosts;
 	size_t nhosts;
+	long self;
 	const char *launch_hostfile; /* where a translated --hostfile / -f goes */
 	const char *iface;	     /* DeepSpeed's openmpi launcher: btl_tcp_if_include */
+	const char *self_fqdn;	     /* this pod's full name (Hydra's -localhost), or NULL */
 	char **launch_text;	     /* gets its text (malloc'd) when one is made */
+	/* out: gxboot's variables CMD must not get (a kept exclude list would contradict
+	 * them), NULL-terminated; may be NULL */
+	const char **unset;
+	char *err; /* out: the line when a launch line is refused (GX_EUSAGE) */
+	size_t errlen;
 };
 
 /*
@@ -34,13 +58,19 @@ struct agent_rewrite_ctx {
  * `-f F` point at ctx->launch_hostfile, whose text (F's lines with each host
  * mapped to its secondary address, slots and the rest kept) goes to
  * *ctx->launch_text; `-H` / `--host` / `-host` / `-hosts` / `--hosts a,b:2` are mapped in
- * place. A host that is no peer leaves that option alone (warned); an IPv6
- * secondary is left as named (neither `host:N` form can carry it).
+ * place. A host that is no peer (agent_host_names) leaves that option alone (warned); an
+ * IPv6 secondary is left as named (neither `host:N` form can carry it). Interface pins
+ * (`--mca {btl,oob}_tcp_if_{include,exclude} V`, `-x NAME=V`, Hydra's `-genv NAME V` and
+ * `-iface V`) that differ from gxboot's choice are kept with a warning, or replaced under
+ * override_env. Hydra on an IPv6-only secondary gets `-localhost <self_fqdn>`.
  *
  * If argv is a torchrun command (torchrun, python -m torch.distributed.run, or
  * sh|bash -c "torchrun ..."), rewrite the values that name the coordinator to
- * the secondary address, rank and world, and c10d to static. Returns 1 with a
- * new argv in *out (free with agent_argv_free), 0 when nothing changed, -errno.
+ * the secondary address, rank and world, and c10d to static; every change of meaning
+ * (rank, count, port, backend) is a warning saying what was asked and why. A torchrun
+ * elastic range that gxboot's own --nnodes does not carry: GX_EUSAGE with ctx->err.
+ * Returns 1 with a new argv in *out (free with agent_argv_free), 0 when nothing changed,
+ * -errno.
  */
 int agent_rewrite_cmd(char **argv, int argc, const struct agent_rewrite_ctx *c, char ***out);
 void agent_argv_free(char **v);

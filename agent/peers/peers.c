@@ -617,6 +617,8 @@ int agent_peers_discover(const struct agent_opts *o, char **envp, const char *ro
 		rc = agent_peers_autodetect(&c, p, err, errlen);
 	if (rc == 0)
 		rc = check_nnodes(o, p, err, errlen);
+	if (rc == 0)
+		agent_domain_detect(&c, &p->dom);
 	if (rc < 0) {
 		agent_peers_free(p);
 		return rc;

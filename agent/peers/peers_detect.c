@@ -154,8 +154,8 @@ static int push_split(struct agent_names *l, const char *text, const char *seps,
 
 /* ---- DNS names: the subdomain and the coordinator's full name ----------------- */
 
-/* The first "search" domain of root/etc/resolv.conf into buf ("" when none). */
-static void search_domain(const struct agent_detect *c, const char *starts, char *buf, size_t len)
+void agent_detect_search_domain(const struct agent_detect *c, const char *starts, char *buf,
+				size_t len)
 {
 	char *txt = NULL, *line, *save = NULL, *tok, *s2 = NULL;
 
@@ -237,11 +237,11 @@ static char *guess_fqdn(const struct agent_detect *c, const char *name, size_t l
 	char ns[256], cluster[256], out[512];
 	size_t l = strlen(name);
 
-	search_domain(c, "svc.", cluster, sizeof(cluster));
+	agent_detect_search_domain(c, "svc.", cluster, sizeof(cluster));
 	if (!cluster[0])
 		return NULL;
 	/* "<ns>.svc.<cluster>" is the first search entry of a pod */
-	search_domain(c, "", ns, sizeof(ns));
+	agent_detect_search_domain(c, "", ns, sizeof(ns));
 	if (l > 4 && strcmp(name + l - 4, ".svc") == 0)
 		snprintf(out, sizeof(out), "%s.%s.", name, cluster);
 	else if (labels == 3)

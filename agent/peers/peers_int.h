@@ -59,6 +59,18 @@ int agent_self_index(char *const *names, size_t n, const char *self,
 /* 1 when ip (a normalised address) is configured on a local interface. */
 int agent_is_local_ip(const char *ip);
 
+/*
+ * How a Kubernetes resolver expands a name in this pod: its subdomain (the headless
+ * Service of its /etc/hosts full name), namespace and cluster domain, each "" when
+ * unknown (no kubelet-written files; no subdomain: then ns and cluster come from the
+ * search list).
+ */
+struct agent_domain {
+	char sub[64];
+	char ns[64];
+	char cluster[192];
+};
+
 struct agent_peers {
 	char **names;	       /* rank order, NULL-terminated */
 	size_t n;	       /* number of names */
@@ -73,8 +85,9 @@ struct agent_peers {
 	/* elastic (Ray issue): the coordinator never waits; a pod not listed
 	 * (self == AGENT_SELF_NONE, observer 0) joins by name and gets a rank */
 	int elastic;
-	long elastic_max; /* the most peers (world) */
-	int ray;	  /* enum agent_ray_role: this pod is a Ray head / worker */
+	long elastic_max;	 /* the most peers (world) */
+	int ray;		 /* enum agent_ray_role: this pod is a Ray head / worker */
+	struct agent_domain dom; /* this pod's DNS domain (agent_host_names) */
 };
 
 #define AGENT_ELASTIC_MAX 1024 /* elastic world when --nnodes gives no MAX */
@@ -145,6 +158,23 @@ int agent_detect_read(const char *root, const char *path, char **out);
  */
 void agent_detect_hosts_domain(const struct agent_detect *c, const char *host, char *buf,
 			       size_t len);
+/* The first "search" domain of root/etc/resolv.conf that starts with `starts`, the rest
+ * after it into buf ("" when none). */
+void agent_detect_search_domain(const struct agent_detect *c, const char *starts, char *buf,
+				size_t len);
+
+void agent_domain_detect(const struct agent_detect *c, struct agent_domain *d);
+/*
+ * 1 when the host name a user wrote names peer (a name of the peer list), 0 when not.
+ * Case and trailing dots do not matter. A single-label host is the peer whose first
+ * label it is (a bare sibling name). A name of several labels names the peer only when
+ * this pod's resolver can take it, as written or through its search list, to the peer's
+ * full name (d: NULL = nothing known; a bare peer's is <name>.<sub>.<ns>.svc.<cluster>
+ * with this pod's subdomain): the FQDN, <name>.<sub>, <name>.<sub>.<ns>,
+ * <name>.<sub>.<ns>.svc; never another subdomain's or namespace's pod with the same
+ * first label.
+ */
+int agent_host_names(const char *peer, const char *host, const struct agent_domain *d);
 
 /* How agent_detect_coord qualifies the coordinator's name. */
 enum agent_coord_how {

@@ -92,7 +92,8 @@ out:
 	return rc;
 }
 
-const struct rsh_peer *agent_rsh_peer_find(const struct rsh_peer *p, size_t n, const char *host)
+const struct rsh_peer *agent_rsh_peer_find(const struct rsh_peer *p, size_t n, const char *host,
+					   const struct agent_domain *d)
 {
 	char a[46];
 	size_t i;
@@ -105,7 +106,7 @@ const struct rsh_peer *agent_rsh_peer_find(const struct rsh_peer *p, size_t n, c
 		return NULL;
 	}
 	for (i = 0; i < n; i++) {
-		if (agent_name_match(p[i].name, host))
+		if (agent_host_names(p[i].name, host, d))
 			return &p[i];
 	}
 	return NULL;

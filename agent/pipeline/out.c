@@ -88,6 +88,19 @@ int agent_env_set(struct agent_env *e, const char *name, const char *value)
 	return 0;
 }
 
+int agent_env_unset(struct agent_env *e, const char *name)
+{
+	struct agent_kv *kv;
+	int rc = agent_env_set(e, name, "");
+
+	kv = rc == 0 ? find(e, name) : NULL;
+	if (kv) {
+		free(kv->value);
+		kv->value = NULL;
+	}
+	return rc;
+}
+
 const char *agent_env_get(const struct agent_env *e, const char *name)
 {
 	struct agent_kv *kv = find(e, name);
@@ -115,6 +128,7 @@ static const char *const selections[] = {
     "GLOO_SOCKET_IFNAME",
     "UCX_NET_DEVICES",
     "NCCL_IB_GID_INDEX",
+    "NCCL_IB_DISABLE",
     "OMPI_MCA_btl_tcp_if_include",
     "OMPI_MCA_oob_tcp_if_include",
     "HOROVOD_GLOO_IFACE",
@@ -300,6 +314,12 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *
 	if (in->addr && strchr(in->addr, ':')) /* an IPv6-only secondary (issue 15) */
 		rc = rc ?: agent_env_set(e, "NCCL_SOCKET_FAMILY", "AF_INET6");
 	rc = rc ?: set_rails(in, e);
+	/* TCP although a device serves iface: NCCL would try IB and fail where gxboot did
+	 * (memlock: ibv_reg_mr). UCX needs nothing more: UCX_NET_DEVICES=<iface> below names
+	 * no RDMA device, so its rc/ud/dc transports have none (ucp_context.c in UCX 1.13
+	 * matches network devices by name) */
+	if (in->rdma_unusable && (!in->rails || !*in->rails))
+		rc = rc ?: agent_env_set(e, "NCCL_IB_DISABLE", "1");
 	/* no rails: UCX's tcp transport (MPICH ch4:ucx, OpenMPI pml ucx) would use every
 	 * interface, eth0 included (issue 27: seen with Debian's mpich 4.0.2 + UCX 1.13) */
 	if ((!in->rails || !*in->rails) && in->addr)
@@ -375,6 +395,38 @@ static const char *rule(const struct agent_kv *kv, const char *u, int override_e
 	return u;
 }
 
+/*
+ * ours is OMPI_MCA_<fw>_tcp_if_include and the user set no include but the framework's
+ * exclude list: OpenMPI refuses both together ("mutually-exclusive MCA variables", even
+ * an empty one), so one goes. 1 when handled here.
+ */
+static int exclude_rule(const struct agent_kv *kv, char **user_envp, int override_env,
+			struct agent_env *out, int *rc)
+{
+	size_t l = strlen(kv->name);
+	char ex[64];
+	const char *u;
+
+	if (l >= sizeof(ex) || strncmp(kv->name, "OMPI_MCA_", 9) != 0 || l < 24 ||
+	    strcmp(kv->name + l - 15, "_tcp_if_include") != 0 || envp_get(user_envp, kv->name))
+		return 0;
+	snprintf(ex, sizeof(ex), "%.*sexclude", (int)(l - 7), kv->name);
+	u = envp_get(user_envp, ex);
+	if (!u)
+		return 0;
+	if (override_env) {
+		gx_info("%s: %s -> (unset): --override-env sets %s=%s", ex, u, kv->name, kv->value);
+		*rc = agent_env_set(out, kv->name, kv->value);
+		*rc = *rc ?: agent_env_unset(out, ex);
+		return 1;
+	}
+	gx_warn("keeping the user's %s=%s: OpenMPI takes an include or an exclude list, not both, "
+		"so CMD does not get gxboot's %s=%s and TCP may use any interface not excluded, "
+		"eth0 included (--override-env replaces it)",
+		ex, u, kv->name, kv->value);
+	return 1;
+}
+
 int agent_env_merge(const struct agent_env *ours, char **user_envp, int override_env,
 		    struct agent_env *out)
 {
@@ -384,6 +436,9 @@ int agent_env_merge(const struct agent_env *ours, char **user_envp, int override
 	for (i = 0; i < ours->n && rc == 0; i++) {
 		const char *u = envp_get(user_envp, ours->v[i].name);
 
+		if (ours->v[i].value &&
+		    exclude_rule(&ours->v[i], user_envp, override_env, out, &rc))
+			continue;
 		rc = agent_env_set(out, ours->v[i].name, rule(&ours->v[i], u, override_env));
 	}
 	if (rc < 0)
@@ -451,7 +506,7 @@ int agent_env_apply_to(char **base, const struct agent_env *e, char ***envp_out)
 			goto out;
 	}
 	for (i = 0; i < e->n; i++) {
-		if (strcmp(e->v[i].name, "GXBOOT_TOKEN") == 0)
+		if (strcmp(e->v[i].name, "GXBOOT_TOKEN") == 0 || !e->v[i].value)
 			continue;
 		if (asprintf(&v[k], "%s=%s", e->v[i].name, e->v[i].value) < 0) {
 			v[k] = NULL;
@@ -535,7 +590,7 @@ int agent_env_serialize_sh(const struct agent_env *e, char **out, size_t *len, c
 	*out = NULL;
 	rc = sb_add(&b, "", 0);
 	for (i = 0; i < e->n && rc == 0; i++) {
-		if (strcmp(e->v[i].name, "GXBOOT_TOKEN") == 0)
+		if (strcmp(e->v[i].name, "GXBOOT_TOKEN") == 0 || !e->v[i].value)
 			continue;
 		if (!value_ok(e->v[i].value)) {
 			snprintf(err, errlen,
@@ -563,7 +618,7 @@ json_t *agent_env_json(const struct agent_env *e)
 	size_t i;
 
 	for (i = 0; o && i < e->n; i++) {
-		if (strcmp(e->v[i].name, "GXBOOT_TOKEN") == 0)
+		if (strcmp(e->v[i].name, "GXBOOT_TOKEN") == 0 || !e->v[i].value)
 			continue;
 		if (json_object_set_new(o, e->v[i].name, json_string(e->v[i].value)) < 0) {
 			json_decref(o);

@@ -30,6 +30,9 @@ struct agent_env {
 int agent_env_name_ok(const char *s, size_t len);
 /* Sets name (replacing its value in place, else appending). -EINVAL / -ENOMEM. */
 int agent_env_set(struct agent_env *e, const char *name, const char *value);
+/* Marks name as removed from CMD's environment (an entry with value NULL: the env file
+ * and env.json leave it out, agent_env_apply_to drops it from the base). */
+int agent_env_unset(struct agent_env *e, const char *name);
 /* The value of name, or NULL. */
 const char *agent_env_get(const struct agent_env *e, const char *name);
 void agent_env_free(struct agent_env *e);
@@ -45,6 +48,9 @@ struct agent_env_input {
 	int nccl_gid_index;   /* -1: not exported */
 	const char *hostfile; /* path of the hostfile, NULL when none is written */
 	int override_env;     /* --override-env */
+	/* gxboot uses TCP though an RDMA device serves iface (memlock, an unusable device or
+	 * port): NCCL would hit the same wall, so NCCL_IB_DISABLE=1 (agent_rdma_unusable) */
+	int rdma_unusable;
 	/* an observer (MPI launcher): rank -1, no rank variables; addr NULL when it has
 	 * no secondary of its own (then iface is the peers' and mpirun's own
 	 * OMPI_MCA_oob_tcp_if_include is left out) */
@@ -69,7 +75,10 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *out, char
  * Applies the rules against the user's environment: host/address/port/rank/
  * count/hostfile variables are always ours (a different user value is logged
  * "NAME: old -> new"); interface/device selections the user set are kept with
- * a warning when they differ, unless override_env. out gets the result.
+ * a warning when they differ, unless override_env. A user's
+ * OMPI_MCA_{btl,oob}_tcp_if_exclude is such a selection too: OpenMPI refuses it
+ * beside an include list, so ours is left out (or, with override_env, the
+ * user's exclude is unset). out gets the result.
  */
 int agent_env_merge(const struct agent_env *ours, char **user_envp, int override_env,
 		    struct agent_env *out);

@@ -669,7 +669,7 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 			 char *err, size_t errlen)
 {
 	struct agent_hf_peer *hp = NULL;
-	size_t i;
+	size_t i, n = 0;
 	int rc;
 
 	hp = calloc(r->res.ntable ? r->res.ntable : 1, sizeof(*hp));
@@ -678,12 +678,16 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 	for (i = 0; i < r->res.ntable; i++) {
 		const struct rdzv_peer *p = &r->res.table[i];
 
-		hp[i].addr = rdzv_peer_addr(p, r->res.master_addr);
-		hp[i].name = p->name;
-		hp[i].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
-					       p->slots ? (long)p->slots : 1);
+		/* an elastic job's listed pod that has not joined yet has no address: not a
+		 * host yet (table_changed writes the file again when it joins) */
+		if (!p->addr4[0] && !p->addr6[0] && r->peers.elastic)
+			continue;
+		hp[n].addr = rdzv_peer_addr(p, r->res.master_addr);
+		hp[n].name = p->name;
+		hp[n++].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
+						 p->slots ? (long)p->slots : 1);
 	}
-	rc = agent_hostfile_render(fmt, hp, r->res.ntable, text, len, err, errlen);
+	rc = agent_hostfile_render(fmt, hp, n, text, len, err, errlen);
 	free(hp);
 	return rc;
 }
@@ -757,10 +761,15 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	if (!pi)
 		return NULL;
 	if (r->res.ntable) {
-		for (i = 0; i < r->res.ntable; i++) {
-			peer_info(&r->res.table[i], (long)i, &pi[i]);
-			pi[i].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
-						       pi[i].slots);
+		for (i = 0, n = 0; i < r->res.ntable; i++) {
+			const struct rdzv_peer *p = &r->res.table[i];
+
+			if (!p->addr4[0] && !p->addr6[0] && r->peers.elastic)
+				continue; /* listed, not joined yet (hostfile_text) */
+			peer_info(p, (long)i, &pi[n]);
+			pi[n].slots = agent_slots_peer(r->o->slots, r->peers.slots, r->peers.n, i,
+						       pi[n].slots);
+			n++;
 		}
 	} else if (r->peers.observer) {
 		peer_info(&r->res.coord, 0, &pi[0]);
@@ -801,7 +810,9 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 	return j;
 }
 
-static int build_env(struct agent_run *r, struct agent_env *env, char *err, size_t errlen)
+/* gxboot's own values (ours) and, after the rules against the user's, CMD's (env). */
+static int build_env(struct agent_run *r, struct agent_env *ours, struct agent_env *env, char *err,
+		     size_t errlen)
 {
 	char rails[1024] = "", hfpath[4096], hydra[4096], rsh_exec[4096];
 	struct agent_env_input in;
@@ -839,7 +850,10 @@ static int build_env(struct agent_run *r, struct agent_env *env, char *err, size
 	in.rsh_key_file = r->rsh_key_file[0] ? r->rsh_key_file : NULL;
 	in.hydra_hostfile = r->res.ntable ? hydra : NULL;
 	in.rsh_exec = r->rsh_agent[0] ? rsh_exec : NULL;
-	rc = agent_env_build(&in, environ, env, err, errlen);
+	in.rdma_unusable = agent_rdma_unusable(nd_ok(r) ? r->nd : NULL, r->o->rdma);
+	rc = agent_env_ours(&in, ours, err, errlen);
+	if (rc == 0)
+		rc = agent_env_merge(ours, environ, in.override_env, env);
 	/* issue 24: whether this pod's RDMA-CM path was really exercised */
 	if (rc == 0 && r->rdma_v.state >= 0)
 		rc = agent_env_set(env, "GXBOOT_RDMA_VERIFIED", r->rdma_v.state == 1 ? "1" : "0");
@@ -1122,8 +1136,10 @@ int agent_run_prepare(struct agent_run *r, struct agent_opts *o, char *err, size
 	return 0;
 }
 
-/* The peers an MPI launch line may name, for the rewrite (issue 27); NULL without a table. */
-static struct agent_rw_host *rw_hosts(const struct agent_run *r)
+/* The peers a launch line may name, for the rewrite; NULL without a table. The
+ * coordinator's eth0 address is this pod's lookup of its name (members), which the table
+ * does not carry for the coordinator itself. */
+static struct agent_rw_host *rw_hosts(const struct agent_run *r, const char *coord_primary)
 {
 	struct agent_rw_host *h;
 	size_t i;
@@ -1135,38 +1151,64 @@ static struct agent_rw_host *rw_hosts(const struct agent_run *r)
 		const struct rdzv_peer *p = &r->res.table[i];
 
 		h[i].name = p->name;
-		h[i].primary = p->primary;
+		h[i].primary = i == 0 && !p->primary[0] ? coord_primary : p->primary;
 		h[i].addr = rdzv_peer_addr(p, r->res.master_addr);
 	}
 	return h;
 }
 
-/* CMD with the values that name eth0 hosts rewritten; a translated host file written. */
-static int rewrite(struct agent_run *r, char ***argv, char *err, size_t errlen)
+/* This pod's full name when its domain is known (Hydra's -localhost), else "". */
+static void self_fqdn(const struct agent_run *r, char *buf, size_t len)
 {
-	const char *names[4] = {r->peers.names[0], r->peers.coord_fqdn, NULL, NULL};
-	char primary[64] = "", launch[4200];
+	const struct agent_domain *d = &r->peers.dom;
+
+	buf[0] = '\0';
+	if (d->sub[0] && d->ns[0] && d->cluster[0])
+		snprintf(buf, len, "%.*s.%s.%s.svc.%s", (int)strcspn(r->hostname, "."), r->hostname,
+			 d->sub, d->ns, d->cluster);
+}
+
+/*
+ * CMD with the values that name eth0 hosts rewritten; a translated host file written.
+ * envp: CMD's environment (the sh -c words are evaluated against it); ours: gxboot's own
+ * values; unset: gxboot's variables CMD must not get after all (a kept exclude list).
+ */
+static int rewrite(struct agent_run *r, char **envp, char **ours, const char **unset, char ***argv,
+		   char *err, size_t errlen)
+{
+	char primary[64] = "", launch[4200], fqdn[600];
 	char *text = NULL;
 	struct agent_rewrite_ctx c = {
 	    .addr = r->res.master_addr,
 	    .master_port = r->o->master_port,
 	    .rank = r->res.rank,
 	    .world = (long)r->res.world,
+	    .nnodes_min = r->o->nnodes_min,
+	    .nnodes_max = r->o->nnodes_max,
 	    .is_coordinator = r->res.rank == 0,
-	    .coord_names = names,
-	    .envp = environ,
+	    .coord = {.name = r->peers.names[0], .primary = primary, .addr = r->res.master_addr},
+	    .coord_fqdn = r->peers.coord_fqdn,
+	    .dom = &r->peers.dom,
+	    .is_local_ip = nd_addr_on_local_iface,
+	    .envp = envp,
+	    .ours = ours,
+	    .override_env = r->o->override_env,
+	    .self = r->peers.observer ? -1 : r->res.rank,
 	    .launch_hostfile = launch,
 	    .launch_text = &text,
 	    .iface = our_iface(r),
+	    .self_fqdn = fqdn,
+	    .unset = unset,
+	    .err = err,
+	    .errlen = errlen,
 	};
 	int rc;
 
 	snprintf(launch, sizeof(launch), "%s/hostfile.launch", r->o->out);
-	if (r->ever_resolved) {
+	self_fqdn(r, fqdn, sizeof(fqdn));
+	if (r->ever_resolved)
 		gx_addr_str(&r->coord_primary, primary, sizeof(primary));
-		names[r->peers.coord_fqdn ? 2 : 1] = primary;
-	}
-	c.hosts = rw_hosts(r);
+	c.hosts = rw_hosts(r, primary);
 	c.nhosts = c.hosts ? r->res.ntable : 0;
 	rc = agent_rewrite_cmd(r->o->argv, r->o->argc, &c, argv);
 	if (rc >= 0 && text) {
@@ -1182,13 +1224,33 @@ static int rewrite(struct agent_run *r, char ***argv, char *err, size_t errlen)
 	return rc;
 }
 
+/* envp without the variables named in unset (NULL-terminated). */
+static void envp_unset(char **envp, const char *const *unset)
+{
+	size_t i, k, j, l;
+
+	for (i = 0; envp && unset && unset[i]; i++) {
+		l = strlen(unset[i]);
+		for (k = 0; envp[k];) {
+			if (strncmp(envp[k], unset[i], l) != 0 || envp[k][l] != '=') {
+				k++;
+				continue;
+			}
+			free(envp[k]);
+			for (j = k; envp[j]; j++)
+				envp[j] = envp[j + 1];
+		}
+	}
+}
+
 static int finish(struct agent_run *r, char *err, size_t errlen)
 {
-	struct agent_env env = {0};
-	char **envp = NULL, **argv = NULL;
+	struct agent_env env = {0}, ours = {0};
+	char **envp = NULL, **argv = NULL, **ours_v = NULL;
+	const char *unset[AGENT_RW_UNSET_MAX + 1] = {NULL};
 	int rc;
 
-	rc = build_env(r, &env, err, errlen);
+	rc = build_env(r, &ours, &env, err, errlen);
 	if (rc == 0)
 		rc = store_files(r, &env, err, errlen);
 	if (rc == 0 && r->o->cmd == AGENT_CMD_INIT && r->peers.elastic && r->peers.self == 0)
@@ -1209,9 +1271,12 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 	if (rc < 0)
 		goto out;
 	if (!r->o->no_rewrite && r->o->argc > 0) {
-		rc = rewrite(r, &argv, err, errlen);
+		rc = agent_env_apply_to(NULL, &ours, &ours_v);
+		if (rc == 0)
+			rc = rewrite(r, envp, ours_v, unset, &argv, err, errlen);
 		if (rc < 0)
 			goto out;
+		envp_unset(envp, unset);
 	}
 	if (agent_run_needs_supervisor(r)) {
 		rc = agent_run_serve_supervise(r, r->o->argc ? (argv ? argv : r->o->argv) : NULL,
@@ -1229,7 +1294,9 @@ static int finish(struct agent_run *r, char *err, size_t errlen)
 out:
 	agent_argv_free(argv);
 	agent_envp_free(envp);
+	agent_envp_free(ours_v);
 	agent_env_free(&env);
+	agent_env_free(&ours);
 	return rc;
 }
 

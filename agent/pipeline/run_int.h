@@ -69,6 +69,12 @@ struct agent_rdma_verdict {
 };
 void agent_rdma_verdict(const struct agent_rdma_facts *f, struct agent_rdma_verdict *v);
 /*
+ * 1 when an RDMA device port serves the bootstrap interface but gxboot uses TCP for a
+ * reason NCCL would hit too (memlock below what verbs need without IPC_LOCK, the device
+ * unusable, the port down): netdetect's result nd (NULL: none), mode = --rdma.
+ */
+int agent_rdma_unusable(const struct nd_result *nd, int mode);
+/*
  * The fabric gate per HCA (issue 24 item 4): hca ("dev:port,...", netdetect's rails) with
  * the rails that did not verify left out: a member's rail whose RDMA-CM probe to the
  * coordinator's rail of the same interface failed or had no partner; a coordinator's rail

@@ -134,3 +134,11 @@ int agent_rdma_gate(const char *hca, const struct rdzv_rdma_rail *rails, size_t 
 		*gid = g; /* the index that carried every verified rail's traffic, or none */
 	return ndropped;
 }
+
+int agent_rdma_unusable(const struct nd_result *nd, int mode)
+{
+	/* rdma_dev is netdetect's port serving iface, usable or not; --rdma off never
+	 * looks (and the user who wrote it may want NCCL's own choice) */
+	return nd && mode != AGENT_RDMA_OFF && nd->rdma_dev[0] && !nd->rdma_usable &&
+	       nd->nrails == 0;
+}

@@ -12,6 +12,7 @@
  * retries (timers), the handshake, the signalfd, stdin and the socket.
  */
 #include "agent/remote/rsh_int.h"
+#include "agent/peers/peers_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,32 +71,61 @@ static int key_path(const struct agent_opts *o, char *path, size_t cap)
 	return snprintf(path, cap, "%s/rsh.key", o->out) < (int)cap ? 0 : -ENAMETOOLONG;
 }
 
-static const struct rsh_peer *find_in(const char *dir, const char *host, struct rsh_peer **p,
-				      char *why, size_t whylen)
+/* 1 with *hit when dir/rendezvous.json lists host, 0 when it does not (why: "not in F"),
+ * < 0 when it cannot be read (why: the file and the reason). */
+static int find_in(const char *dir, const char *host, const struct agent_domain *d,
+		   struct rsh_peer **p, const struct rsh_peer **hit, char *why, size_t whylen)
 {
 	char path[4200];
 	size_t n = 0;
+	int rc;
 
 	snprintf(path, sizeof(path), "%s/rendezvous.json", dir);
 	free(*p);
 	*p = NULL;
-	if (agent_rsh_peers_load(path, p, &n, NULL, why, whylen) < 0)
-		return NULL;
+	rc = agent_rsh_peers_load(path, p, &n, NULL, why, whylen);
+	if (rc < 0)
+		return rc;
 	snprintf(why, whylen, "not in %.400s", path);
-	return agent_rsh_peer_find(*p, n, host);
+	*hit = agent_rsh_peer_find(*p, n, host, d);
+	return *hit ? 1 : 0;
 }
 
-/* HOST through rendezvous.json next to the credential, else in --out; an address as is. */
+/* This pod's DNS domain: which multi-label names reach a peer from here. */
+static void this_domain(struct agent_domain *d)
+{
+	char host[256] = "";
+	struct agent_detect c = {.root = "", .self = host, .host = host};
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = '\0';
+	agent_domain_detect(&c, d);
+}
+
+/*
+ * HOST through rendezvous.json next to the credential, else in --out; an address as is.
+ * A miss names the files that were read and do not list HOST: a fallback that cannot be
+ * opened (the default --out when mpirun's agent has only GXBOOT_RSH_KEY_FILE) is not why.
+ */
 static int map_host(struct client *cl, const struct agent_opts *o, const char *keyfile)
 {
-	char dir[4096], why[512] = "";
-	const struct rsh_peer *hit;
+	char dir[4096], why[512] = "", why2[512] = "";
+	const struct rsh_peer *hit = NULL;
 	struct rsh_peer *p = NULL;
+	struct agent_domain dom;
+	const char *kdir;
+	int r1, r2 = -ENOENT;
 
+	this_domain(&dom);
 	snprintf(dir, sizeof(dir), "%s", keyfile);
-	hit = find_in(dirname(dir), cl->host, &p, why, sizeof(why));
-	if (!hit)
-		hit = find_in(o->out, cl->host, &p, why, sizeof(why));
+	kdir = dirname(dir);
+	r1 = find_in(kdir, cl->host, &dom, &p, &hit, why, sizeof(why));
+	if (r1 <= 0 && strcmp(kdir, o->out) != 0)
+		r2 = find_in(o->out, cl->host, &dom, &p, &hit, why2, sizeof(why2));
+	if (r1 == 0 && r2 == 0)
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), " nor %.200s", why2 + 7);
+	else if (r1 < 0 && r2 >= 0)
+		snprintf(why, sizeof(why), "%s", why2);
 	if (hit)
 		gx_strlcpy(cl->addr, hit->addr, sizeof(cl->addr));
 	else if (gx_addr_normalize(cl->host, cl->addr, sizeof(cl->addr)) != 0)

@@ -159,7 +159,10 @@ struct rsh_peer {
 };
 int agent_rsh_peers_load(const char *path, struct rsh_peer **ret, size_t *n, long *port, char *err,
 			 size_t errlen);
-/* HOST (peer name, its first label's FQDN, or any address) -> secondary address. */
-const struct rsh_peer *agent_rsh_peer_find(const struct rsh_peer *p, size_t n, const char *host);
+struct agent_domain;
+/* HOST (a peer's name in a form that resolves to it from this pod: agent_host_names with
+ * this pod's domain d, NULL unknown; or any of its addresses) -> its entry, or NULL. */
+const struct rsh_peer *agent_rsh_peer_find(const struct rsh_peer *p, size_t n, const char *host,
+					   const struct agent_domain *d);
 
 #endif

@@ -47,6 +47,12 @@ def _nnodes(j: str) -> int:
     return int(nodes.split(":")[-1])
 
 
+def _min_nnodes(j: str) -> int:
+    """The least number of nodes in -j [{min}:]{max}x{nproc} (the max when no range)."""
+    nodes = j.split("x")[0] if "x" in j else "1"
+    return int(nodes.split(":")[0])
+
+
 def gxboot_args(
     scheduler: str,
     nnodes: int,
@@ -54,18 +60,29 @@ def gxboot_args(
     network_status: Optional[str] = NETWORK_STATUS,
     rdma: str = "auto",
     extra: Optional[List[str]] = None,
+    min_nnodes: Optional[int] = None,
 ) -> List[str]:
-    """gxboot's options (everything before ``--``) for one scheduler."""
+    """gxboot's options (everything before ``--``) for one scheduler.
+
+    An elastic ``-j MIN:MAXxN`` makes dist.ddp write ``torchrun --nnodes MIN:MAX``; gxboot runs
+    torchrun's static rendezvous on the secondary network, whose count is fixed, so it keeps
+    the range only as its own ``--nnodes MIN:MAX`` (and refuses the torchrun line otherwise).
+    """
     if scheduler not in SCHEDULERS:
         raise ValueError(f"scheduler must be one of {SCHEDULERS}, not {scheduler!r}")
     args: List[str] = []
+    count = str(nnodes)
+    if min_nnodes is not None and min_nnodes < nnodes:
+        count = f"{min_nnodes}:{nnodes}"
     if scheduler == "kubernetes_mcad":
         # kubernetes_mcad: pod <app_id>-<i>, hostname = pod name, subdomain = <app_id>
         app = macros.app_id
         args += ["--peers", f"{app}-{{0..{nnodes - 1}}}.{app}"]
+        if count != str(nnodes):
+            args += ["--nnodes", count]
     else:
         # kubernetes (Volcano): peers come from VC_*_HOSTS; --nnodes checks the count
-        args += ["--nnodes", str(nnodes)]
+        args += ["--nnodes", count]
     if token_file:
         args += ["--token-file", token_file, "--require-token"]
     if network_status:
@@ -148,7 +165,8 @@ def ddp(
     nnodes = _nnodes(j)
     extra = gxboot_opts.split() if gxboot_opts else []
     for role in app.roles:
-        opts = gxboot_args(scheduler, nnodes, token_file, network_status, rdma, extra)
+        opts = gxboot_args(scheduler, nnodes, token_file, network_status, rdma, extra,
+                           _min_nnodes(j))
         # dist.ddp: entrypoint "bash", args ["-c", "torchrun ..."]; keep them verbatim
         role.args = opts + ["--", role.entrypoint] + list(role.args)
         role.entrypoint = gxboot

@@ -1073,6 +1073,9 @@ def torchx_pod_errs(sched, args, req, pods):
     errs = []
     m = re.search(r"-j\s+(?:\d+:)?(\d+)x", " ".join(args))
     n = int(m.group(1)) if m else None
+    # an elastic -j MIN:MAX: dist.ddp writes torchrun --nnodes MIN:MAX, which gxboot runs only
+    # as its own --nnodes MIN:MAX (it refuses the line under a fixed count)
+    rng = re.search(r"-j\s+(\d+:\d+)x", " ".join(args))
     if n is not None and len(pods) != n:
         errs.append(f"{len(pods)} pods for -j {n}x")
     for i, p in enumerate(pods):
@@ -1086,6 +1089,10 @@ def torchx_pod_errs(sched, args, req, pods):
             errs.append(f"pod {i}: the dist.ddp torchrun command is gone")
         if "--require-token" not in argv:
             errs.append(f"pod {i}: no --require-token")
+        gopts = argv[:argv.index("--")] if "--" in argv else argv
+        if rng and ("--nnodes" not in gopts or
+                    gopts[gopts.index("--nnodes") + 1] != rng.group(1)):
+            errs.append(f"pod {i}: -j {rng.group(1)}x does not give gxboot --nnodes {rng.group(1)}")
         lim = ((c.get("resources") or {}).get("limits") or {})
         if not any(k.startswith(RDMA_PREFIXES) for k in lim):
             errs.append(f"pod {i}: no RDMA device requested")

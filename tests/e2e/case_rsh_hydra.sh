@@ -9,7 +9,8 @@
 # (the proxies ran inside the serving pods: their hostname) with sum=21; the env names the
 # link and the host file, whose lines are the pods' net1 addresses; each server logged the
 # coordinator's net1 address running hydra_pmi_proxy; the servers exit 0 on the job's END.
-# Part 2: `-f FILE` naming the pods is rewritten onto net1. Part 3: an IPv6-only net1.
+# Part 2: `-f FILE` naming the pods is rewritten onto net1. Part 3: an IPv6-only net1, where
+# gxboot adds Hydra's -localhost <FQDN>.
 # Known MPICH 4.0.2 bug, not gxboot (seen ~1 run in 2-4 on loaded cores, any part; hydra_wait
 # below ends such a job with SIGTERM and asserts gxboot's part): every rank prints OK,
 # then one rank spins in mpich 4.0.2's ch4:ucx finalize hook (ucp_disconnect_nb + progress loop)
@@ -141,7 +142,7 @@ echo "mpiexec.mpich -f <pod names> rewritten onto net1 OK"
 # only: hostfile.hydra names the pods (gxboot-rsh maps the names to net1), HYDRA_IFACE is left
 # out, so Hydra's control connection uses eth0, which stays open here; MPI's data is on net1.
 # The proxies connect back to the launcher by its host name, which a kubelet's DNS does not
-# resolve bare (FIELD.md): the one flag this part gives mpiexec is -localhost <its FQDN>.
+# resolve bare (FIELD.md): gxboot adds -localhost <its FQDN> to mpiexec's line itself.
 GX_NET1_V6=1 cluster_create 2 || fail "cluster_create (IPv6)"
 export GX_NET1_V6=1
 T=$(cluster_token)
@@ -149,7 +150,7 @@ P=(--peers 'job-worker-{0..1}' --token-file "$T" --timeout 30 --slots 2)
 gx_start 1 serve "${P[@]}"
 mkdir -p "$GX_DIR/out0"
 pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- \
-  mpiexec.mpich -localhost "$(pod_fqdn 0)" -n 4 "$MPIPROG"
+  mpiexec.mpich -n 4 "$MPIPROG"
 GX_PIDS[0]=$GX_PID
 hydra_wait 4
 gx_wait_all 20 1
@@ -158,6 +159,7 @@ no_leftovers 0 1
 [ "$(cat "$GX_DIR/out0/hostfile.hydra")" = "$(printf 'job-worker-0:2\njob-worker-1:2')" ] ||
   fail "IPv6: hostfile.hydra does not name the pods" "$GX_DIR/out0/hostfile.hydra"
 [ -z "$(gx_env "$GX_DIR/out0/env" HYDRA_IFACE)" ] || fail "IPv6: HYDRA_IFACE is set" "$GX_DIR/out0/env"
+gx_expect_in 0 "rewrite mpiexec.mpich: adding -localhost $(pod_fqdn 0) "
 for r in 0 1 2 3; do
   grep -q "^MPIALLREDUCE rank=$r world=4 host=job-worker-$((r / 2)) sum=10 OK" "$GX_DIR/pod0.log" ||
     fail "IPv6: rank $r not OK on job-worker-$((r / 2))" "$GX_DIR/pod0.log"

@@ -18,7 +18,8 @@
  * 0x10 --nnodes 1:N (elastic), 0x20 --self, 0x40 hosts + resolv.conf,
  * 0x80 field 1 is --peers instead of the hostfile.
  * Invariants on success: 1..n names, NULL-terminated, each a host name or an
- * IP; self is an index or the observer/elastic marker; a job id can be made.
+ * IP; self is an index or the observer/elastic marker; a job id can be made; every
+ * name names itself (agent_host_names), and field 0 is weighed against each.
  * On a usage error the reason is one non-empty line.
  */
 #include "agent/peers/peers_int.h"
@@ -110,7 +111,7 @@ static int local_ip(const char *ip)
 	return strcmp(ip, "10.0.0.1") == 0 || strcmp(ip, "192.168.2.11") == 0;
 }
 
-static void check_peers(const struct agent_opts *o, const struct agent_peers *p)
+static void check_peers(const struct agent_opts *o, const struct agent_peers *p, const char *host)
 {
 	char ip[64], id[140];
 	size_t i;
@@ -127,6 +128,18 @@ static void check_peers(const struct agent_opts *o, const struct agent_peers *p)
 		abort();
 	if (agent_job_id(o, p->names, p->n, id, sizeof(id)) < 0)
 		abort();
+	/* the domain read from the files is printable text; a name names itself, and the
+	 * host name a user wrote (field 0 here) is weighed against every peer */
+	if (memchr(p->dom.sub, '\0', sizeof(p->dom.sub)) == NULL ||
+	    memchr(p->dom.ns, '\0', sizeof(p->dom.ns)) == NULL ||
+	    memchr(p->dom.cluster, '\0', sizeof(p->dom.cluster)) == NULL)
+		abort();
+	for (i = 0; i < p->n; i++) {
+		if (gx_addr_normalize(p->names[i], ip, sizeof(ip)) < 0 &&
+		    agent_host_names(p->names[i], p->names[i], &p->dom) != 1)
+			abort();
+		(void)agent_host_names(p->names[i], host, &p->dom);
+	}
 }
 
 static void run(const uint8_t flags, long nn, char **field, size_t *flen, size_t nf)
@@ -164,7 +177,7 @@ static void run(const uint8_t flags, long nn, char **field, size_t *flen, size_t
 	envp[ne] = NULL;
 	rc = agent_peers_discover(&o, envp, root, field[0], local_ip, &p, err, sizeof(err));
 	if (rc == 0)
-		check_peers(&o, &p);
+		check_peers(&o, &p, field[0]);
 	else if (rc == GX_EUSAGE && (!err[0] || strchr(err, '\n')))
 		abort(); /* every failure is one clear line */
 	agent_peers_free(&p);

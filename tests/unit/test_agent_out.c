@@ -382,6 +382,90 @@ static void test_env_user_prefix_form(void **state)
 				    "=net1"));
 }
 
+/* The log lines of agent_env_build(in, user) into log (stderr to a temporary file). */
+static void build_logged(const struct agent_env_input *in, char **user, struct agent_env *e,
+			 char *log, size_t loglen)
+{
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t got;
+
+	assert_non_null(f);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(fileno(f), STDERR_FILENO), STDERR_FILENO);
+	assert_int_equal(agent_env_build(in, user, e, err, sizeof(err)), 0);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	rewind(f);
+	got = fread(log, 1, loglen - 1, f);
+	log[got] = '\0';
+	fclose(f);
+}
+
+/* TCP although a device serves the interface: NCCL_IB_DISABLE=1, a user's own kept. */
+static void test_env_rdma_unusable(void **state)
+{
+	struct agent_env_input in = input();
+	struct agent_env e = {0};
+	char log[2048], *user[] = {"NCCL_IB_DISABLE=0", NULL}, *none[] = {NULL};
+
+	(void)state;
+	in.rails = NULL;
+	in.nccl_gid_index = -1;
+	assert_int_equal(agent_env_build(&in, none, &e, err, sizeof(err)), 0);
+	assert_null(agent_env_get(&e, "NCCL_IB_DISABLE")); /* no device: NCCL finds none */
+	agent_env_free(&e);
+	in.rdma_unusable = 1;
+	assert_int_equal(agent_env_build(&in, none, &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "NCCL_IB_DISABLE"), "1");
+	assert_string_equal(agent_env_get(&e, "UCX_NET_DEVICES"), "net1");
+	agent_env_free(&e);
+	build_logged(&in, user, &e, log, sizeof(log));
+	assert_string_equal(agent_env_get(&e, "NCCL_IB_DISABLE"), "0");
+	assert_non_null(strstr(log, "keeping the user's NCCL_IB_DISABLE=0 (gxboot chose 1"));
+	agent_env_free(&e);
+	in.override_env = 1;
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "NCCL_IB_DISABLE"), "1");
+	agent_env_free(&e);
+}
+
+/* OpenMPI refuses an include and an exclude list together: a user's exclude list is kept
+ * and gxboot's include left out, or (--override-env) the exclude goes from CMD's env. */
+static void test_env_user_exclude(void **state)
+{
+	struct agent_env_input in = input();
+	struct agent_env e = {0};
+	char log[2048], *sh = NULL, **envp = NULL;
+	char *user[] = {"OMPI_MCA_btl_tcp_if_exclude=lo,docker0", "PATH=/bin", NULL};
+	size_t i;
+
+	(void)state;
+	build_logged(&in, user, &e, log, sizeof(log));
+	assert_null(agent_env_get(&e, "OMPI_MCA_btl_tcp_if_include"));
+	assert_string_equal(agent_env_get(&e, "OMPI_MCA_oob_tcp_if_include"), "net1");
+	assert_non_null(strstr(log, "keeping the user's OMPI_MCA_btl_tcp_if_exclude=lo,docker0: "
+				    "OpenMPI takes an include or an exclude list, not both"));
+	assert_int_equal(agent_env_serialize_sh(&e, &sh, NULL, err, sizeof(err)), 0);
+	assert_null(strstr(sh, "btl_tcp_if"));
+	free(sh);
+	agent_env_free(&e);
+	in.override_env = 1;
+	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
+	assert_string_equal(agent_env_get(&e, "OMPI_MCA_btl_tcp_if_include"), "net1");
+	assert_null(agent_env_get(&e, "OMPI_MCA_btl_tcp_if_exclude"));
+	assert_int_equal(agent_env_apply_to(user, &e, &envp), 0);
+	for (i = 0; envp[i]; i++)
+		assert_null(strstr(envp[i], "_if_exclude"));
+	assert_string_equal(envp[0], "PATH=/bin");
+	agent_envp_free(envp);
+	assert_int_equal(agent_env_serialize_sh(&e, &sh, NULL, err, sizeof(err)), 0);
+	assert_null(strstr(sh, "exclude"));
+	assert_non_null(strstr(sh, "export OMPI_MCA_btl_tcp_if_include='net1'"));
+	free(sh);
+	agent_env_free(&e);
+}
+
 static void test_env_apply(void **state)
 {
 	struct agent_env e = {0};
@@ -953,6 +1037,8 @@ int main(void)
 	    cmocka_unit_test(test_env_bad_input),
 	    cmocka_unit_test(test_env_user_rules),
 	    cmocka_unit_test(test_env_user_prefix_form),
+	    cmocka_unit_test(test_env_rdma_unusable),
+	    cmocka_unit_test(test_env_user_exclude),
 	    cmocka_unit_test(test_env_apply),
 	    cmocka_unit_test(test_env_roundtrip),
 	    cmocka_unit_test(test_env_malformed),

@@ -283,6 +283,66 @@ static void test_discover_bare_sibling(void **state)
 	agent_peers_free(&p);
 }
 
+/* This pod's domain from its kubelet-written files, and which names reach a peer from it. */
+static void test_host_names_domain(void **state)
+{
+	struct agent_opts o;
+	struct agent_peers p;
+	char *env[] = {NULL};
+	const struct agent_domain *d = &p.dom;
+
+	(void)state;
+	opts_init(&o);
+	o.peers = "js-workers-0-{0..3}";
+	assert_int_equal(discover(&o, env, FIX "jobset", "js-workers-0-3", &p), 0);
+	assert_string_equal(d->sub, "js");
+	assert_string_equal(d->ns, "default");
+	assert_string_equal(d->cluster, "cluster.local");
+	/* the forms that resolve to the peer js-workers-0-1 from this pod */
+	assert_true(agent_host_names("js-workers-0-1", "js-workers-0-1", d));
+	assert_true(agent_host_names("js-workers-0-1", "JS-workers-0-1.js", d));
+	assert_true(agent_host_names("js-workers-0-1", "js-workers-0-1.js.default", d));
+	assert_true(agent_host_names("js-workers-0-1", "js-workers-0-1.js.default.svc", d));
+	assert_true(
+	    agent_host_names("js-workers-0-1", "js-workers-0-1.js.default.svc.cluster.local.", d));
+	assert_true(agent_host_names("js-workers-0-1.js", "js-workers-0-1.js.default.svc", d));
+	assert_true(agent_host_names("js-workers-0-1.js.default.svc", "js-workers-0-1", d));
+	/* another namespace's, subdomain's or cluster's pod that shares the first label */
+	assert_false(agent_host_names("js-workers-0-1", "js-workers-0-1.otherjob.otherns", d));
+	assert_false(agent_host_names("js-workers-0-1", "js-workers-0-1.js.otherns", d));
+	assert_false(agent_host_names("js-workers-0-1", "js-workers-0-1.other", d));
+	assert_false(
+	    agent_host_names("js-workers-0-1", "js-workers-0-1.js.default.svc.other.local", d));
+	assert_false(agent_host_names("js-workers-0-1.js.otherns", "js-workers-0-1.js", d));
+	assert_false(agent_host_names("js-workers-0-1", "js-workers-0-10.js", d));
+	assert_false(agent_host_names("js-workers-0-1", "js-workers-0-1.js.", d)); /* absolute */
+	/* a Service peer known by its FQDN (PyTorchJob's coordinator): <svc>.<ns> reaches it */
+	assert_true(
+	    agent_host_names("pt-master-0.default.svc.cluster.local.", "pt-master-0.default", d));
+	assert_true(agent_host_names("pt-master-0.default.svc.cluster.local.",
+				     "pt-master-0.default.svc", d));
+	assert_false(
+	    agent_host_names("pt-master-0.default.svc.cluster.local.", "pt-master-0.other", d));
+	agent_peers_free(&p);
+	/* no subdomain in /etc/hosts: namespace and cluster from the search list */
+	o.peers = "w-{0..3}";
+	assert_int_equal(discover(&o, env, FIX "k8s", "w-1", &p), 0);
+	assert_string_equal(d->sub, "");
+	assert_string_equal(d->ns, "default");
+	assert_string_equal(d->cluster, "cluster.local");
+	assert_false(agent_host_names("w-2", "w-2.job", d)); /* which subdomain is unknown */
+	assert_true(agent_host_names("w-2.job", "w-2.job.default.svc.cluster.local", d));
+	assert_true(agent_host_names("w-2", "w-2", d));
+	agent_peers_free(&p);
+	/* nothing known: a name itself, and bare siblings */
+	assert_int_equal(discover(&o, env, FIX "bare", "w-1", &p), 0);
+	assert_string_equal(d->ns, "");
+	assert_false(agent_host_names("w-2", "w-2.job.default.svc.cluster.local", d));
+	assert_true(agent_host_names("w-2.job.default.svc.cluster.local", "w-2", d));
+	assert_true(agent_host_names("w-2.job", "W-2.job.", NULL));
+	agent_peers_free(&p);
+}
+
 static int fake_loopback(const char *ip)
 {
 	return strcmp(ip, "127.0.0.1") == 0;
@@ -731,6 +791,7 @@ int main(void)
 	    cmocka_unit_test(test_discover_jobset),
 	    cmocka_unit_test(test_discover_unknown),
 	    cmocka_unit_test(test_discover_bare_sibling),
+	    cmocka_unit_test(test_host_names_domain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/peers/peers_int.h"
 #include "agent/remote/rsh_int.h"
 #include "rdzv/gx/gx.h"
 
@@ -257,6 +258,7 @@ static void test_take(void **state)
 
 static void test_peer_find(void **state)
 {
+	static const struct agent_domain dom = {"job", "default", "cluster.local"};
 	struct rsh_peer p[3] = {
 	    {.name = "job-worker-0", .addr = "192.168.2.10", .primary = "10.0.0.10", .slots = 8},
 	    {.name = "job-worker-1.job.default.svc", .addr = "192.168.2.11", .slots = 8},
@@ -264,16 +266,97 @@ static void test_peer_find(void **state)
 	};
 
 	(void)state;
-	assert_ptr_equal(agent_rsh_peer_find(p, 3, "job-worker-0"), &p[0]);
-	assert_ptr_equal(agent_rsh_peer_find(p, 3, "JOB-WORKER-0.job.default.svc.cluster.local"),
-			 &p[0]);
-	assert_ptr_equal(agent_rsh_peer_find(p, 3, "job-worker-1"), &p[1]);
-	assert_ptr_equal(agent_rsh_peer_find(p, 3, "10.0.0.12"), &p[2]);
-	assert_ptr_equal(agent_rsh_peer_find(p, 3, "fd00:0::12"), &p[2]);
-	assert_ptr_equal(agent_rsh_peer_find(p, 3, "192.168.2.11"), &p[1]);
-	assert_null(agent_rsh_peer_find(p, 3, "job-worker-10"));
-	assert_null(agent_rsh_peer_find(p, 3, "job-worker"));
-	assert_null(agent_rsh_peer_find(p, 3, "10.0.0.99"));
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "job-worker-0", &dom), &p[0]);
+	assert_ptr_equal(
+	    agent_rsh_peer_find(p, 3, "JOB-WORKER-0.job.default.svc.cluster.local", &dom), &p[0]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "job-worker-1", &dom), &p[1]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "10.0.0.12", &dom), &p[2]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "fd00:0::12", &dom), &p[2]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "192.168.2.11", &dom), &p[1]);
+	assert_null(agent_rsh_peer_find(p, 3, "job-worker-10", &dom));
+	assert_null(agent_rsh_peer_find(p, 3, "job-worker", &dom));
+	assert_null(agent_rsh_peer_find(p, 3, "10.0.0.99", &dom));
+	/* another namespace's or subdomain's pod with a peer's first label is no peer */
+	assert_null(agent_rsh_peer_find(p, 3, "job-worker-0.otherjob.otherns", &dom));
+	assert_null(agent_rsh_peer_find(p, 3, "job-worker-1.job.otherns.svc", &dom));
+	assert_null(agent_rsh_peer_find(p, 3, "job-worker-2.other", &dom));
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "job-worker-2.job.default", &dom), &p[2]);
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "job-worker-1.job", &dom), &p[1]);
+	/* without this pod's domain only the name itself and bare siblings are known */
+	assert_null(agent_rsh_peer_find(p, 3, "job-worker-0.job", NULL));
+	assert_ptr_equal(agent_rsh_peer_find(p, 3, "job-worker-1.job.default.svc", NULL), &p[1]);
+}
+
+/* `gxboot rsh HOST` with HOST no peer names the rendezvous.json it searched, not the
+ * fallback --out that could not be opened (mpirun's agent gets GXBOOT_RSH_KEY_FILE only). */
+static void rsh_fails_with(struct agent_opts *o, const char *want, const char * not )
+{
+	char log[2048];
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t got;
+
+	assert_non_null(f);
+	assert_int_equal(dup2(fileno(f), STDERR_FILENO), STDERR_FILENO);
+	assert_int_equal(agent_cmd_rsh(o, err, sizeof(err)), 255);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	rewind(f);
+	got = fread(log, 1, sizeof(log) - 1, f);
+	log[got] = '\0';
+	fclose(f);
+	if (!strstr(log, want) || (not &&strstr(log, not )))
+		fail_msg("want \"%s\"%s%s in: %s", want, not ? ", not " : "", not ? not : "", log);
+}
+
+static void test_rsh_names_the_file(void **state)
+{
+	char a[] = "/tmp/gxrshaXXXXXX", b[] = "/tmp/gxrshbXXXXXX", path[128], key[128];
+	char want[400], *argv[] = {"true", NULL};
+	unsigned char k[RSH_KEY_LEN] = {7};
+	struct agent_opts o;
+	int fd, i;
+
+	(void)state;
+	assert_non_null(mkdtemp(a));
+	assert_non_null(mkdtemp(b));
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/rendezvous.json", i ? b : a);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		assert_true(fd >= 0);
+		dprintf(fd, "{\"peers\":[{\"name\":\"w-0\",\"addr4\":\"192.168.2.10\"}]}");
+		close(fd);
+	}
+	fd = open(a, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(agent_rsh_key_write(fd, a, k, 29412, err, sizeof(err)), 0);
+	close(fd);
+	snprintf(key, sizeof(key), "%s/rsh.key", a);
+	memset(&o, 0, sizeof(o));
+	o.cmd = AGENT_CMD_RSH;
+	o.rsh_host = "elsewhere";
+	o.argv = argv;
+	o.argc = 1;
+	o.out = "/nonexistent/gxboot-out";
+	assert_int_equal(setenv("GXBOOT_RSH_KEY_FILE", key, 1), 0);
+	snprintf(want, sizeof(want),
+		 "elsewhere is not a peer of this job (not in %s/rendezvous.json)", a);
+	rsh_fails_with(&o, want, "/nonexistent");
+	/* both files read: both named */
+	o.out = b;
+	snprintf(want, sizeof(want), "(not in %s/rendezvous.json nor %s/rendezvous.json)", a, b);
+	rsh_fails_with(&o, want, NULL);
+	/* the credential's own file unreadable, the fallback read: the fallback is named */
+	snprintf(path, sizeof(path), "%s/rendezvous.json", a);
+	unlink(path);
+	snprintf(want, sizeof(want), "(not in %s/rendezvous.json)", b);
+	rsh_fails_with(&o, want, NULL);
+	unsetenv("GXBOOT_RSH_KEY_FILE");
+	unlink(key);
+	snprintf(path, sizeof(path), "%s/rendezvous.json", b);
+	unlink(path);
+	rmdir(a);
+	rmdir(b);
 }
 
 static void test_peers_load(void **state)
@@ -311,10 +394,15 @@ static void test_peers_load(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_join),	   cmocka_unit_test(test_key_file),
-	    cmocka_unit_test(test_proofs),	   cmocka_unit_test(test_frames),
-	    cmocka_unit_test(test_frames_hostile), cmocka_unit_test(test_take),
-	    cmocka_unit_test(test_peer_find),	   cmocka_unit_test(test_peers_load),
+	    cmocka_unit_test(test_join),
+	    cmocka_unit_test(test_key_file),
+	    cmocka_unit_test(test_proofs),
+	    cmocka_unit_test(test_frames),
+	    cmocka_unit_test(test_frames_hostile),
+	    cmocka_unit_test(test_take),
+	    cmocka_unit_test(test_peer_find),
+	    cmocka_unit_test(test_peers_load),
+	    cmocka_unit_test(test_rsh_names_the_file),
 	};
 
 	if (sodium_init() < 0)

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/pipeline/out_int.h"
 #include "agent/pipeline/run_int.h"
+#include "nd_fixture.h"
 
 static struct agent_rdma_facts member(int mode)
 {
@@ -203,9 +205,60 @@ static void test_gate(void **state)
 			 -ENOSPC);
 }
 
+/* NCCL_IB_DISABLE=1 exactly when netdetect found a device serving net1 that gxboot could not
+ * use: memlock without IPC_LOCK here (NCCL's ibv_reg_mr would fail the same way), or its
+ * port down; never with no device, a usable one, or --rdma off. */
+static int ib_disabled(const char *fixture, long memlock, int ipc_lock, int mode)
+{
+	struct nd_request q = {.rdma_mode = mode};
+	struct nd_inventory *inv = fx_load(fixture);
+	struct agent_env_input in = {.master_addr = "192.168.10.10",
+				     .master_port = 29500,
+				     .world = 2,
+				     .iface = "net1",
+				     .addr = "192.168.10.11",
+				     .nccl_gid_index = -1};
+	struct agent_env e = {0};
+	struct nd_result *r = NULL;
+	char rails[256] = "", e2[512];
+	int rc;
+
+	if (memlock)
+		inv->memlock = (uint64_t)memlock;
+	inv->ipc_lock = ipc_lock;
+	assert_int_equal(nd_detect_with(&q, inv, &r, e2, sizeof(e2)), 0);
+	if (r->rdma_usable && nd_rails_hca(r, rails, sizeof(rails)) < 0)
+		rails[0] = '\0';
+	in.rails = rails;
+	in.rdma_unusable = agent_rdma_unusable(r, mode);
+	assert_int_equal(agent_env_ours(&in, &e, e2, sizeof(e2)), 0);
+	rc = agent_env_get(&e, "NCCL_IB_DISABLE") != NULL;
+	if (rc)
+		assert_string_equal(agent_env_get(&e, "NCCL_IB_DISABLE"), "1");
+	/* UCX is kept off the device by naming the interface alone */
+	assert_string_equal(agent_env_get(&e, "UCX_NET_DEVICES"), rails[0] ? rails : "net1");
+	agent_env_free(&e);
+	nd_result_free(r);
+	nd_inventory_free(inv);
+	return rc;
+}
+
+static void test_tcp_for_memlock_disables_ib(void **state)
+{
+	(void)state;
+	assert_true(ib_disabled("shared_roce.inv", 64 << 10, 0, AGENT_RDMA_AUTO));
+	assert_false(ib_disabled("shared_roce.inv", 64 << 10, 1, AGENT_RDMA_AUTO)); /* IPC_LOCK */
+	assert_false(ib_disabled("shared_roce.inv", 0, 0, AGENT_RDMA_AUTO));	    /* usable */
+	assert_false(ib_disabled("shared_roce.inv", 64 << 10, 0, AGENT_RDMA_OFF));
+	assert_true(ib_disabled("port_down.inv", 0, 0, AGENT_RDMA_AUTO));
+	assert_false(ib_disabled("tcp_only.inv", 64 << 10, 0, AGENT_RDMA_AUTO)); /* no device */
+	assert_false(agent_rdma_unusable(NULL, AGENT_RDMA_AUTO));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tcp_for_memlock_disables_ib),
 	    cmocka_unit_test(test_member),
 	    cmocka_unit_test(test_coordinator),
 	    cmocka_unit_test(test_nothing_to_verify),

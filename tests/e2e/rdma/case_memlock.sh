@@ -3,7 +3,8 @@
 # manifest forgets both) on real soft-RoCE: the device is there, but RDMA cannot register
 # memory (FIELD.md; netdetect's memlock rule, DECISIONS 9).
 #  a) `init --rdma auto` on 3 such pods: every pod exits 0 over TCP, says so in exactly one
-#     warning, and writes no RDMA variables (no NCCL_IB_HCA, GXBOOT_RDMA_VERIFIED not 1).
+#     warning, and writes no RDMA variables (no NCCL_IB_HCA, GXBOOT_RDMA_VERIFIED not 1), but
+#     NCCL_IB_DISABLE=1: NCCL would find the device and fail to register memory the same way.
 #  b) `init --rdma require` on such a pod: exit 4 with the memlock line (never TCP silently).
 #  c) `check` on 3 such pods: 6/6 over TCP, and the summary says RDMA is "not available on 3
 #     of 3 pods" (before the fix it said "no device on 3 pods": the devices exist).
@@ -37,6 +38,8 @@ for i in 0 1 2; do
   ! grep -q NCCL_IB_HCA "$GX_DIR/out$i/env" || fail "job-worker-$i: NCCL_IB_HCA without usable RDMA" "$GX_DIR/out$i/env"
   [ "$(gx_env "$GX_DIR/out$i/env" GXBOOT_RDMA_VERIFIED)" != 1 ] || fail "job-worker-$i: verified" "$GX_DIR/out$i/env"
   [ "$(gx_env "$GX_DIR/out$i/env" NCCL_SOCKET_IFNAME)" = "=net1" ] || fail "job-worker-$i: NCCL_SOCKET_IFNAME" "$GX_DIR/out$i/env"
+  [ "$(gx_env "$GX_DIR/out$i/env" NCCL_IB_DISABLE)" = 1 ] || fail "job-worker-$i: no NCCL_IB_DISABLE=1 with TCP for memlock" "$GX_DIR/out$i/env"
+  [ "$(gx_env "$GX_DIR/out$i/env" UCX_NET_DEVICES)" = net1 ] || fail "job-worker-$i: UCX_NET_DEVICES" "$GX_DIR/out$i/env"
 done
 echo "rdma memlock auto: $(grep -h "warning: $MSG" "$GX_DIR/pod1.log" | cut -d' ' -f3- | cut -c1-160)"
 
