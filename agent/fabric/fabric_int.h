@@ -110,6 +110,62 @@ int agent_fabric_socket_owners(const pid_t *pids, size_t n, struct fabric_owner 
 const struct fabric_owner *agent_fabric_owner_find(const struct fabric_owner *v, size_t n,
 						   uint32_t ino);
 
+/* ---- fabric_conn.c: the namespace's connections by cookie, and whose they are ------- */
+enum fabric_conn_owner {
+	FC_UNKNOWN = -1, /* its holder not read yet */
+	FC_OTHER = 0,	 /* gxboot's own, another container's */
+	FC_CMD = 1,	 /* held by a process of CMD's tree */
+};
+struct fabric_conn {
+	struct fabric_conn *next;
+	uint64_t cookie;
+	uint32_t inode;
+	int owner; /* enum fabric_conn_owner */
+	pid_t pid; /* CMD's process that held it */
+	uint64_t bytes;
+	uint64_t gen; /* the last dump that had it */
+	/* the watcher's: where it is counted */
+	int ifx; /* index in the facts' interfaces */
+	int cls; /* enum fabric_remote */
+	const char *peer;
+	char remote[FABRIC_ADDR_LEN];
+};
+/* What the table reads and tells: the kernel and /proc in production, fakes in the tests. */
+struct fabric_conn_ops {
+	/* one whole dump of the namespace's TCP sockets (both families); 0 or -errno */
+	int (*dump)(void *arg, fabric_sock_fn *fn, void *fn_arg);
+	/* the socket inodes CMD's tree holds now, sorted (agent_fabric_socket_owners) */
+	int (*scan)(void *arg, struct fabric_owner **v, size_t *n);
+	/* a connection seen for the first time: where it counts (ifx, cls, peer, remote) */
+	void (*place)(void *arg, struct fabric_conn *c, const struct fabric_sock *s);
+	/* one of CMD's connections has closed: its last bytes */
+	void (*closed)(void *arg, const struct fabric_conn *c);
+	void *arg;
+};
+#define FABRIC_CONN_BUCKETS 1024
+#define FABRIC_CONN_MAX 16384 /* sockets tracked (CMD's and others'); more are not counted */
+struct fabric_conns {
+	const struct fabric_conn_ops *ops;
+	struct fabric_conn *bucket[FABRIC_CONN_BUCKETS];
+	size_t n;
+	uint64_t gen;
+	struct fabric_owner *owners; /* the last scan's */
+	size_t nowners;
+	int need_scan;	       /* a socket whose holder is not known yet */
+	uint64_t freed;	       /* destroy events heard */
+	uint64_t unseen_bytes; /* closed before anyone could say whose */
+	uint32_t unseen_conns;
+};
+/* A dump (and the fd tables when a socket's holder is not known): the connections absent
+ * from it have closed, CMD's into ops->closed. 0, or -errno when the dump failed. */
+int agent_fabric_conns_sample(struct fabric_conns *t);
+/* The kernel's word that a socket was freed: a connection's last bytes. */
+void agent_fabric_conns_destroyed(struct fabric_conns *t, const struct fabric_sock *s);
+/* fn for each open connection of CMD's */
+void agent_fabric_conns_each(const struct fabric_conns *t,
+			     void (*fn)(void *arg, const struct fabric_conn *c), void *arg);
+void agent_fabric_conns_free(struct fabric_conns *t);
+
 /* The local addresses and their interfaces (getifaddrs), with each one's role. */
 struct fabric_local {
 	char addr[FABRIC_ADDR_LEN];

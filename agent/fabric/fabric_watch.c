@@ -23,25 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CONN_BUCKETS 1024
-#define CONN_MAX 16384 /* sockets tracked (CMD's and others'); more are not counted */
 #define TREE_MAX 65536
 #define REMOTES_MAX 64
 #define JSON_EVERY_MS 10000
-
-struct conn {
-	struct conn *next;
-	uint64_t cookie;
-	uint32_t inode;
-	int owner; /* 1 CMD's, 0 another process's, -1 not known yet */
-	pid_t pid;
-	int ifx; /* index in facts.ifs */
-	int cls; /* enum fabric_remote */
-	const char *peer;
-	char remote[FABRIC_ADDR_LEN];
-	uint64_t bytes;
-	uint64_t gen;
-};
 
 struct remote_acc {
 	char addr[FABRIC_ADDR_LEN];
@@ -58,12 +42,10 @@ struct agent_fabric {
 	struct fabric_ifstat closed[FABRIC_MAX_IFS]; /* connections gone: their last bytes */
 	struct remote_acc remotes[REMOTES_MAX];
 	size_t nremotes;
-	struct conn *bucket[CONN_BUCKETS];
-	size_t nconns;
-	struct fabric_owner *owners;
-	size_t nowners;
-	int need_scan, net_stale;
-	uint64_t gen, timer, kill_timer;
+	struct fabric_conns conns;
+	struct fabric_conn_ops conn_ops;
+	int net_stale;
+	uint64_t timer, kill_timer;
 	int64_t t0, last_json_ms;
 	struct fabric_logs logs;
 	int dfd; /* the destroy events, -1 none */
@@ -74,9 +56,9 @@ struct agent_fabric {
 	uint64_t cpu_us, dumps;
 	/* the last full sample, dump and tree scan */
 	int64_t last_eval_ms, last_dump_ms, last_scan_ms;
-	long inuse;		    /* the namespace's TCP sockets at the last dump */
-	uint64_t freed, freed_seen; /* destroy events heard; at the last dump */
-	struct fabric_pod *pods;    /* coordinator */
+	long inuse;		 /* the namespace's TCP sockets at the last dump */
+	uint64_t freed_seen;	 /* destroy events heard at the last dump */
+	struct fabric_pod *pods; /* coordinator */
 	int job_printed, finished;
 	char job_line[FABRIC_LINE_LEN];
 };
@@ -131,17 +113,11 @@ static const char *unmap4(const char *a)
 
 /* ---- connections ---- */
 
-static struct conn **conn_slot(struct agent_fabric *f, uint64_t cookie)
+/* A new connection: counted under the interface of its local address and the class of its
+ * remote one. */
+static void conn_place(void *arg, struct fabric_conn *c, const struct fabric_sock *s)
 {
-	struct conn **pp = &f->bucket[cookie % CONN_BUCKETS];
-
-	while (*pp && (*pp)->cookie != cookie)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-static void conn_place(struct agent_fabric *f, struct conn *c, const struct fabric_sock *s)
-{
+	struct agent_fabric *f = arg;
 	char local[FABRIC_ADDR_LEN], remote[FABRIC_ADDR_LEN];
 	const struct fabric_local *l;
 
@@ -157,55 +133,11 @@ static void conn_place(struct agent_fabric *f, struct conn *c, const struct fabr
 	c->cls = agent_fabric_classify(&f->net, f->peers, f->cfg.npeers, c->remote, &c->peer);
 }
 
-static void conn_owner(struct agent_fabric *f, struct conn *c)
-{
-	const struct fabric_owner *o = agent_fabric_owner_find(f->owners, f->nowners, c->inode);
-
-	c->owner = o ? 1 : -1;
-	c->pid = o ? o->pid : 0;
-}
-
-static void on_sock(void *arg, const struct fabric_sock *s)
-{
-	struct agent_fabric *f = arg;
-	struct conn **pp = conn_slot(f, s->cookie), *c = *pp;
-	uint64_t b;
-
-	if (!c) {
-		/* no struct socket (an orphan never seen, a child not accepted yet): nobody's */
-		if (!s->inode || f->nconns >= CONN_MAX)
-			return;
-		c = calloc(1, sizeof(*c));
-		if (!c)
-			return;
-		c->cookie = s->cookie;
-		c->inode = s->inode;
-		conn_place(f, c, s);
-		conn_owner(f, c);
-		f->need_scan |= c->owner < 0;
-		*pp = c;
-		f->nconns++;
-	}
-	c->gen = f->gen;
-	b = s->have_bytes ? s->bytes_acked + s->bytes_received : 0;
-	if (b > c->bytes) /* after close, an orphan's counters only grow */
-		c->bytes = b;
-}
-
-/* A socket freed: its last counters, when it is one we track (no inode to place a new one). */
 static void on_destroy(void *arg, const struct fabric_sock *s)
 {
 	struct agent_fabric *f = arg;
-	struct conn *c = *conn_slot(f, s->cookie);
-	uint64_t b = s->have_bytes ? s->bytes_acked + s->bytes_received : 0;
 
-	f->freed++;
-	if (c && b > c->bytes)
-		c->bytes = b;
-	if (!c && b) { /* born and gone between two dumps: whose, nobody can say now */
-		f->facts.unseen_bytes += b;
-		f->facts.unseen_conns++;
-	}
+	agent_fabric_conns_destroyed(&f->conns, s);
 }
 
 static void destroy_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
@@ -293,8 +225,8 @@ static void remote_add(struct agent_fabric *f, const char *addr, uint64_t bytes,
 		f->remotes[i].alive += bytes;
 }
 
-static void count_conn(struct agent_fabric *f, struct fabric_ifstat *st, const struct conn *c,
-		       int closed)
+static void count_conn(struct agent_fabric *f, struct fabric_ifstat *st,
+		       const struct fabric_conn *c, int closed)
 {
 	struct fabric_facts *ft = &f->facts;
 
@@ -315,65 +247,55 @@ static void count_conn(struct agent_fabric *f, struct fabric_ifstat *st, const s
 	}
 }
 
-static void scan_tree(struct agent_fabric *f)
+static void conn_closed(void *arg, const struct fabric_conn *c)
 {
-	pid_t *pids = malloc(TREE_MAX * sizeof(*pids));
-	struct fabric_owner *o = NULL;
-	size_t n = 0, no = 0, unread = 0, i;
+	struct agent_fabric *f = arg;
 
-	f->need_scan = 0;
+	count_conn(f, &f->closed[c->ifx], c, 1);
+}
+
+static void conn_alive(void *arg, const struct fabric_conn *c)
+{
+	struct agent_fabric *f = arg;
+
+	count_conn(f, &f->facts.ifs[c->ifx], c, 0);
+}
+
+/* CMD's tree and the sockets it holds (at most every FABRIC_SCAN_MS: a process's fd table is
+ * read whole) */
+static int conn_scan(void *arg, struct fabric_owner **v, size_t *nv)
+{
+	struct agent_fabric *f = arg;
+	pid_t *pids;
+	size_t n = 0, unread = 0;
+	int rc;
+
+	if (gx_now_ms() - f->last_scan_ms < FABRIC_SCAN_MS)
+		return -EAGAIN;
+	f->last_scan_ms = gx_now_ms();
+	pids = malloc(TREE_MAX * sizeof(*pids));
 	if (!pids)
-		return;
-	if (agent_fabric_tree(f->cfg.root, pids, TREE_MAX, &n) == 0 &&
-	    agent_fabric_socket_owners(pids, n, &o, &no, &unread) == 0) {
-		free(f->owners);
-		f->owners = o;
-		f->nowners = no;
+		return -ENOMEM;
+	rc = agent_fabric_tree(f->cfg.root, pids, TREE_MAX, &n);
+	if (rc == 0)
+		rc = agent_fabric_socket_owners(pids, n, v, nv, &unread);
+	if (rc == 0) {
 		if (n > f->facts.processes) /* the most at once: at CMD's exit there are none */
 			f->facts.processes = n;
 		f->facts.unreadable = unread;
 	}
 	free(pids);
-	for (i = 0; i < CONN_BUCKETS; i++) {
-		struct conn *c;
-
-		for (c = f->bucket[i]; c; c = c->next) {
-			if (c->owner >= 0)
-				continue;
-			conn_owner(f, c);
-			if (c->owner < 0)
-				c->owner = 0; /* not CMD's: gxboot's own, another container's */
-		}
-	}
+	return rc;
 }
 
-/* Connections not in this dump have closed: their last bytes stay in f->closed. */
-static void sweep(struct agent_fabric *f)
+/* one dump per family */
+static int conn_dump(void *arg, fabric_sock_fn *fn, void *fn_arg)
 {
-	size_t i;
+	int rc;
 
-	for (i = 0; i < CONN_BUCKETS; i++) {
-		struct conn **pp = &f->bucket[i];
-
-		while (*pp) {
-			struct conn *c = *pp;
-
-			if (c->gen == f->gen) {
-				pp = &c->next;
-				continue;
-			}
-			if (c->owner == 1) {
-				count_conn(f, &f->closed[c->ifx], c, 1);
-			} else if (c->owner < 0 && c->bytes) {
-				/* gone before the tree was read: nobody can say whose */
-				f->facts.unseen_bytes += c->bytes;
-				f->facts.unseen_conns++;
-			}
-			*pp = c->next;
-			free(c);
-			f->nconns--;
-		}
-	}
+	(void)arg;
+	rc = agent_fabric_diag_dump(AF_INET, fn, fn_arg);
+	return rc < 0 ? rc : agent_fabric_diag_dump(AF_INET6, fn, fn_arg);
 }
 
 static void totals(struct agent_fabric *f)
@@ -389,13 +311,9 @@ static void totals(struct agent_fabric *f)
 		ft->ifs[i] = f->closed[i];
 		ft->ifs[i].role = role;
 	}
-	for (i = 0; i < CONN_BUCKETS; i++) {
-		struct conn *c;
-
-		for (c = f->bucket[i]; c; c = c->next)
-			if (c->owner == 1)
-				count_conn(f, &ft->ifs[c->ifx], c, 0);
-	}
+	agent_fabric_conns_each(&f->conns, conn_alive, f);
+	ft->unseen_bytes = f->conns.unseen_bytes;
+	ft->unseen_conns = f->conns.unseen_conns;
 	memset(ft->by_class, 0, sizeof(ft->by_class));
 	for (i = 0; i < ft->nifs; i++)
 		for (k = 0; k < FR_NCLASS; k++)
@@ -429,18 +347,9 @@ static void sample_sockets(struct agent_fabric *f)
 {
 	uint64_t c0 = cpu_now_us();
 
-	f->gen++;
 	f->net_stale = 0;
-	if (agent_fabric_diag_dump(AF_INET, on_sock, f) == 0 &&
-	    agent_fabric_diag_dump(AF_INET6, on_sock, f) == 0) {
-		/* the tree at most every FABRIC_SCAN_MS: a process's fd table is read whole */
-		if (f->need_scan && gx_now_ms() - f->last_scan_ms >= FABRIC_SCAN_MS) {
-			f->last_scan_ms = gx_now_ms();
-			scan_tree(f);
-		}
-		sweep(f); /* only after whole dumps: a partial one says nothing of what closed */
+	if (agent_fabric_conns_sample(&f->conns) == 0)
 		f->dumps++;
-	}
 	f->cpu_us += cpu_now_us() - c0;
 }
 
@@ -620,11 +529,12 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 	f->timer = 0;
 	full = now - f->last_eval_ms >= f->cfg.period_ms - FABRIC_TICK_MS / 2;
 	changed = agent_fabric_tcp_inuse(&inuse) < 0 || inuse != f->inuse ||
-		  f->freed != f->freed_seen || f->need_scan; /* a socket still to attribute */
+		  f->conns.freed != f->freed_seen ||
+		  f->conns.need_scan; /* a socket still to attribute */
 	gap = now - f->t0 < FABRIC_START_FAST_MS ? FABRIC_TICK_MS : FABRIC_CHANGE_GAP_MS;
 	if (full || (changed && now - f->last_dump_ms >= gap)) {
 		f->inuse = inuse;
-		f->freed_seen = f->freed;
+		f->freed_seen = f->conns.freed;
 		f->last_dump_ms = now;
 		sample_sockets(f);
 	}
@@ -787,6 +697,12 @@ int agent_fabric_start(struct gx_ev *ev, const struct fabric_cfg *cfg, struct ag
 		return -ENOMEM;
 	f->ev = ev;
 	f->dfd = -1;
+	f->conn_ops = (struct fabric_conn_ops){.dump = conn_dump,
+					       .scan = conn_scan,
+					       .place = conn_place,
+					       .closed = conn_closed,
+					       .arg = f};
+	f->conns.ops = &f->conn_ops;
 	rc = copy_cfg(f, cfg);
 	if (rc == 0)
 		rc = pods_init(f);
@@ -890,19 +806,11 @@ void agent_fabric_free(struct agent_fabric *f)
 		gx_ev_del(f->ev, f->dfd);
 		close(f->dfd);
 	}
-	for (i = 0; i < CONN_BUCKETS; i++) {
-		while (f->bucket[i]) {
-			struct conn *c = f->bucket[i];
-
-			f->bucket[i] = c->next;
-			free(c);
-		}
-	}
+	agent_fabric_conns_free(&f->conns);
 	for (i = 0; f->secondary && f->secondary[i]; i++)
 		free(f->secondary[i]);
 	free(f->secondary);
 	free(f->peers);
-	free(f->owners);
 	free(f->pods);
 	agent_fabric_logs_free(&f->logs);
 	agent_fabric_net_free(&f->net);
