@@ -82,7 +82,8 @@ void agent_fabric_sock_addrs(const struct fabric_sock *s, char *local, char *rem
  * GX_EPROTO for a malformed message, -errno for an NLMSG_ERROR.
  */
 int agent_fabric_diag_parse(const void *buf, size_t len, fabric_sock_fn *fn, void *arg);
-/* A whole dump of TCP sockets of family (AF_INET, AF_INET6) in this network namespace. */
+/* A whole dump of TCP sockets of family (AF_INET, AF_INET6; AF_UNSPEC both, in one walk of the
+ * kernel's TCP hash) in this network namespace. */
 int agent_fabric_diag_dump(int family, fabric_sock_fn *fn, void *arg);
 /* The same for the TCP states in the bit mask states (1 << TCP_LISTEN: the listeners). */
 int agent_fabric_diag_dump_states(int family, uint32_t states, fabric_sock_fn *fn, void *arg);
@@ -120,8 +121,9 @@ struct fabric_conn {
 	struct fabric_conn *next;
 	uint64_t cookie;
 	uint32_t inode;
-	int owner; /* enum fabric_conn_owner */
-	pid_t pid; /* CMD's process that held it */
+	int owner;  /* enum fabric_conn_owner */
+	int missed; /* the fd tables read after a dump that had it open lacked it */
+	pid_t pid;  /* CMD's process that held it */
 	uint64_t bytes;
 	uint64_t gen; /* the last dump that had it */
 	/* the watcher's: where it is counted */
@@ -138,6 +140,8 @@ struct fabric_conn_ops {
 	int (*scan)(void *arg, struct fabric_owner **v, size_t *n);
 	/* a connection seen for the first time: where it counts (ifx, cls, peer, remote) */
 	void (*place)(void *arg, struct fabric_conn *c, const struct fabric_sock *s);
+	/* a connection is found CMD's (its process, c->pid, is alive now); may be NULL */
+	void (*owned)(void *arg, const struct fabric_conn *c);
 	/* one of CMD's connections has closed: its last bytes */
 	void (*closed)(void *arg, const struct fabric_conn *c);
 	void *arg;
@@ -152,13 +156,25 @@ struct fabric_conns {
 	struct fabric_owner *owners; /* the last scan's */
 	size_t nowners;
 	int need_scan;	       /* a socket whose holder is not known yet */
+	int need_now;	       /* ... one that is not loopback: read at once */
+	int64_t last_scan;     /* when the fd tables were read last */
+	int unaccepted;	       /* the last dump had a connection not accepted yet (no inode) */
 	uint64_t freed;	       /* destroy events heard */
 	uint64_t unseen_bytes; /* closed before anyone could say whose */
 	uint32_t unseen_conns;
 };
-/* A dump (and the fd tables when a socket's holder is not known): the connections absent
- * from it have closed, CMD's into ops->closed. 0, or -errno when the dump failed. */
-int agent_fabric_conns_sample(struct fabric_conns *t);
+/*
+ * A dump at now (ms), and at once the fd tables of CMD's tree when it shows a socket whose
+ * holder is not known (while the socket is open: a connection may live a fraction of a
+ * second); a loopback socket's holder waits for the next read up to FABRIC_SCAN_MS (never
+ * peer traffic, and a job's local store or proxy may churn). Those absent from the dump have
+ * closed, CMD's into ops->closed, those nobody could name into unseen_*. 0, or -errno when
+ * the dump failed.
+ */
+int agent_fabric_conns_sample(struct fabric_conns *t, int64_t now);
+/* 1 when the table asks for a dump now: a child not accepted yet, a read that failed or
+ * waited its turn. */
+int agent_fabric_conns_wants(const struct fabric_conns *t, int64_t now);
 /* The kernel's word that a socket was freed: a connection's last bytes. */
 void agent_fabric_conns_destroyed(struct fabric_conns *t, const struct fabric_sock *s);
 /* fn for each open connection of CMD's */
@@ -415,16 +431,32 @@ struct fabric_cfg {
 	void *arg;
 };
 #define FABRIC_PERIOD_MS 2000
-/* Every tick the namespace's TCP socket count is read (agent_fabric_tcp_inuse); when it moved,
- * or the kernel said a socket was freed, the sockets are dumped at once (at most every tick
- * in CMD's first FABRIC_START_FAST_MS, then every FABRIC_CHANGE_GAP_MS): a connection is
- * attributed to CMD only while it is open with an inode (Gloo's pairs live as long as the
- * job: a 0.5 s job was missed at one dump a second) */
-#define FABRIC_TICK_MS 250
+/*
+ * Every tick the namespace's TCP socket count is read (agent_fabric_tcp_inuse: two small
+ * reads); when it moved, the kernel said a socket was freed, or a child waits for its accept,
+ * the sockets are dumped at that tick, and CMD's fd tables read right after when the dump
+ * showed a socket whose holder is not known: a connection is attributed to CMD only while it
+ * is open with an inode, and the bulk connection of a small Gloo job lives about 0.3 s (it
+ * was missed half the time with a 250 ms tick and the fd tables read at most every 500 ms).
+ * A dump walks the kernel's whole TCP hash, so dumps on a change are paced
+ * (agent_fabric_pace): FABRIC_START_GAP_MS apart on average in CMD's first
+ * FABRIC_START_FAST_MS, FABRIC_CHANGE_GAP_MS after, and up to FABRIC_DUMP_BURST at once after a
+ * quiet spell (a job's store connections, then its pairs a few ms later).
+ */
+#define FABRIC_TICK_MS 50
 #define FABRIC_START_FAST_MS 30000
+#define FABRIC_START_GAP_MS 250
 #define FABRIC_CHANGE_GAP_MS 1000
-/* the process tree and its fd tables at most this often (a new socket waits for it) */
+#define FABRIC_DUMP_BURST 3
+/* the fd tables at most this often for loopback sockets (at once for the others) */
 #define FABRIC_SCAN_MS 500
+struct fabric_pace {
+	int64_t credit; /* ms of dumps owed, up to FABRIC_DUMP_BURST gaps */
+	int64_t last;	/* the last call's time */
+};
+/* 1 when a dump on a change (want) may go now, and it is charged one gap; credit accrues
+ * with the time between calls. */
+int agent_fabric_pace(struct fabric_pace *p, int64_t now, int64_t gap, int want);
 #define FABRIC_FIRST_MS 60000
 #define FABRIC_KILL_MS 10000	  /* the gate's SIGTERM, then SIGKILL */
 #define FABRIC_FINAL_WAIT_MS 3000 /* coordinator: the members' last reports after CMD */

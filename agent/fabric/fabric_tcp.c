@@ -82,7 +82,8 @@ int agent_fabric_diag_parse(const void *buf, size_t len, fabric_sock_fn *fn, voi
 				return GX_EPROTO;
 			return e->error < 0 ? e->error : -EIO;
 		}
-		if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+		/* a dump of the first request's form answers in its type */
+		if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY || h->nlmsg_type == TCPDIAG_GETSOCK) {
 			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 				return GX_EPROTO;
 			m = NLMSG_DATA(h);
@@ -117,12 +118,9 @@ int agent_fabric_diag_dump(int family, fabric_sock_fn *fn, void *arg)
 	return agent_fabric_diag_dump_states(family, DIAG_STATES, fn, arg);
 }
 
-int agent_fabric_diag_dump_states(int family, uint32_t states, fabric_sock_fn *fn, void *arg)
+/* Send one dump request and walk its reply. */
+static int diag_request(const void *req, size_t len, fabric_sock_fn *fn, void *arg)
 {
-	struct {
-		struct nlmsghdr h;
-		struct inet_diag_req_v2 r;
-	} req;
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	unsigned char *buf = NULL;
 	int fd = -1, rc = 0;
@@ -136,16 +134,7 @@ int agent_fabric_diag_dump_states(int family, uint32_t states, fabric_sock_fn *f
 		rc = -errno;
 		goto out;
 	}
-	memset(&req, 0, sizeof(req));
-	req.h.nlmsg_len = sizeof(req);
-	req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	req.h.nlmsg_seq = 1;
-	req.r.sdiag_family = (uint8_t)family;
-	req.r.sdiag_protocol = IPPROTO_TCP;
-	req.r.idiag_states = states;
-	req.r.idiag_ext = 1u << (INET_DIAG_INFO - 1);
-	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (sendto(fd, req, len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;
 		goto out;
 	}
@@ -167,6 +156,56 @@ out:
 		close(fd);
 	free(buf);
 	return rc;
+}
+
+/*
+ * Both families in one walk of the kernel's TCP hash (a dump's cost is that walk, 262,144
+ * buckets here, whatever the namespace holds: half the cost of one dump per family): the
+ * request's first form, TCPDIAG_GETSOCK, dumps every family (inet_diag_dump_compat). A kernel
+ * that refuses it gets one v2 dump per family (a socket told twice counts once: by cookie).
+ */
+static int dump_unspec(uint32_t states, fabric_sock_fn *fn, void *arg)
+{
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req r;
+	} req;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = TCPDIAG_GETSOCK;
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.h.nlmsg_seq = 1;
+	req.r.idiag_family = AF_INET;
+	req.r.idiag_states = states;
+	req.r.idiag_ext = 1u << (INET_DIAG_INFO - 1);
+	rc = diag_request(&req, sizeof(req), fn, arg);
+	if (rc != -EINVAL && rc != -ENOENT && rc != -EOPNOTSUPP)
+		return rc;
+	rc = agent_fabric_diag_dump_states(AF_INET, states, fn, arg);
+	return rc < 0 ? rc : agent_fabric_diag_dump_states(AF_INET6, states, fn, arg);
+}
+
+int agent_fabric_diag_dump_states(int family, uint32_t states, fabric_sock_fn *fn, void *arg)
+{
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} req;
+
+	if (family == AF_UNSPEC)
+		return dump_unspec(states, fn, arg);
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.h.nlmsg_seq = 1;
+	req.r.sdiag_family = (uint8_t)family;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = states;
+	req.r.idiag_ext = 1u << (INET_DIAG_INFO - 1);
+	return diag_request(&req, sizeof(req), fn, arg);
 }
 
 /*

@@ -2,8 +2,9 @@
 /*
  * fabric_watch.c - the watcher in the supervisor's loop (FABRIC.md): one timer (tick) dumps
  * the namespace's TCP sockets when they changed and every FABRIC_PERIOD_MS, keeping CMD's
- * (the process tree is walked, and its fd tables read, only when a socket the watcher has
- * not seen appears); the kernel's destroy events give a closed connection's last counters;
+ * (fabric_conn.c: the process tree is walked, and its fd tables read, right after a dump that
+ * shows a socket whose holder is not known); the kernel's destroy events give a closed
+ * connection's last counters;
  * every period it reads the verified rails' counters and what NCCL and UCX wrote. Then the
  * verdict: the line once there is evidence (or at FABRIC_FIRST_MS), again when the verdict
  * changes and at CMD's exit; one warning per cause; the gate of --expect-fabric. A
@@ -26,6 +27,14 @@
 #define TREE_MAX 65536
 #define REMOTES_MAX 64
 #define JSON_EVERY_MS 10000
+#define ENVS 8 /* processes whose interface choices are kept */
+
+/* a process's interface choices, read while it held a primary-peer connection: a job's
+ * worker has often exited by the sample that names it */
+struct proc_envs {
+	pid_t pid;
+	char env[200];
+};
 
 struct remote_acc {
 	char addr[FABRIC_ADDR_LEN];
@@ -48,6 +57,8 @@ struct agent_fabric {
 	uint64_t timer, kill_timer;
 	int64_t t0, last_json_ms;
 	struct fabric_logs logs;
+	struct proc_envs envs[ENVS];
+	size_t nenvs;
 	int dfd; /* the destroy events, -1 none */
 	int reported, verdict, warned_tcp, warned_primary;
 	int gated;
@@ -55,7 +66,8 @@ struct agent_fabric {
 	uint64_t primary_best; /* the largest primary-peer connection so far */
 	uint64_t cpu_us, dumps;
 	/* the last full sample, dump and tree scan */
-	int64_t last_eval_ms, last_dump_ms, last_scan_ms;
+	int64_t last_eval_ms;
+	struct fabric_pace pace; /* dumps on a change */
 	long inuse;		 /* the namespace's TCP sockets at the last dump */
 	uint64_t freed_seen;	 /* destroy events heard at the last dump */
 	struct fabric_pod *pods; /* coordinator */
@@ -208,6 +220,37 @@ static void proc_env(struct agent_fabric *f, pid_t pid, char *out, size_t len)
 	free(buf);
 }
 
+/* A connection is CMD's: the environment of a process that talks to a peer's primary address
+ * is read now, while it lives. */
+static void conn_owned(void *arg, const struct fabric_conn *c)
+{
+	struct agent_fabric *f = arg;
+	struct proc_envs *e;
+	size_t i;
+
+	if (c->cls != FR_PRIMARY || c->pid <= 0)
+		return;
+	for (i = 0; i < ENVS; i++)
+		if (f->envs[i].pid == c->pid)
+			return;
+	e = &f->envs[f->nenvs++ % ENVS];
+	e->pid = c->pid;
+	proc_env(f, c->pid, e->env, sizeof(e->env));
+}
+
+static void env_of(struct agent_fabric *f, pid_t pid, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < ENVS; i++) {
+		if (f->envs[i].pid == pid) {
+			gx_strlcpy(out, f->envs[i].env, len);
+			return;
+		}
+	}
+	proc_env(f, pid, out, len);
+}
+
 static void remote_add(struct agent_fabric *f, const char *addr, uint64_t bytes, int closed)
 {
 	size_t i;
@@ -242,7 +285,7 @@ static void count_conn(struct agent_fabric *f, struct fabric_ifstat *st,
 		gx_strlcpy(ft->primary_if, ft->ifs[c->ifx].name, sizeof(ft->primary_if));
 		if (ft->primary_pid != c->pid && c->pid > 0) {
 			ft->primary_pid = c->pid;
-			proc_env(f, c->pid, ft->primary_env, sizeof(ft->primary_env));
+			env_of(f, c->pid, ft->primary_env, sizeof(ft->primary_env));
 		}
 	}
 }
@@ -261,8 +304,7 @@ static void conn_alive(void *arg, const struct fabric_conn *c)
 	count_conn(f, &f->facts.ifs[c->ifx], c, 0);
 }
 
-/* CMD's tree and the sockets it holds (at most every FABRIC_SCAN_MS: a process's fd table is
- * read whole) */
+/* CMD's tree and the sockets it holds */
 static int conn_scan(void *arg, struct fabric_owner **v, size_t *nv)
 {
 	struct agent_fabric *f = arg;
@@ -270,9 +312,6 @@ static int conn_scan(void *arg, struct fabric_owner **v, size_t *nv)
 	size_t n = 0, unread = 0;
 	int rc;
 
-	if (gx_now_ms() - f->last_scan_ms < FABRIC_SCAN_MS)
-		return -EAGAIN;
-	f->last_scan_ms = gx_now_ms();
 	pids = malloc(TREE_MAX * sizeof(*pids));
 	if (!pids)
 		return -ENOMEM;
@@ -288,14 +327,11 @@ static int conn_scan(void *arg, struct fabric_owner **v, size_t *nv)
 	return rc;
 }
 
-/* one dump per family */
+/* both families in one walk */
 static int conn_dump(void *arg, fabric_sock_fn *fn, void *fn_arg)
 {
-	int rc;
-
 	(void)arg;
-	rc = agent_fabric_diag_dump(AF_INET, fn, fn_arg);
-	return rc < 0 ? rc : agent_fabric_diag_dump(AF_INET6, fn, fn_arg);
+	return agent_fabric_diag_dump(AF_UNSPEC, fn, fn_arg);
 }
 
 static void totals(struct agent_fabric *f)
@@ -348,7 +384,7 @@ static void sample_sockets(struct agent_fabric *f)
 	uint64_t c0 = cpu_now_us();
 
 	f->net_stale = 0;
-	if (agent_fabric_conns_sample(&f->conns) == 0)
+	if (agent_fabric_conns_sample(&f->conns, gx_now_ms()) == 0)
 		f->dumps++;
 	f->cpu_us += cpu_now_us() - c0;
 }
@@ -513,10 +549,10 @@ static void evaluate(struct agent_fabric *f)
 
 /*
  * Every FABRIC_PERIOD_MS the whole sample and the verdict. Between, every FABRIC_TICK_MS, a
- * dump only when the namespace's TCP sockets changed (its count, a freed socket): each dump
- * walks the kernel's whole TCP hash (262,144 buckets here; up to 512 K by default), 56% of
- * the watcher's CPU at one dump a second, 42% at four (perf, make bench (i)); reading
- * sockstat costs two small reads.
+ * dump only when the namespace's TCP sockets changed (its count, a freed socket, a child not
+ * accepted yet), paced (agent_fabric_pace): each dump walks the kernel's whole TCP hash
+ * (262,144 buckets here; up to 512 K by default), 56% of the watcher's CPU at one dump a
+ * second, 42% at four (perf, make bench (i)); reading sockstat costs two small reads.
  */
 static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 {
@@ -529,13 +565,11 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 	f->timer = 0;
 	full = now - f->last_eval_ms >= f->cfg.period_ms - FABRIC_TICK_MS / 2;
 	changed = agent_fabric_tcp_inuse(&inuse) < 0 || inuse != f->inuse ||
-		  f->conns.freed != f->freed_seen ||
-		  f->conns.need_scan; /* a socket still to attribute */
-	gap = now - f->t0 < FABRIC_START_FAST_MS ? FABRIC_TICK_MS : FABRIC_CHANGE_GAP_MS;
-	if (full || (changed && now - f->last_dump_ms >= gap)) {
+		  f->conns.freed != f->freed_seen || agent_fabric_conns_wants(&f->conns, now);
+	gap = now - f->t0 < FABRIC_START_FAST_MS ? FABRIC_START_GAP_MS : FABRIC_CHANGE_GAP_MS;
+	if (agent_fabric_pace(&f->pace, now, gap, changed && !full) || full) {
 		f->inuse = inuse;
 		f->freed_seen = f->conns.freed;
-		f->last_dump_ms = now;
 		sample_sockets(f);
 	}
 	if (full) {
@@ -700,6 +734,7 @@ int agent_fabric_start(struct gx_ev *ev, const struct fabric_cfg *cfg, struct ag
 	f->conn_ops = (struct fabric_conn_ops){.dump = conn_dump,
 					       .scan = conn_scan,
 					       .place = conn_place,
+					       .owned = conn_owned,
 					       .closed = conn_closed,
 					       .arg = f};
 	f->conns.ops = &f->conn_ops;
@@ -726,7 +761,8 @@ int agent_fabric_start(struct gx_ev *ev, const struct fabric_cfg *cfg, struct ag
 			 "sample's");
 	f->t0 = gx_now_ms();
 	f->last_json_ms = f->last_eval_ms = f->t0;
-	f->last_scan_ms = f->last_dump_ms = f->t0 - FABRIC_CHANGE_GAP_MS;
+	f->pace.last = f->t0;
+	f->pace.credit = FABRIC_DUMP_BURST * FABRIC_START_GAP_MS;
 	f->inuse = -1;
 	f->timer = gx_ev_timer(ev, FABRIC_TICK_MS, tick, f);
 	*ret = f;

@@ -135,6 +135,69 @@ static void test_dump_bytes(void **state)
 	close(p.lfd);
 }
 
+/* a connected pair on ::1; 0 when this host has no IPv6 loopback */
+static int pair6_open(struct pair *p)
+{
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	socklen_t l = sizeof(a);
+
+	p->lfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (p->lfd < 0 || bind(p->lfd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		if (p->lfd >= 0)
+			close(p->lfd);
+		return 0;
+	}
+	assert_int_equal(listen(p->lfd, 4), 0);
+	assert_int_equal(getsockname(p->lfd, (struct sockaddr *)&a, &l), 0);
+	p->cfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(p->cfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	p->sfd = accept(p->lfd, NULL, NULL);
+	assert_true(p->sfd >= 0);
+	p->cino = ino_of(p->cfd);
+	p->sino = ino_of(p->sfd);
+	return 1;
+}
+
+/* AF_UNSPEC: one walk of the kernel's TCP hash tells both families' sockets, with bytes */
+static void test_dump_both_families(void **state)
+{
+	struct pair p4, p6;
+	struct found f4, f6;
+	int have6;
+
+	(void)state;
+	pair_open(&p4);
+	have6 = pair6_open(&p6);
+	move(p4.cfd, p4.sfd, 40000);
+	memset(&f4, 0, sizeof(f4));
+	f4.want[0] = p4.cino;
+	f4.want[1] = p4.sino;
+	assert_int_equal(agent_fabric_diag_dump(AF_UNSPEC, on_sock, &f4), 0);
+	assert_int_equal(f4.n[0], 1);
+	assert_int_equal(f4.n[1], 1);
+	assert_int_equal(f4.s[1].family, AF_INET);
+	assert_int_equal(f4.s[1].bytes_received, 40000);
+	if (have6) {
+		move(p6.sfd, p6.cfd, 30000);
+		memset(&f6, 0, sizeof(f6));
+		f6.want[0] = p6.cino;
+		f6.want[1] = p6.sino;
+		assert_int_equal(agent_fabric_diag_dump(AF_UNSPEC, on_sock, &f6), 0);
+		assert_int_equal(f6.n[0], 1);
+		assert_int_equal(f6.n[1], 1);
+		assert_int_equal(f6.s[0].family, AF_INET6);
+		assert_int_equal(f6.s[0].bytes_received, 30000);
+		close(p6.cfd);
+		close(p6.sfd);
+		close(p6.lfd);
+	} else {
+		print_message("no IPv6 loopback here: IPv4 only\n");
+	}
+	close(p4.cfd);
+	close(p4.sfd);
+	close(p4.lfd);
+}
+
 static void test_owners_and_tree(void **state)
 {
 	struct fabric_owner *o = NULL;
@@ -334,9 +397,9 @@ static void test_classify(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_dump_bytes),	  cmocka_unit_test(test_owners_and_tree),
-	    cmocka_unit_test(test_destroy_event), cmocka_unit_test(test_parse_bounds),
-	    cmocka_unit_test(test_classify),
+	    cmocka_unit_test(test_dump_bytes),	    cmocka_unit_test(test_dump_both_families),
+	    cmocka_unit_test(test_owners_and_tree), cmocka_unit_test(test_destroy_event),
+	    cmocka_unit_test(test_parse_bounds),    cmocka_unit_test(test_classify),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
