@@ -270,6 +270,7 @@ static void nd_env_facts(struct nd_inventory *inv)
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		inv->memlock = (uint64_t)rl.rlim_cur;
 	inv->ipc_lock = nd_has_ipc_lock();
+	inv->kubernetes = getenv("KUBERNETES_SERVICE_HOST") && *getenv("KUBERNETES_SERVICE_HOST");
 }
 
 /* SR-IOV device plugin env (nd_pcidev.c): a rejected variable is a warning, not a failure. */

@@ -763,6 +763,13 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	int rc;
 
 	rc = agent_check_serve_start(n, err, errlen);
+	if (rc == 0 && agent_port_shared(n->port)) {
+		snprintf(err, errlen,
+			 "check port %u is already in use on this node (another check with "
+			 "hostNetwork?): give each its own --port",
+			 n->port);
+		rc = GX_EUSAGE;
+	}
 	if (rc < 0)
 		return rc;
 	rdma_start(c, err, errlen);

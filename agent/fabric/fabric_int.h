@@ -84,6 +84,8 @@ void agent_fabric_sock_addrs(const struct fabric_sock *s, char *local, char *rem
 int agent_fabric_diag_parse(const void *buf, size_t len, fabric_sock_fn *fn, void *arg);
 /* A whole dump of TCP sockets of family (AF_INET, AF_INET6) in this network namespace. */
 int agent_fabric_diag_dump(int family, fabric_sock_fn *fn, void *arg);
+/* The same for the TCP states in the bit mask states (1 << TCP_LISTEN: the listeners). */
+int agent_fabric_diag_dump_states(int family, uint32_t states, fabric_sock_fn *fn, void *arg);
 /* A non-blocking socket that hears of every TCP socket freed in this namespace (its last
  * tcp_info; no inode); events: read what is there, fn per socket; the number of reads. */
 int agent_fabric_diag_listen(int *fd);

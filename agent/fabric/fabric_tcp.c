@@ -114,6 +114,11 @@ int agent_fabric_diag_parse(const void *buf, size_t len, fabric_sock_fn *fn, voi
 
 int agent_fabric_diag_dump(int family, fabric_sock_fn *fn, void *arg)
 {
+	return agent_fabric_diag_dump_states(family, DIAG_STATES, fn, arg);
+}
+
+int agent_fabric_diag_dump_states(int family, uint32_t states, fabric_sock_fn *fn, void *arg)
+{
 	struct {
 		struct nlmsghdr h;
 		struct inet_diag_req_v2 r;
@@ -138,7 +143,7 @@ int agent_fabric_diag_dump(int family, fabric_sock_fn *fn, void *arg)
 	req.h.nlmsg_seq = 1;
 	req.r.sdiag_family = (uint8_t)family;
 	req.r.sdiag_protocol = IPPROTO_TCP;
-	req.r.idiag_states = DIAG_STATES;
+	req.r.idiag_states = states;
 	req.r.idiag_ext = 1u << (INET_DIAG_INFO - 1);
 	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;

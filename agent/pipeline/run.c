@@ -3,6 +3,7 @@
  * run.c - the pipeline of `gxboot -- CMD` and `gxboot init`: peers, token,
  * netdetect, rendezvous, files, then exec or supervise (issue 6).
  */
+#include "agent/fabric/fabric_int.h"
 #include "agent/pipeline/run_int.h"
 #include "agent/peers/dns_int.h"
 #include "agent/launch/exec_int.h"
@@ -401,6 +402,47 @@ static int route_check(void *arg, const char *src, const char *dst, int dst_plen
 			      why, whylen);
 }
 
+/* One dump row: a listener on the port that no socket of this process is. */
+struct port_scan {
+	uint16_t port;
+	const struct fabric_owner *mine;
+	size_t nmine;
+	int foreign;
+};
+
+static void port_row(void *arg, const struct fabric_sock *s)
+{
+	struct port_scan *p = arg;
+
+	if (s->lport == p->port && !agent_fabric_owner_find(p->mine, p->nmine, s->inode))
+		p->foreign = 1;
+}
+
+/*
+ * Is another process listening on our rendezvous port? The coordinator's wildcard listener
+ * shares the port with its device-bound VERIFY listener (SO_REUSEPORT: rdzv_conn.c), so bind
+ * no longer refuses a second gxboot of another job that does the same in one network
+ * namespace (hostNetwork pods of two jobs on one node): connections would be split between
+ * the two. Ask the kernel (sock_diag) for the port's listeners, and refuse to share it. A
+ * namespace that cannot be asked is taken as unshared, as before.
+ */
+int agent_port_shared(uint16_t port)
+{
+	struct port_scan p = {.port = port};
+	struct fabric_owner *mine = NULL;
+	pid_t self = getpid();
+	size_t n = 0, unreadable = 0;
+
+	if (agent_fabric_socket_owners(&self, 1, &mine, &n, &unreadable) < 0)
+		return 0;
+	p.mine = mine;
+	p.nmine = n;
+	if (agent_fabric_diag_dump_states(AF_INET, 1u << 10, port_row, &p) == 0)
+		(void)agent_fabric_diag_dump_states(AF_INET6, 1u << 10, port_row, &p);
+	free(mine);
+	return p.foreign;
+}
+
 static int start_rdzv(struct agent_run *r)
 {
 	struct rdzv_config cfg;
@@ -469,6 +511,11 @@ static int start_rdzv(struct agent_run *r)
 		rc = rdzv_coord_start(r->ev, &cfg, rdzv_done, r, &r->coord);
 	else
 		rc = rdzv_member_start(r->ev, &cfg, rdzv_done, r, &r->member);
+	if (rc == 0 && is_coord && agent_port_shared(cfg.port)) {
+		rdzv_coord_free(r->coord);
+		r->coord = NULL;
+		rc = -EADDRINUSE;
+	}
 	return rc;
 }
 

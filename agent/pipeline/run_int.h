@@ -193,6 +193,9 @@ void agent_run_ended(void *arg, int status, const char *why);
  * listed name replaced (one headless Service); as listed with as_given, for an IP, or when the
  * coordinator's name is used as given. */
 void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *buf, size_t cap);
+/* 1 when another process listens on TCP port (sock_diag): listeners that share a port with
+ * SO_REUSEPORT (the rendezvous', check's) must not share it with another job's. */
+int agent_port_shared(uint16_t port);
 /*
  * run_probe.c: a pod whose --self or --peers names another coordinator than its peers'.
  * agent_claims_coord: this member's host name is its list's first entry (the coordinator's)

@@ -1317,7 +1317,7 @@ DRY_MUTATIONS = [
      "      value: \"2\"\n", "dry-run"),
     ("../torchx/gxboot_ddp.py", 'f"{app}-{{0..{nnodes - 1}}}.{app}"',
      'f"{app}-{{0..{nnodes}}}.{app}"', "peers, the workload has"),
-    ("../torchx/gxboot_ddp.py", '"--nnodes", str(nnodes)', '"--nnodes", str(nnodes + 1)',
+    ("../torchx/gxboot_ddp.py", '    count = str(nnodes)\n', '    count = str(nnodes + 1)\n',
      "dry-run"),
 ]
 

@@ -48,7 +48,11 @@
 #   GX_NET1_V6=1 gives net1 only a global IPv6 address (fd00:<x>::<10+i>/64, nodad),
 #   GX_KEEP=1 keeps GX_DIR after teardown, GX_STATE_ROOT (run.sh: where leftovers are swept).
 
-GX_SVC=job.default.svc.cluster.local # cluster_create: ${GX_SUBDOMAIN:-job}.default.svc...
+GX_SVC=job.default.svc.cluster.local
+# What a kubelet puts into every container of a pod, with or without service links: netdetect
+# takes eth0 for the pod network only in a Kubernetes pod (podman and docker name eth0, eth1 in
+# any order)
+export KUBERNETES_SERVICE_HOST=10.96.0.1 KUBERNETES_SERVICE_PORT=443 # cluster_create: ${GX_SUBDOMAIN:-job}.default.svc...
 # gxboot reads GXBOOT_<OPTION> from the environment: the cases set what they mean to
 while read -r _gxv; do unset "$_gxv"; done < <(compgen -e | grep '^GXBOOT_')
 GX_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -46,6 +46,10 @@ if [ ! -x "$GXBOOT" ]; then
 fi
 ip netns add "$PEER"
 
+# what a kubelet puts into every container of a pod (service links or not): netdetect takes
+# eth0 for the pod network only in a Kubernetes pod (podman and docker order eth0, eth1 freely)
+export KUBERNETES_SERVICE_HOST=10.96.0.1 KUBERNETES_SERVICE_PORT=443
+
 pod() { ip netns exec "$POD" "$@"; }
 peer() { ip netns exec "$PEER" "$@"; }
 
@@ -238,6 +242,14 @@ elif ! grep -q '^pod network: eth0 (rule 3)' "$TMP/default_on_net1_text.out" ||
   ! grep -q '^note: *net1 holds the default route' "$TMP/default_on_net1_text.out"; then
   result default_on_net1_text "no pod network line or no note"
 else result default_on_net1_text ok; fi
+# the same namespace outside Kubernetes (podman kube play, docker: no KUBERNETES_SERVICE_HOST):
+# eth0 is not the pod network by convention there, the default route decides (rule 4)
+KUBERNETES_SERVICE_HOST= nd default_on_net1_podman --json
+if [ $rc -ne 0 ] || [ "$(json_choice "$TMP/default_on_net1_podman.out")" != eth0 ]; then
+  result default_on_net1_podman "exit $rc or JSON choice is not eth0"
+elif ! json_get "$TMP/default_on_net1_podman.out" 'j["choice"]["reason"]' | grep -q 'rule 3 not applied: no KUBERNETES_SERVICE_HOST'; then
+  result default_on_net1_podman "the reason does not say why rule 3 was not applied"
+else result default_on_net1_podman ok; fi
 
 # 10: hostNetwork on a node with CNI plumbing: real netlink kinds, flags, masters, peers
 new_pod

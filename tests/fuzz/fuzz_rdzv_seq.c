@@ -383,7 +383,7 @@ static int fz_start(struct fz *z, char **names)
 	if (rdzv_coord_start(z->ev, &cfg, co_done, z, &z->co) < 0 || z->co->nlfd < 1)
 		return -1;
 	z->salen = sizeof(z->sa);
-	return getsockname(z->co->lfd[0], &z->sa.sa, &z->salen);
+	return getsockname(z->co->lsn[0].fd, &z->sa.sa, &z->salen);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
