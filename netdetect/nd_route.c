@@ -172,11 +172,12 @@ void nd_route_why(const struct nd_route *rt, const char *src, const char *dst, i
 			 dst, src, rt->gateway[0] ? "via " : "", rt->gateway,
 			 rt->gateway[0] ? " " : "", rt->oif, iface, overlap);
 	else
-		snprintf(why, len,
-			 "the kernel routes %s from %s %s%s%sdev %s: its %s attachment has no route "
-			 "to %s",
-			 dst, src, rt->gateway[0] ? "via " : "", rt->gateway,
-			 rt->gateway[0] ? " " : "", rt->oif, iface, net);
+		snprintf(
+		    why, len,
+		    "the kernel routes %s from %s %s%s%sdev %s: its %s attachment has no route "
+		    "to %s",
+		    dst, src, rt->gateway[0] ? "via " : "", rt->gateway, rt->gateway[0] ? " " : "",
+		    rt->oif, iface, net);
 }
 
 int nd_route_check(struct nd_routes *rt, const char *src, const char *dst, int dst_plen,

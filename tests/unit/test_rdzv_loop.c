@@ -527,8 +527,8 @@ struct fake_route {
 	int calls;
 };
 
-static int fake_route(void *arg, const char *src, const char *dst, int dst_plen,
-		      const char *iface, char *why, size_t whylen)
+static int fake_route(void *arg, const char *src, const char *dst, int dst_plen, const char *iface,
+		      char *why, size_t whylen)
 {
 	struct fake_route *f = arg;
 
