@@ -40,7 +40,9 @@ enum gx_err {
 	GX_ECMDNOTFOUND = -(GX_EBASE + 19), /* CMD not found (exit 127) */
 	GX_ECMDEXEC = -(GX_EBASE + 20),	    /* CMD could not be executed (exit 126) */
 	GX_EROUTE = -(GX_EBASE + 21),	    /* the kernel routes the secondary path elsewhere */
-	GX_ELAST = -(GX_EBASE + 22),
+	GX_EPREFLIGHT = -(GX_EBASE + 22),   /* preflight named another pod: job not started (7) */
+	GX_ELEFTOUT = -(GX_EBASE + 23),	    /* preflight named this pod: left out (exit 8) */
+	GX_ELAST = -(GX_EBASE + 24),
 };
 
 /* Text for 0, a negative errno or a GX_E* code. Never NULL. */

@@ -59,6 +59,10 @@ static const char *gx_code_text(enum gx_err e)
 		return "command cannot be executed";
 	case GX_EROUTE:
 		return "the kernel routes the secondary path through another interface";
+	case GX_EPREFLIGHT:
+		return "the preflight named another pod: the job did not start";
+	case GX_ELEFTOUT:
+		return "the preflight left this pod out";
 	}
 	return "unknown gxboot error";
 }
@@ -94,6 +98,10 @@ int gx_exit_code(int err)
 		return 127;
 	case GX_ECMDEXEC:
 		return 126;
+	case GX_EPREFLIGHT:
+		return 7;
+	case GX_ELEFTOUT:
+		return 8;
 	default:
 		return 5;
 	}
