@@ -39,6 +39,12 @@ static const char usage_main[] =
     "  --out DIR (/run/gxboot)  --master-port P (29500)  --slots N\n"
     "  --hostfile-format openmpi|mpich|horovod      --override-env  --no-rewrite\n"
     "  --supervise           stay as CMD's parent   --serve  also serve remote exec\n"
+    "Preflight (run, init, serve; before the COMMIT, on the secondary network):\n"
+    "  --preflight           measure every pod's path (echo, stream, RDMA WRITE); a slow or\n"
+    "                        broken pod is named: a fixed world exits 7 (it: 8), an elastic\n"
+    "                        job starts without it (world and ranks shrink)\n"
+    "  --preflight-bytes B (16 MiB)  --preflight-slow F (0.5 of the job's median)\n"
+    "  --preflight-shape ring|all    --preflight-settle SEC (5: elastic gather after MIN)\n"
     "check:\n"
     "  --mode star|all|sampled  --sample K (8)   --size BYTES (65536)\n"
     "  --report FILE.html    one self-contained page: heatmap, blamed pods, worst pairs\n"
@@ -49,7 +55,8 @@ static const char usage_main[] =
     "Bare peer names (job-worker-1) are qualified with this pod's subdomain from /etc/hosts.\n"
     "Exit: 0 ok (run: CMD's status), 1 check failed, 2 usage (also an option the command\n"
     "does not take), 3 peers missing at --timeout, 4 no usable secondary interface,\n"
-    "5 rendezvous failed, 126/127 CMD cannot run / not found, 128+n CMD killed by signal n;\n"
+    "5 rendezvous failed, 7 preflight named another pod, 8 preflight named this pod,\n"
+    "126/127 CMD cannot run / not found, 128+n CMD killed by signal n;\n"
     "rsh: the remote status, 255 when the peer cannot be reached or refuses.\n";
 
 static const char usage_run[] =
@@ -60,7 +67,8 @@ static const char usage_run[] =
     "Options: --peers --nnodes --self --job-id --port --timeout --token-file --require-token\n"
     "  --dns-server --full-table --dry-run --iface --network --network-status --allow-primary\n"
     "  --rdma --rdma-dev --rails --out --master-port --slots --hostfile-format --override-env\n"
-    "  --no-rewrite --supervise --serve --elastic --ray -v -q\n";
+    "  --no-rewrite --supervise --serve --elastic --ray --preflight --preflight-bytes\n"
+    "  --preflight-slow --preflight-shape --preflight-settle -v -q\n";
 
 static const char usage_init[] =
     "Usage: gxboot init [OPTIONS]\n"

@@ -135,6 +135,7 @@ struct agent_run {
 	char rsh_key_file[4200]; /* --out/rsh.key when written */
 	int ended, end_status;	 /* the job-end notice (END; -1: session dropped) */
 	int files_written;	 /* --out holds this run's files (table refreshes) */
+	struct agent_pf *pf;	 /* the preflight (agent/preflight), NULL: none */
 	char end_why[300];
 };
 
