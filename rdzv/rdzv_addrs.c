@@ -163,7 +163,9 @@ int rdzv_co_addrs_check(struct rdzv_coord *co, uint32_t slot, const struct rdzv_
 			 "%s and %s both have %s on %s: two pods with one secondary address (an "
 			 "IPAM conflict: a restored or duplicated allocation, two attachments with "
 			 "one static IP) would run two ranks on one address",
-			 co->tab[s].name, p->name, addrs[k], p->iface[0] ? p->iface : "the secondary");
+			 (uint32_t)s < slot ? co->tab[s].name : p->name,
+			 (uint32_t)s < slot ? p->name : co->tab[s].name, addrs[k],
+			 p->iface[0] ? p->iface : "the secondary");
 		return GX_ECONFLICT;
 	}
 	return 0;

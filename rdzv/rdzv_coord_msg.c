@@ -117,10 +117,12 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	}
 	/* one secondary address, two pods (an IPAM conflict): never committed */
 	if (rdzv_co_addrs_check(co, p.index, &p, cc, why, sizeof(why)) < 0) {
-		if (co->committed)
+		if (co->committed) {
 			rdzv_co_reject(co, cc, GX_ECONFLICT, why);
-		else
-			rdzv_co_abort(co, GX_ECONFLICT, 0, "%s", why);
+			return 0;
+		}
+		rdzv_co_abort(co, GX_ECONFLICT, 0, "%s", why);
+		rdzv_co_send_abort(co, cc); /* not a member yet: the abort passed it by */
 		return 0;
 	}
 	cc->pj = malloc(sizeof(*cc->pj));

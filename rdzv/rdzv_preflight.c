@@ -103,9 +103,10 @@ int rdzv_co_pf_hold(struct rdzv_coord *co)
 		now = gx_now_ms();
 		if (!pf->min_at) {
 			pf->min_at = now;
-			gx_info("rdzv: %u of up to %u pods in: the preflight starts when all are in "
-				"or in %lld ms",
-				co->nverified + 1, co->world, (long long)co->cfg.pf_settle_ms);
+			gx_info(
+			    "rdzv: %u of up to %u pods in: the preflight starts when all are in "
+			    "or in %lld ms",
+			    co->nverified + 1, co->world, (long long)co->cfg.pf_settle_ms);
 		}
 		if (now - pf->min_at < co->cfg.pf_settle_ms)
 			return 1;
