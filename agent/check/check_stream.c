@@ -252,8 +252,7 @@ int agent_check_streams_start(struct check_net *n, int64_t bytes, int64_t bound_
 	st->bound_ms = bound_ms;
 	/* the targets of this pod's passed TCP probes, in the order they were probed */
 	for (k = 0; k < row->nprobes; k++)
-		if (row->probes[k].proto == CHECK_TCP && !row->probes[k].rail &&
-		    row->probes[k].ok)
+		if (row->probes[k].proto == CHECK_TCP && !row->probes[k].rail && row->probes[k].ok)
 			st->order[st->norder++] = row->probes[k].to;
 	n->st = st;
 	st_next(st);

@@ -69,8 +69,11 @@ struct agent_pf {
 	char **bwhy; /* a named pod's line */
 	uint32_t *vant;
 	int stage; /* 1 the first pass, 2 connectivity suspects again, 3 slow ones, one by one */
-	uint32_t cur; /* stage 3: the suspect */
-	int step;     /* stage 3: its vantages' streams, then its own */
+	uint32_t g[2];	 /* stage 3: the batch's vantages */
+	uint32_t *batch; /* stage 3: its suspects (and a slot for the control) */
+	uint32_t nbatch;
+	unsigned char *looked; /* stage 3: measured again already */
+	int step;	       /* stage 3: the vantages' plans, then each suspect's */
 	uint64_t id, timer;
 	char line[AGENT_PF_LINE + 64];
 };
@@ -195,21 +198,20 @@ static void pr_log(const struct pf_prober *pr)
 		const struct check_probe *p = &row->probes[k];
 
 		if (p->ok && p->bytes)
-			agent_pf_rate((double)p->bytes * 8e6 /
-					  (double)(p->proto == CHECK_RDMA ? p->write_us
-									  : p->stream_us),
-				      rate, sizeof(rate));
+			agent_pf_rate(
+			    (double)p->bytes * 8e6 /
+				(double)(p->proto == CHECK_RDMA ? p->write_us : p->stream_us),
+			    rate, sizeof(rate));
 		off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s%s: ", off ? "; " : "",
-					p->proto == CHECK_RDMA ? "RDMA " : "",
-					pr->lw.names[p->to]);
+					p->proto == CHECK_RDMA ? "RDMA " : "", pr->lw.names[p->to]);
 		if (p->ok)
 			off += (size_t)snprintf(line + off, sizeof(line) - off, "%lld us, %s",
 						(long long)p->median_us, p->bytes ? rate : "-");
 		else
 			off += (size_t)snprintf(line + off, sizeof(line) - off, "%s", p->why);
 	}
-	gx_info("preflight %s (pass %llu): %s", pr->lw.names[0],
-		(unsigned long long)pr->plan.id, line);
+	gx_info("preflight %s (pass %llu): %s", pr->lw.names[0], (unsigned long long)pr->plan.id,
+		line);
 }
 
 /* This pod's row, to the coordinator (its own goes straight in). */
@@ -224,8 +226,8 @@ static void pr_finish(struct pf_prober *pr)
 	if (!pr->lmap)
 		return;
 	pr_log(pr);
-	rc = agent_pf_report_encode(&pr->lw, pr->lmap, pr->plan.id, pr->net.lag_max_ms, &text,
-				    &len);
+	rc =
+	    agent_pf_report_encode(&pr->lw, pr->lmap, pr->plan.id, pr->net.lag_max_ms, &text, &len);
 	if (rc == 0 && pf->is_coord)
 		coord_take(pf, 0, text, len);
 	else if (rc == 0)
@@ -332,7 +334,8 @@ static void member_recv(struct agent_pf *pf, const unsigned char *p, size_t len)
 	int rc = buf_take(&pf->in, PF_PLAN, p, len, &doc, &dlen);
 
 	if (rc < 0)
-		gx_warn("preflight: a plan frame from the coordinator dropped: %s", gx_strerror(rc));
+		gx_warn("preflight: a plan frame from the coordinator dropped: %s",
+			gx_strerror(rc));
 	if (rc != 1)
 		return;
 	rc = agent_pf_plan_decode(doc, dlen, &plan, why, sizeof(why));
@@ -360,8 +363,7 @@ static uint32_t part_of(const struct agent_pf *pf, uint32_t slot)
 	return lo < pf->n && pf->pods[lo].slot == slot ? lo : pf->n;
 }
 
-static int send_plan(struct agent_pf *pf, uint32_t k, uint32_t *targets, uint32_t nt,
-		     int64_t bytes)
+static int send_plan(struct agent_pf *pf, uint32_t k, uint32_t *targets, uint32_t nt, int64_t bytes)
 {
 	struct agent_pf_plan p = {.id = pf->id,
 				  .n = pf->n,
@@ -570,73 +572,102 @@ static void name(struct agent_pf *pf, uint32_t i, const char *why)
 }
 
 static void verdict(struct agent_pf *pf);
-static void slow_start(struct agent_pf *pf);
+static void slow_next(struct agent_pf *pf);
 
-/* The next slow suspect from `from` on that has a vantage and is not named yet; n: none. */
-static uint32_t next_slow(const struct agent_pf *pf, uint32_t from)
-{
-	for (; from < pf->n; from++)
-		if ((pf->sus[from] & PF_SUS_SLOW) && !pf->blamed[from] &&
-		    pf->vant[(size_t)from * AGENT_PF_VANTAGES] < pf->n)
-			break;
-	return from;
-}
+#define PF_BATCH_MAX 512 /* slow suspects one vantage streams to in one plan */
 
 /*
- * Stage 3, one slow suspect at a time (one stream at a time in the whole job: what it
- * measures is the path, not a share of a loaded node): each vantage streams to the suspect
- * and to the other vantage (the control), then the suspect to both.
+ * Stage 3: the slow suspects, measured again one stream at a time in the whole job (what it
+ * measures is the path, not a share of a loaded node), in batches that share two vantages:
+ * each vantage streams to every suspect of the batch and then to the other vantage (the
+ * control), one plan each; a suspect slow on the way in is named then; each other one
+ * that looked slow on the way out then streams to both vantages, one after the other.
  */
-static void slow_step(struct agent_pf *pf)
+static void slow_plan(struct agent_pf *pf, uint32_t p, uint32_t *t, uint32_t nt)
 {
-	uint32_t s = pf->cur, *g = pf->vant + (size_t)s * AGENT_PF_VANTAGES, t[2], p;
-	char why[300];
-
-	/* the vantages' streams in: a suspect slow that way is named without its own step */
-	if (pf->step == 2 && (pf->sus[s] & (PF_SUS_IN | PF_SUS_RIN)) &&
-	    agent_pf_slow_verdict(&pf->w, &pf->ws, g, s, pf->sus[s] & (PF_SUS_IN | PF_SUS_RIN),
-				  pf->slow, why, sizeof(why))) {
-		name(pf, s, why);
-		pf->step = 3;
-	}
-	for (; pf->step <= 2; pf->step++) {
-		if (pf->step < 2 && g[pf->step] < pf->n) {
-			p = g[pf->step];
-			t[0] = s;
-			t[1] = g[pf->step ? 0 : 1];
-		} else if (pf->step == 2 && pf->w.rows[s].reported) {
-			p = s;
-			t[0] = g[0];
-			t[1] = g[1];
-		} else {
-			continue;
-		}
-		pf->id++;
-		pf->ngot = pf->nwant = 0;
-		memset(pf->want, 0, pf->n);
-		expect(pf, p);
-		pf->step++;
-		if (send_plan(pf, p, t, t[1] < pf->n ? 2 : 1, pf->bytes) < 0)
-			gx_debug("preflight: no plan to %s", pf->names[p]);
-		pass_arm(pf, 2);
-		return;
-	}
-	if (pf->blamed[s])
-		;
-	else if (agent_pf_slow_verdict(&pf->w, &pf->ws, g, s, pf->sus[s], pf->slow, why,
-				       sizeof(why)))
-		name(pf, s, why);
-	else
-		gx_info("preflight: %s looked slow in the first pass, not when measured again",
-			pf->names[s]);
-	agent_check_world_free(&pf->ws);
-	pf->cur = next_slow(pf, s + 1);
-	slow_start(pf);
+	pf->id++;
+	pf->ngot = pf->nwant = 0;
+	memset(pf->want, 0, pf->n);
+	expect(pf, p);
+	if (send_plan(pf, p, t, nt, pf->bytes) < 0)
+		gx_debug("preflight: no plan to %s", pf->names[p]);
+	pass_arm(pf, nt);
 }
 
-static void slow_start(struct agent_pf *pf)
+static int slow_verdict(struct agent_pf *pf, uint32_t s, int bits)
 {
-	if (pf->cur >= pf->n || agent_check_world_init(&pf->ws, pf->n, 0, pf->names) < 0) {
+	char why[300];
+
+	if (!agent_pf_slow_verdict(&pf->w, &pf->ws, pf->g, s, bits, pf->slow, why, sizeof(why)))
+		return 0;
+	name(pf, s, why);
+	return 1;
+}
+
+static void slow_step(struct agent_pf *pf)
+{
+	uint32_t *g = pf->g, t[2], k, s, o;
+	int in = PF_SUS_IN | PF_SUS_RIN;
+
+	/* steps 0, 1: a vantage to every suspect of the batch, then to the other vantage */
+	for (; pf->step < 2; pf->step++) {
+		if (g[pf->step] >= pf->n)
+			continue;
+		o = g[pf->step ? 0 : 1];
+		pf->batch[pf->nbatch] = o;
+		k = pf->nbatch + (o < pf->n);
+		s = g[pf->step++];
+		slow_plan(pf, s, pf->batch, k);
+		return;
+	}
+	if (pf->step == 2) { /* the way in, from both vantages against their controls */
+		for (k = 0; k < pf->nbatch; k++)
+			if (pf->sus[pf->batch[k]] & in)
+				slow_verdict(pf, pf->batch[k], pf->sus[pf->batch[k]] & in);
+		pf->step = 3;
+	}
+	/* then each suspect left that looked slow on the way out streams to both */
+	for (; pf->step - 3 < (int)pf->nbatch; pf->step++) {
+		s = pf->batch[pf->step - 3];
+		if (pf->blamed[s] || !(pf->sus[s] & ~in & PF_SUS_SLOW) || !pf->w.rows[s].reported)
+			continue;
+		t[0] = g[0];
+		t[1] = g[1];
+		pf->step++;
+		slow_plan(pf, s, g[0] < pf->n ? t : t + 1, (g[0] < pf->n) + (g[1] < pf->n));
+		return;
+	}
+	for (k = 0; k < pf->nbatch; k++) {
+		s = pf->batch[k];
+		if (!pf->blamed[s] && !slow_verdict(pf, s, pf->sus[s]))
+			gx_info("preflight: %s looked slow in the first pass, not when measured "
+				"again",
+				pf->names[s]);
+	}
+	agent_check_world_free(&pf->ws);
+	slow_next(pf);
+}
+
+/* The next batch: the slow suspects not looked at yet that share the first one's vantages. */
+static void slow_next(struct agent_pf *pf)
+{
+	uint32_t s, *v;
+
+	pf->nbatch = 0;
+	for (s = 0; s < pf->n && pf->nbatch < PF_BATCH_MAX; s++) {
+		v = pf->vant + (size_t)s * AGENT_PF_VANTAGES;
+		if (!(pf->sus[s] & PF_SUS_SLOW) || pf->blamed[s] || pf->looked[s] || v[0] >= pf->n)
+			continue;
+		if (!pf->nbatch) {
+			pf->g[0] = v[0];
+			pf->g[1] = v[1];
+		} else if (v[0] != pf->g[0] || v[1] != pf->g[1] || s == pf->g[0] || s == pf->g[1]) {
+			continue; /* another pair of vantages, or one of these: a later batch */
+		}
+		pf->looked[s] = 1;
+		pf->batch[pf->nbatch++] = s;
+	}
+	if (!pf->nbatch || agent_check_world_init(&pf->ws, pf->n, 0, pf->names) < 0) {
 		verdict(pf);
 		return;
 	}
@@ -647,8 +678,7 @@ static void slow_start(struct agent_pf *pf)
 
 static void stage_slow(struct agent_pf *pf)
 {
-	pf->cur = next_slow(pf, 0);
-	slow_start(pf);
+	slow_next(pf);
 }
 
 static void write_json(struct agent_pf *pf, int64_t ms)
@@ -681,10 +711,10 @@ static uint32_t compose(struct agent_pf *pf)
 			continue;
 		c++;
 		if (off + strlen(pf->names[k]) + strlen(pf->bwhy[k] ? pf->bwhy[k] : "") + 4 <
-			AGENT_PF_LINE) {
-			off += (size_t)snprintf(pf->line + off, len - off, "%s%s: %s",
-						off ? "; " : "", pf->names[k],
-						pf->bwhy[k] ? pf->bwhy[k] : "named");
+		    AGENT_PF_LINE) {
+			off +=
+			    (size_t)snprintf(pf->line + off, len - off, "%s%s: %s", off ? "; " : "",
+					     pf->names[k], pf->bwhy[k] ? pf->bwhy[k] : "named");
 			shown++;
 		}
 	}
@@ -787,8 +817,7 @@ static void pf_begin(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)id;
 	pf->timer = 0;
 	gx_info("preflight: %u pods, %s, %ld bytes each way", pf->n,
-		pf->all || pf->n <= AGENT_PF_SMALL ? "all pairs" : "ring + chord",
-		(long)pf->bytes);
+		pf->all || pf->n <= AGENT_PF_SMALL ? "all pairs" : "ring + chord", (long)pf->bytes);
 	pass_one(pf);
 }
 
@@ -804,16 +833,18 @@ static void pf_start(void *arg, const uint32_t *slots, uint32_t n, const struct 
 	pf->pods = calloc(n, sizeof(*pf->pods));
 	pf->names = calloc(n, sizeof(*pf->names));
 	pf->bufs = calloc(n, sizeof(*pf->bufs));
-	pf->sus = calloc(n, 3);
+	pf->sus = calloc(n, 4);
+	pf->batch = calloc(PF_BATCH_MAX + 1, sizeof(*pf->batch));
 	pf->bwhy = calloc(n, sizeof(*pf->bwhy));
 	pf->vant = calloc((size_t)n * AGENT_PF_VANTAGES, sizeof(*pf->vant));
 	if (!pf->pods || !pf->names || !pf->bufs || !pf->sus || !pf->vant || !pf->bwhy ||
-	    agent_check_world_init(&pf->w, n, 0, pf->names) < 0) {
+	    !pf->batch || agent_check_world_init(&pf->w, n, 0, pf->names) < 0) {
 		rdzv_coord_pf_done(pf->r->coord, NULL, NULL); /* no memory: no preflight */
 		return;
 	}
 	pf->want = pf->sus + n;
 	pf->blamed = pf->sus + 2 * (size_t)n;
+	pf->looked = pf->sus + 3 * (size_t)n;
 	for (k = 0; k < n; k++) {
 		struct rdzv_peer *e = &pf->pods[k].e;
 
@@ -874,8 +905,8 @@ int agent_pf_hook(struct agent_run *r, struct rdzv_config *cfg)
 	if (pf->is_coord && o->preflight) {
 		cfg->preflight = 1;
 		cfg->pf_start = pf_start;
-		cfg->pf_settle_ms = (o->preflight_settle ? o->preflight_settle : AGENT_PF_SETTLE_S) *
-				    1000;
+		cfg->pf_settle_ms =
+		    (o->preflight_settle ? o->preflight_settle : AGENT_PF_SETTLE_S) * 1000;
 	}
 	r->pf = pf;
 	return 0;
@@ -910,6 +941,7 @@ void agent_pf_end(struct agent_run *r)
 	free(pf->pods);
 	free(pf->names);
 	free(pf->sus);
+	free(pf->batch);
 	free(pf->vant);
 	free(pf);
 	r->pf = NULL;

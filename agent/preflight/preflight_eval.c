@@ -255,8 +255,8 @@ static uint32_t failed_with_good(const struct check_world *w, const struct check
 		if (g == i || !good[g])
 			continue;
 		for (k = 0; k < 2; k++) {
-			if (!ws[k] || !(p = agent_check_find(ws[k], in ? g : i, in ? i : g,
-							     CHECK_TCP)) ||
+			if (!ws[k] ||
+			    !(p = agent_check_find(ws[k], in ? g : i, in ? i : g, CHECK_TCP)) ||
 			    p->ok)
 				continue;
 			c += !seen[g];
@@ -297,7 +297,9 @@ static void conn_text(const struct check_world *w, const struct check_world *w2,
 			 dir, c, c == 1 ? "" : "s");
 }
 
-/* Second pass: did every probe between i and its vantages fail one way? -1: none made. */
+/* Second pass: does a known-good pod still fail with i (either way)? -1: nothing made. A
+ * pod that some good pods reach and others do not still breaks the job: every pair must
+ * work, and the first pass already found it the common end of failures with good pods. */
 static int second_failed(const struct check_world *w2, const uint32_t *vant, uint32_t i)
 {
 	uint32_t k, g, made[2] = {0, 0}, ok[2] = {0, 0};
@@ -318,7 +320,7 @@ static int second_failed(const struct check_world *w2, const uint32_t *vant, uin
 	}
 	if (!made[0] && !made[1])
 		return -1;
-	return (made[0] && !ok[0]) || (made[1] && !ok[1]);
+	return ok[0] < made[0] || ok[1] < made[1];
 }
 
 int agent_pf_conn_verdict(const struct check_world *w, const struct check_world *w2,
@@ -352,8 +354,7 @@ out:
 	return rc;
 }
 
-static void slow_text(double v, double m, const char *what, const char *dir, char *buf,
-		      size_t len)
+static void slow_text(double v, double m, const char *what, const char *dir, char *buf, size_t len)
 {
 	char a[32], b[32];
 
@@ -365,7 +366,8 @@ static void slow_text(double v, double m, const char *what, const char *dir, cha
 
 static double pair_bps(const struct check_world *w, uint32_t a, uint32_t b, int proto, int *made)
 {
-	const struct check_probe *p = a < w->n && b < w->n ? agent_check_find(w, a, b, proto) : NULL;
+	const struct check_probe *p =
+	    a < w->n && b < w->n ? agent_check_find(w, a, b, proto) : NULL;
 
 	*made = p != NULL;
 	return p ? probe_bps(p) : 0;
@@ -428,7 +430,10 @@ int agent_pf_slow_verdict(const struct check_world *w, const struct check_world 
 	for (k = 0; k < 4 && !rc; k++) {
 		if (!(bits & d[k].bit))
 			continue;
-		first = k == 0 ? fig[s].out : k == 1 ? fig[s].in : k == 2 ? fig[s].rout : fig[s].rin;
+		first = k == 0	 ? fig[s].out
+			: k == 1 ? fig[s].in
+			: k == 2 ? fig[s].rout
+				 : fig[s].rin;
 		med = d[k].proto == CHECK_TCP ? m.tcp : m.rdma;
 		v = ws ? slow_dir(ws, g, s, d[k].in, d[k].proto, slow, med, first, &best) : -1;
 		if (v < 0) { /* no second look (no vantage): the first pass stands */
@@ -667,8 +672,8 @@ static int rprobe_parse(struct check_world *w, uint32_t from, json_t *o, struct 
 	return agent_check_find(w, from, p->to, p->proto) ? -1 : 0;
 }
 
-int agent_pf_report_decode(struct check_world *w, uint32_t from, uint64_t want_id,
-			   const char *text, size_t len, char *why, size_t whylen)
+int agent_pf_report_decode(struct check_world *w, uint32_t from, uint64_t want_id, const char *text,
+			   size_t len, char *why, size_t whylen)
 {
 	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL), *arr, *x;
 	struct check_row *row = &w->rows[from];
@@ -716,15 +721,15 @@ static json_t *pairs_json(const struct check_world *w, int pass, json_t *arr)
 			if (p->rail || p->to >= w->n)
 				continue;
 			json_array_append_new(
-			    arr, json_pack("{s:I, s:I, s:s, s:i, s:b, s:s, s:I, s:I, s:I, s:f}",
-					   "from", (json_int_t)i, "to", (json_int_t)p->to, "proto",
-					   p->proto == CHECK_RDMA ? "rdma" : "tcp", "pass", pass,
-					   "ok", p->ok, "why", p->why, "rtt_us",
-					   (json_int_t)p->median_us, "bytes", (json_int_t)p->bytes,
-					   "us",
-					   (json_int_t)(p->proto == CHECK_RDMA ? p->write_us
-									       : p->stream_us),
-					   "bps", probe_bps(p)));
+			    arr,
+			    json_pack(
+				"{s:I, s:I, s:s, s:i, s:b, s:s, s:I, s:I, s:I, s:f}", "from",
+				(json_int_t)i, "to", (json_int_t)p->to, "proto",
+				p->proto == CHECK_RDMA ? "rdma" : "tcp", "pass", pass, "ok", p->ok,
+				"why", p->why, "rtt_us", (json_int_t)p->median_us, "bytes",
+				(json_int_t)p->bytes, "us",
+				(json_int_t)(p->proto == CHECK_RDMA ? p->write_us : p->stream_us),
+				"bps", probe_bps(p)));
 		}
 	return arr;
 }
@@ -743,11 +748,11 @@ json_t *agent_pf_json(const struct check_world *w, const struct check_world *w2,
 	agent_pf_figures(w, NULL, fig, &med);
 	for (i = 0; i < w->n; i++) {
 		json_array_append_new(
-		    pods, json_pack("{s:I, s:s, s:b, s:I, s:f, s:f, s:f, s:f}", "index",
-				    (json_int_t)i, "name", w->names[i], "reported",
-				    w->rows[i].reported, "lag_ms", (json_int_t)w->rows[i].lag_ms,
-				    "out_bps", fig[i].out, "in_bps", fig[i].in, "rdma_out_bps",
-				    fig[i].rout, "rdma_in_bps", fig[i].rin));
+		    pods,
+		    json_pack("{s:I, s:s, s:b, s:I, s:f, s:f, s:f, s:f}", "index", (json_int_t)i,
+			      "name", w->names[i], "reported", w->rows[i].reported, "lag_ms",
+			      (json_int_t)w->rows[i].lag_ms, "out_bps", fig[i].out, "in_bps",
+			      fig[i].in, "rdma_out_bps", fig[i].rout, "rdma_in_bps", fig[i].rin));
 		if (blamed[i])
 			json_array_append_new(bl, json_string(w->names[i]));
 	}

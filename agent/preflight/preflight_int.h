@@ -33,10 +33,10 @@
 #define AGENT_PF_BYTES (16L << 20)
 #define AGENT_PF_BYTES_MAX (64L << 20) /* the RDMA WRITE's cap (RDZV_RDMA_MAX_WRITE) */
 #define AGENT_PF_BOUND_MS 1000
-#define AGENT_PF_SLOW 0.5      /* slow: below this fraction of the job's median */
-#define AGENT_PF_SETTLE_S 5    /* elastic: the gather after MIN are in */
-#define AGENT_PF_SMALL 4       /* all pairs by default up to this many pods */
-#define AGENT_PF_ALL_MAX 64    /* --preflight-shape all up to this many pods */
+#define AGENT_PF_SLOW 0.5	    /* slow: below this fraction of the job's median */
+#define AGENT_PF_SETTLE_S 5	    /* elastic: the gather after MIN are in */
+#define AGENT_PF_SMALL 4	    /* all pairs by default up to this many pods */
+#define AGENT_PF_ALL_MAX 64	    /* --preflight-shape all up to this many pods */
 #define AGENT_PF_DOC_MAX (1u << 20) /* a plan or report, reassembled */
 #define AGENT_PF_VANTAGES 2	    /* known-good pods that probe a suspect again */
 #define AGENT_PF_LINE 900	    /* the verdict line (the ABORT carries <= 1023) */
@@ -49,11 +49,11 @@ struct agent_pf_fig {
 
 /* Why the first pass suspects a pod (bits). */
 enum {
-	PF_SUS_CONN = 1,     /* failed pairs with known-good pods, or no report */
-	PF_SUS_OUT = 2,	     /* its TCP figure to its peers is below the fraction */
-	PF_SUS_IN = 4,	     /* ... from its peers */
-	PF_SUS_ROUT = 8,     /* RDMA, to */
-	PF_SUS_RIN = 16,     /* RDMA, from */
+	PF_SUS_CONN = 1, /* failed pairs with known-good pods, or no report */
+	PF_SUS_OUT = 2,	 /* its TCP figure to its peers is below the fraction */
+	PF_SUS_IN = 4,	 /* ... from its peers */
+	PF_SUS_ROUT = 8, /* RDMA, to */
+	PF_SUS_RIN = 16, /* RDMA, from */
 	PF_SUS_SLOW = 2 | 4 | 8 | 16,
 };
 
@@ -76,12 +76,13 @@ uint32_t agent_pf_suspects(const struct check_world *w, double slow, unsigned ch
  * their pairs, the unsuspected and then the fastest first (under load every pod may look
  * slow once); vant[s * AGENT_PF_VANTAGES + k] (n: none). 0 when there is none at all.
  */
-uint32_t agent_pf_vantages(const struct check_world *w, const unsigned char *sus,
-			   uint32_t *vant);
+uint32_t agent_pf_vantages(const struct check_world *w, const unsigned char *sus, uint32_t *vant);
 /*
  * A connectivity suspect after the second pass (w2: its vantages' probes to and from it;
- * NULL: none ran, the first pass stands): 1 and its line ("no echo from 3 known-good
- * pods", "no ARP answer from 192.168.1.7 (from 2 known-good pods)", "no report ...").
+ * NULL: none ran, the first pass stands): named when a vantage still fails with it either
+ * way (every pair must work); cleared when they all pass. 1 and its line ("no echo from 3
+ * known-good pods", "no ARP answer from 192.168.1.7 (from 2 known-good pods)", "no
+ * report ...").
  */
 int agent_pf_conn_verdict(const struct check_world *w, const struct check_world *w2,
 			  const uint32_t *vant, uint32_t i, char *buf, size_t len);
@@ -119,8 +120,8 @@ int agent_pf_plan_decode(const char *text, size_t len, struct agent_pf_plan *p, 
 int agent_pf_report_encode(const struct check_world *lw, const uint32_t *lmap, uint64_t id,
 			   int64_t lag_ms, char **text, size_t *len);
 /* Into row `from` of w (replaced); GX_EPROTO + why. */
-int agent_pf_report_decode(struct check_world *w, uint32_t from, uint64_t want_id,
-			   const char *text, size_t len, char *why, size_t whylen);
+int agent_pf_report_decode(struct check_world *w, uint32_t from, uint64_t want_id, const char *text,
+			   size_t len, char *why, size_t whylen);
 /* preflight.json: the pods, every measured pair (both passes), the medians, the verdict. */
 json_t *agent_pf_json(const struct check_world *w, const struct check_world *w2,
 		      const unsigned char *blamed, const char *line, const char *shape,
