@@ -397,10 +397,11 @@ int agent_check_probes_again(struct check_net *n, struct check_world *into,
  * Throughput (check_stream.c): one STREAM of `bytes` to each target whose TCP probe passed,
  * one at a time, from the same source, device and route as the probe; each stops at its
  * bytes or after bound_ms, whichever first (then the bytes the peer's kernel acknowledged
- * count: tcp_info). Into the probe (bytes, stream_us); a stream that moved nothing fails it.
- * done(n) once, from the loop.
+ * count: tcp_info). A stream that finished is repeated up to reps in all and the best one
+ * kept (a process that stalled a moment is not its path). Into the probe (bytes,
+ * stream_us); a stream that moved nothing fails it. done(n) once, from the loop.
  */
-int agent_check_streams_start(struct check_net *n, int64_t bytes, int64_t bound_ms,
+int agent_check_streams_start(struct check_net *n, int64_t bytes, int64_t bound_ms, int reps,
 			      void (*done)(struct check_net *n));
 void agent_check_streams_stop(struct check_net *n);
 /* socket, SO_BINDTODEVICE ifname (best effort), bind src, non-blocking connect: 0 / -errno */

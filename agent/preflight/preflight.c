@@ -73,6 +73,8 @@ struct agent_pf {
 	uint32_t *batch; /* stage 3: its suspects (and a slot for the control) */
 	uint32_t nbatch;
 	unsigned char *looked; /* stage 3: measured again already */
+	unsigned char *conf;   /* stage 3: looked slow in this round */
+	int round;	       /* stage 3: 1, then 2 for the ones slow in round 1 */
 	int step;	       /* stage 3: the vantages' plans, then each suspect's */
 	uint64_t id, timer;
 	char line[AGENT_PF_LINE + 64];
@@ -173,8 +175,9 @@ static void pr_streams(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)ev;
 	(void)id;
 	pr->timer = 0;
-	if (!pr->plan.bytes || agent_check_streams_start(&pr->net, pr->plan.bytes,
-							 pr->plan.bound_ms, pr_streams_done) < 0)
+	if (!pr->plan.bytes ||
+	    agent_check_streams_start(&pr->net, pr->plan.bytes, pr->plan.bound_ms, pr->plan.reps,
+				      pr_streams_done) < 0)
 		pr_streams_done(&pr->net);
 }
 
@@ -373,7 +376,8 @@ static int send_plan(struct agent_pf *pf, uint32_t k, uint32_t *targets, uint32_
 				  .port = pf->r->o->port + 1,
 				  .bytes = bytes,
 				  .bound_ms = AGENT_PF_BOUND_MS,
-				  .tries = pf->stage == 1 ? 3 : 2};
+				  .tries = pf->stage == 1 ? 3 : 2,
+				  .reps = pf->stage == 3 ? 3 : 1};
 	char *text = NULL, why[160];
 	size_t len = 0;
 	uint32_t t;
@@ -594,13 +598,46 @@ static void slow_plan(struct agent_pf *pf, uint32_t p, uint32_t *t, uint32_t nt)
 	pass_arm(pf, nt);
 }
 
-static int slow_verdict(struct agent_pf *pf, uint32_t s, int bits)
+/* s looked slow in this round (bits), against its controls and the job median; in the
+ * second round that names it. */
+static int round_slow(struct agent_pf *pf, uint32_t s, int bits, double *ratio)
 {
 	char why[300];
 
-	if (!agent_pf_slow_verdict(&pf->w, &pf->ws, pf->g, s, bits, pf->slow, why, sizeof(why)))
+	if (!agent_pf_slow_verdict(&pf->w, &pf->ws, pf->g, s, bits, pf->slow, why, sizeof(why),
+				   ratio))
 		return 0;
-	name(pf, s, why);
+	pf->conf[s] = 1;
+	if (pf->round == 2)
+		name(pf, s, why);
+	return 1;
+}
+
+/* A round is over: round 1 keeps the suspects it confirmed for round 2 (a process starved
+ * for a moment is not slow twice, some 100 ms apart; a slow path is); round 2 named them. */
+static int round_end(struct agent_pf *pf)
+{
+	uint32_t k, s, keep = 0;
+	double ratio = -1;
+
+	for (k = 0; k < pf->nbatch; k++) {
+		s = pf->batch[k];
+		if (!pf->conf[s] && !round_slow(pf, s, pf->sus[s], &ratio)) {
+			gx_info("preflight: %s looked slow in the first pass, not when measured "
+				"again (round %d: at least %.2f of its control)",
+				pf->names[s], pf->round, ratio);
+			continue;
+		}
+		pf->conf[s] = 0;
+		if (pf->round == 1)
+			pf->batch[keep++] = s;
+	}
+	agent_check_world_free(&pf->ws);
+	if (pf->round == 2 || !keep || agent_check_world_init(&pf->ws, pf->n, 0, pf->names) < 0)
+		return 0;
+	pf->nbatch = keep;
+	pf->round = 2;
+	pf->step = 0;
 	return 1;
 }
 
@@ -608,6 +645,7 @@ static void slow_step(struct agent_pf *pf)
 {
 	uint32_t *g = pf->g, t[2], k, s, o;
 	int in = PF_SUS_IN | PF_SUS_RIN;
+	double ratio;
 
 	/* steps 0, 1: a vantage to every suspect of the batch, then to the other vantage */
 	for (; pf->step < 2; pf->step++) {
@@ -623,13 +661,13 @@ static void slow_step(struct agent_pf *pf)
 	if (pf->step == 2) { /* the way in, from both vantages against their controls */
 		for (k = 0; k < pf->nbatch; k++)
 			if (pf->sus[pf->batch[k]] & in)
-				slow_verdict(pf, pf->batch[k], pf->sus[pf->batch[k]] & in);
+				round_slow(pf, pf->batch[k], pf->sus[pf->batch[k]] & in, &ratio);
 		pf->step = 3;
 	}
 	/* then each suspect left that looked slow on the way out streams to both */
 	for (; pf->step - 3 < (int)pf->nbatch; pf->step++) {
 		s = pf->batch[pf->step - 3];
-		if (pf->blamed[s] || !(pf->sus[s] & ~in & PF_SUS_SLOW) || !pf->w.rows[s].reported)
+		if (pf->conf[s] || !(pf->sus[s] & ~in & PF_SUS_SLOW) || !pf->w.rows[s].reported)
 			continue;
 		t[0] = g[0];
 		t[1] = g[1];
@@ -637,15 +675,10 @@ static void slow_step(struct agent_pf *pf)
 		slow_plan(pf, s, g[0] < pf->n ? t : t + 1, (g[0] < pf->n) + (g[1] < pf->n));
 		return;
 	}
-	for (k = 0; k < pf->nbatch; k++) {
-		s = pf->batch[k];
-		if (!pf->blamed[s] && !slow_verdict(pf, s, pf->sus[s]))
-			gx_info("preflight: %s looked slow in the first pass, not when measured "
-				"again",
-				pf->names[s]);
-	}
-	agent_check_world_free(&pf->ws);
-	slow_next(pf);
+	if (round_end(pf))
+		slow_step(pf);
+	else
+		slow_next(pf);
 }
 
 /* The next batch: the slow suspects not looked at yet that share the first one's vantages. */
@@ -673,6 +706,7 @@ static void slow_next(struct agent_pf *pf)
 	}
 	pf->stage = 3;
 	pf->step = 0;
+	pf->round = 1;
 	slow_step(pf);
 }
 
@@ -755,6 +789,7 @@ static void verdict(struct agent_pf *pf)
  * from, the first pass stands). */
 static void first_end(struct agent_pf *pf)
 {
+	double ratio;
 	char why[300];
 	uint32_t k;
 	int rc;
@@ -770,7 +805,7 @@ static void first_end(struct agent_pf *pf)
 			     agent_pf_conn_verdict(&pf->w, NULL, NULL, k, why, sizeof(why))) ||
 			    ((pf->sus[k] & PF_SUS_SLOW) &&
 			     agent_pf_slow_verdict(&pf->w, NULL, NULL, k, pf->sus[k], pf->slow, why,
-						   sizeof(why))))
+						   sizeof(why), &ratio)))
 				name(pf, k, why);
 		verdict(pf);
 		return;
@@ -833,7 +868,7 @@ static void pf_start(void *arg, const uint32_t *slots, uint32_t n, const struct 
 	pf->pods = calloc(n, sizeof(*pf->pods));
 	pf->names = calloc(n, sizeof(*pf->names));
 	pf->bufs = calloc(n, sizeof(*pf->bufs));
-	pf->sus = calloc(n, 4);
+	pf->sus = calloc(n, 5);
 	pf->batch = calloc(PF_BATCH_MAX + 1, sizeof(*pf->batch));
 	pf->bwhy = calloc(n, sizeof(*pf->bwhy));
 	pf->vant = calloc((size_t)n * AGENT_PF_VANTAGES, sizeof(*pf->vant));
@@ -845,6 +880,7 @@ static void pf_start(void *arg, const uint32_t *slots, uint32_t n, const struct 
 	pf->want = pf->sus + n;
 	pf->blamed = pf->sus + 2 * (size_t)n;
 	pf->looked = pf->sus + 3 * (size_t)n;
+	pf->conf = pf->sus + 4 * (size_t)n;
 	for (k = 0; k < n; k++) {
 		struct rdzv_peer *e = &pf->pods[k].e;
 

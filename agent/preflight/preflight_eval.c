@@ -381,7 +381,7 @@ static double pair_bps(const struct check_world *w, uint32_t a, uint32_t b, int 
  * *best: that figure. -1: nothing measured.
  */
 static int slow_dir(const struct check_world *ws, const uint32_t *g, uint32_t s, int in, int proto,
-		    double slow, double med, double first, double *best)
+		    double slow, double med, double first, double *best, double *ratio)
 {
 	uint32_t k;
 	int made, cm, n = 0, all = 1;
@@ -401,6 +401,8 @@ static int slow_dir(const struct check_world *ws, const uint32_t *g, uint32_t s,
 		ctl = in ? pair_bps(ws, g[k], o, proto, &cm) : pair_bps(ws, o, g[k], proto, &cm);
 		if (cm && ctl > 0 && f >= slow * ctl)
 			all = 0;
+		if (cm && ctl > 0 && (*ratio < 0 || f / ctl < *ratio))
+			*ratio = f / ctl;
 	}
 	if (!n)
 		return -1;
@@ -409,7 +411,7 @@ static int slow_dir(const struct check_world *ws, const uint32_t *g, uint32_t s,
 
 int agent_pf_slow_verdict(const struct check_world *w, const struct check_world *ws,
 			  const uint32_t *g, uint32_t s, int bits, double slow, char *buf,
-			  size_t len)
+			  size_t len, double *ratio)
 {
 	struct agent_pf_fig *fig = calloc(w->n, sizeof(*fig));
 	struct agent_pf_medians m;
@@ -424,6 +426,7 @@ int agent_pf_slow_verdict(const struct check_world *w, const struct check_world 
 	int k, rc = 0, v;
 
 	buf[0] = '\0';
+	*ratio = -1;
 	if (!fig)
 		return 0;
 	agent_pf_figures(w, NULL, fig, &m);
@@ -435,7 +438,8 @@ int agent_pf_slow_verdict(const struct check_world *w, const struct check_world 
 			: k == 2 ? fig[s].rout
 				 : fig[s].rin;
 		med = d[k].proto == CHECK_TCP ? m.tcp : m.rdma;
-		v = ws ? slow_dir(ws, g, s, d[k].in, d[k].proto, slow, med, first, &best) : -1;
+		v = ws ? slow_dir(ws, g, s, d[k].in, d[k].proto, slow, med, first, &best, ratio)
+		       : -1;
 		if (v < 0) { /* no second look (no vantage): the first pass stands */
 			best = first;
 			v = first < slow * med;
@@ -493,10 +497,10 @@ int agent_pf_plan_encode(const struct agent_pf_plan *p, char **text, size_t *len
 			json_decref(arr);
 			return -ENOMEM;
 		}
-	j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:o}", "id", (json_int_t)p->id, "n",
+	j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:o}", "id", (json_int_t)p->id, "n",
 		      (json_int_t)p->n, "me", (json_int_t)p->me, "port", (json_int_t)p->port,
 		      "bytes", (json_int_t)p->bytes, "bound_ms", (json_int_t)p->bound_ms, "tries",
-		      p->tries, "to", arr);
+		      p->tries, "reps", p->reps, "to", arr);
 	return dump(j, text, len);
 }
 
@@ -568,7 +572,7 @@ int agent_pf_plan_decode(const char *text, size_t len, struct agent_pf_plan *p, 
 			 size_t whylen)
 {
 	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL), *arr, *x;
-	json_int_t v[7];
+	json_int_t v[8];
 	uint32_t m;
 	size_t a;
 	int rc = GX_EPROTO;
@@ -579,8 +583,8 @@ int agent_pf_plan_decode(const char *text, size_t len, struct agent_pf_plan *p, 
 	    get_int(j, "me", 0, v[1] - 1, &v[2]) < 0 || get_int(j, "port", 1, 65535, &v[3]) < 0 ||
 	    get_int(j, "bytes", 0, CHECK_STREAM_MAX, &v[4]) < 0 ||
 	    get_int(j, "bound_ms", 1, 10000, &v[5]) < 0 || get_int(j, "tries", 1, 3, &v[6]) < 0 ||
-	    !json_is_array(arr) || json_array_size(arr) > PF_TARGETS_MAX ||
-	    json_array_size(arr) >= (size_t)v[1]) {
+	    get_int(j, "reps", 1, 5, &v[7]) < 0 || !json_is_array(arr) ||
+	    json_array_size(arr) > PF_TARGETS_MAX || json_array_size(arr) >= (size_t)v[1]) {
 		rc = fail(why, whylen, "plan of the wrong shape");
 		goto out;
 	}
@@ -591,6 +595,7 @@ int agent_pf_plan_decode(const char *text, size_t len, struct agent_pf_plan *p, 
 	p->bytes = v[4];
 	p->bound_ms = v[5];
 	p->tries = (int)v[6];
+	p->reps = (int)v[7];
 	p->targets = calloc(json_array_size(arr) + 1, sizeof(*p->targets));
 	p->peer = calloc(json_array_size(arr) + 1, sizeof(*p->peer));
 	if (!p->targets || !p->peer) {

@@ -91,11 +91,12 @@ int agent_pf_conn_verdict(const struct check_world *w, const struct check_world 
  * it, it to them, each also to the other vantage: the control; NULL: none ran): slow when
  * every measurement is below the fraction of its control and its best figure of both
  * passes below the fraction of the job median. 1 and "slow: 0.9 Gbit/s to its peers
- * against the job median 9.4 Gbit/s".
+ * against the job median 9.4 Gbit/s". *ratio: the lowest measurement / control seen (-1:
+ * none), the margin a cleared pod had.
  */
 int agent_pf_slow_verdict(const struct check_world *w, const struct check_world *ws,
 			  const uint32_t *g, uint32_t s, int bits, double slow, char *buf,
-			  size_t len);
+			  size_t len, double *ratio);
 /* "9.4 Gbit/s", "3.9 Mbit/s" */
 void agent_pf_rate(double bps, char *buf, size_t len);
 
@@ -109,6 +110,7 @@ struct agent_pf_plan {
 	long port;
 	int64_t bytes, bound_ms;
 	int tries;
+	int reps; /* streams to a target, the best kept (1 the first pass; 3 a second look) */
 };
 void agent_pf_plan_free(struct agent_pf_plan *p);
 /* The plan for participant i (its targets' entries from tab); text malloc'd. */

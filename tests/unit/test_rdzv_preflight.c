@@ -359,8 +359,8 @@ static void test_same_host_address(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fixed_pass),	      cmocka_unit_test(test_fixed_blamed),
-	    cmocka_unit_test(test_elastic_shrink),    cmocka_unit_test(test_elastic_settle),
+	    cmocka_unit_test(test_fixed_pass),		 cmocka_unit_test(test_fixed_blamed),
+	    cmocka_unit_test(test_elastic_shrink),	 cmocka_unit_test(test_elastic_settle),
 	    cmocka_unit_test(test_elastic_coord_blamed), cmocka_unit_test(test_elastic_below_min),
 	    cmocka_unit_test(test_same_host_address),
 	};
