@@ -3,9 +3,10 @@
  * nd_choose.c - the bootstrap interface, by the rules of issue 4 in order
  * (README.md "The choice"): 1 --iface / --rdma-dev, 2 network-status, 3 an up
  * secondary carrying an RDMA port, 4 any up addressed secondary, 5 nothing (or
- * the default-route link with --allow-primary). Step 2 without network-status:
- * a netdev the SR-IOV device plugin names (PCIDEVICE_*, nd_pcidev.c). Each step
- * is logged in reason.
+ * the pod network with --allow-primary). Step 2 without network-status: a
+ * netdev the SR-IOV device plugin names (PCIDEVICE_*, nd_pcidev.c). A
+ * "secondary" is any link but the pod network (nd_primary.c) and CNI or kernel
+ * plumbing. Each step is logged in reason.
  */
 #include "netdetect/nd_int.h"
 #include "rdzv/gx/gx.h"
@@ -17,23 +18,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *nd_secondary_why(const struct nd_link *l)
+const char *nd_addr_why(const struct nd_link *l)
 {
-	const char *why;
 	size_t i;
 	int linklocal = 0;
 
-	if (l->is_loopback)
-		return "is loopback";
-	if (l->is_default)
-		return "holds the default route";
-	if (!nd_link_is_up(l, &why))
-		return !l->admin_up ? "is down (administratively)" : "is down (no carrier)";
 	if (nd_link_global(l, AF_INET) || nd_link_global(l, AF_INET6))
 		return NULL;
 	for (i = 0; i < l->naddrs; i++)
 		linklocal |= l->addrs[i].scope == 253;
 	return linklocal ? "has only link-local addresses" : "has no address";
+}
+
+const char *nd_secondary_why(const struct nd_result *r, const struct nd_link *l, char *buf,
+			     size_t len)
+{
+	const char *why;
+
+	if (l->is_loopback)
+		return "is loopback";
+	if (nd_link_is_primary(r, l))
+		return nd_primary_why(r);
+	if ((why = nd_virtual_why(r, l, buf, len)) != NULL)
+		return why;
+	if (!nd_link_is_up(l, &why))
+		return !l->admin_up ? "is down (administratively)" : "is down (no carrier)";
+	return nd_addr_why(l);
 }
 
 int nd_link_rank_speed(const struct nd_inventory *inv, const struct nd_link *l)
@@ -59,7 +69,8 @@ static int nd_better(const struct nd_inventory *inv, const struct nd_link *a,
 	sb = nd_link_rank_speed(inv, b);
 	if (sa != sb)
 		return sa > sb;
-	return a->ifindex < b->ifindex;
+	/* by name (net1 before net2): the same on every pod, where ifindexes need not be */
+	return strverscmp(a->name, b->name) < 0;
 }
 
 static int nd_has_rdma_port(const struct nd_inventory *inv, const struct nd_link *l)
@@ -189,6 +200,15 @@ static int nd_step1_rdmadev(struct nd_ctx *c)
 	return nd_check_explicit(c, l, "--rdma-dev");
 }
 
+/* n's interface is the pod network: eth0's entry when it lacks "default": true. */
+static int nd_net_on_primary(struct nd_ctx *c, const struct nd_net *n)
+{
+	const struct nd_link *l = nd_link_by_name(c->inv, n->iface);
+
+	return l && nd_link_is_primary(c->r, l);
+}
+
+/* The first secondary network, or --network's (which may name any, rule 2). */
 static const struct nd_net *nd_pick_net(struct nd_ctx *c)
 {
 	const struct nd_inventory *inv = c->inv;
@@ -201,8 +221,14 @@ static const struct nd_net *nd_pick_net(struct nd_ctx *c)
 		if (n->is_default || !n->iface[0])
 			continue;
 		slash = strrchr(n->name, '/');
-		if (!want || strcmp(n->name, want) == 0 || (slash && strcmp(slash + 1, want) == 0))
+		if (want && (strcmp(n->name, want) == 0 || (slash && strcmp(slash + 1, want) == 0)))
 			return n;
+		if (want)
+			continue;
+		if (!nd_net_on_primary(c, n))
+			return n;
+		nd_reason(c->r, "2: network-status entry %s is on %s, the pod network", n->name,
+			  n->iface);
 	}
 	return NULL;
 }
@@ -265,12 +291,51 @@ static void nd_net_pcidev(struct nd_ctx *c, const struct nd_net *n, const struct
 			       c->ns_rdma, l->name, pd->var[0] ? pd->var : "sysfs", pd->rdma_dev);
 }
 
+/* The RDMA device network-status's device-info (or the device plugin) ties to n, or NULL. */
+static const char *nd_net_rdma(const struct nd_inventory *inv, const struct nd_net *n)
+{
+	const struct nd_pcidev *pd;
+
+	if (n->rdma_dev[0])
+		return n->rdma_dev;
+	pd = nd_pcidev_by_addr(inv, n->pci);
+	return pd && pd->rdma_dev[0] ? pd->rdma_dev : NULL;
+}
+
+/*
+ * The first listed network is taken (README "The choice"); when it has no RDMA and a later
+ * listed one carries an RDMA device (a storage network listed before the RDMA one), say
+ * that it was passed over and how to pick it.
+ */
+static void nd_rdma_net_later(struct nd_ctx *c, const struct nd_net *n, const struct nd_link *l)
+{
+	const struct nd_inventory *inv = c->inv;
+	const char *dev;
+	size_t i;
+
+	if (c->req->network || c->req->rdma_mode == ND_RDMA_OFF || nd_net_rdma(inv, n) ||
+	    nd_has_rdma_port(inv, l))
+		return;
+	for (i = (size_t)(n - inv->nets) + 1; i < inv->nnets; i++) {
+		const struct nd_net *x = &inv->nets[i];
+
+		if (x->is_default || !x->iface[0] || !(dev = nd_net_rdma(inv, x)))
+			continue;
+		nd_result_warn(c->r,
+			       "network-status lists %s (%s) first, so it carries the bootstrap; "
+			       "%s (%s) after it carries RDMA device %s: pick it with --network %s",
+			       n->name, l->name, x->name, x->iface, dev, x->name);
+		return;
+	}
+}
+
 /* Step 2 without network-status: a netdev the SR-IOV device plugin handed this pod
  * (PCIDEVICE_*), the lowest name first. 1 chosen, 0 go on. */
 static int nd_step2_pcidev(struct nd_ctx *c)
 {
 	const struct nd_pcidev *best = NULL;
 	const struct nd_link *bl = NULL, *l;
+	char buf[ND_WHY_MAX];
 	const char *why;
 	size_t i;
 
@@ -280,7 +345,7 @@ static int nd_step2_pcidev(struct nd_ctx *c)
 		l = pd->var[0] ? nd_link_by_name(c->inv, pd->netdev) : NULL;
 		if (!l)
 			continue;
-		why = nd_secondary_why(l);
+		why = nd_secondary_why(c->r, l, buf, sizeof(buf));
 		if (why)
 			nd_reason(c->r, "2: %s from %s %s", l->name, pd->var, why);
 		else if (!bl || strverscmp(l->name, bl->name) < 0) {
@@ -330,14 +395,71 @@ static int nd_step2(struct nd_ctx *c)
 			       n->iface, n->name);
 	if (!nd_link_is_up(l, &why))
 		return nd_fail(c, GX_ENOSECONDARY, "%s is %s", l->name, why);
+	/* the same line as without network-status: never a choice without an address */
+	if ((why = nd_addr_why(l)) != NULL)
+		return nd_fail(c, GX_ENOSECONDARY, "%s %s", l->name, why);
 	c->ns_rdma = n->rdma_dev[0] ? n->rdma_dev : NULL;
 	c->ns_name = n->name;
+	c->ns_net = n;
 	gx_strlcpy(c->r->network, n->name, sizeof(c->r->network));
 	nd_reason(c->r, "2: network-status network %s is %s%s%s", n->name, l->name,
 		  c->ns_rdma ? " with rdma-device " : "", c->ns_rdma ? c->ns_rdma : "");
 	c->chosen = l;
 	nd_net_pcidev(c, n, l);
+	nd_rdma_net_later(c, n, l);
 	return 1;
+}
+
+static int nd_candidate(struct nd_ctx *c, const struct nd_link *l, int need_rdma)
+{
+	char buf[ND_WHY_MAX];
+
+	return !nd_secondary_why(c->r, l, buf, sizeof(buf)) &&
+	       (!need_rdma || nd_has_rdma_port(c->inv, l));
+}
+
+/*
+ * Candidates as fast as best: the first by name wins, the same choice on every pod. Never in
+ * silence: one note (info, as 8 rails of one speed are the normal case) with every name and
+ * how to choose another.
+ */
+static int nd_name_cmp(const void *a, const void *b)
+{
+	return strverscmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void nd_tie_note(struct nd_ctx *c, const struct nd_link *best, int need_rdma)
+{
+	const char *tied[16];
+	char names[256], speed[32];
+	size_t i, off = 0, n = 0, last = 0;
+	int s = nd_link_rank_speed(c->inv, best);
+
+	for (i = 0; i < c->inv->nlinks && n < sizeof(tied) / sizeof(tied[0]); i++) {
+		const struct nd_link *l = &c->inv->links[i];
+
+		if (l != best && nd_candidate(c, l, need_rdma) &&
+		    nd_link_rank_speed(c->inv, l) == s)
+			tied[n++] = l->name;
+	}
+	if (!n)
+		return;
+	qsort(tied, n, sizeof(tied[0]), nd_name_cmp);
+	names[0] = '\0';
+	for (i = 0; i < n && off + ND_IFNAMSIZ + 2 < sizeof(names); i++) {
+		last = off;
+		off += (size_t)snprintf(names + off, sizeof(names) - off, ", %s", tied[i]);
+	}
+	if (s > 0)
+		snprintf(speed, sizeof(speed), "%d Mb/s", s);
+	else
+		snprintf(speed, sizeof(speed), "unknown speed");
+	/* "a, b and c": the last ", " becomes " and " */
+	nd_result_note(c->r,
+		       "%s%.*s and %s tie (%s%s): %s is used, the first by name; name another "
+		       "with --iface",
+		       best->name, (int)last, names, names + last + 2, speed,
+		       need_rdma ? ", each with an RDMA port" : "", best->name);
 }
 
 /* Steps 3 and 4: best up secondary, with an RDMA port (need_rdma) or any. */
@@ -349,61 +471,53 @@ static const struct nd_link *nd_best(struct nd_ctx *c, int need_rdma)
 	for (i = 0; i < c->inv->nlinks; i++) {
 		const struct nd_link *l = &c->inv->links[i];
 
-		if (nd_secondary_why(l) || (need_rdma && !nd_has_rdma_port(c->inv, l)))
-			continue;
-		if (nd_better(c->inv, l, best))
+		if (nd_candidate(c, l, need_rdma) && nd_better(c->inv, l, best))
 			best = l;
 	}
+	if (best)
+		nd_tie_note(c, best, need_rdma);
 	return best;
 }
 
-static void nd_list_defaults(const struct nd_inventory *inv, char *buf, size_t len)
+/* The pod network's links, "eth0 (default route)" or "eth0 (pod network)". */
+static void nd_list_primary(const struct nd_ctx *c, char *buf, size_t len)
 {
 	size_t i, off = 0;
 
 	buf[0] = '\0';
-	for (i = 0; i < inv->nlinks && off < len; i++)
-		if (inv->links[i].is_default)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? ", " : "",
-						inv->links[i].name);
-}
+	for (i = 0; i < c->inv->nlinks && off < len; i++) {
+		const struct nd_link *l = &c->inv->links[i];
 
-/* Kernel helper devices (ifb, dummy, tunnels' fallback devices) are never a pod's network. */
-static int nd_kind_never_secondary(const struct nd_link *l)
-{
-	static const char *const kinds[] = {"ifb",    "dummy",	"sit",	  "ipip",
-					    "gre",    "gretap", "ip6tnl", "ip6gre",
-					    "erspan", "vti",	"ip_vti", NULL};
-	size_t i;
-
-	for (i = 0; kinds[i]; i++)
-		if (strcmp(l->kind, kinds[i]) == 0)
-			return 1;
-	return 0;
+		if (nd_link_is_primary(c->r, l))
+			off += (size_t)snprintf(buf + off, len - off, "%s%s (%s)", off ? ", " : "",
+						l->name,
+						l->is_default ? "default route" : "pod network");
+	}
 }
 
 /* Step 5 failure: name the secondaries that were there but unusable. */
 static int nd_fail_none(struct nd_ctx *c)
 {
-	char defs[128];
+	char defs[128], buf[ND_WHY_MAX];
 	size_t i, off = 0;
 	const char *why;
 
 	for (i = 0; i < c->inv->nlinks && off < c->errlen; i++) {
 		const struct nd_link *l = &c->inv->links[i];
 
-		why = nd_secondary_why(l);
-		if (!why || l->is_loopback || l->is_default || nd_kind_never_secondary(l))
+		/* lo, the pod network and plumbing are not what was missing */
+		if (l->is_loopback || nd_link_is_primary(c->r, l) ||
+		    nd_virtual_why(c->r, l, buf, sizeof(buf)) ||
+		    !(why = nd_secondary_why(c->r, l, buf, sizeof(buf))))
 			continue;
 		off += (size_t)snprintf(c->err + off, c->errlen - off, "%s%s %s", off ? "; " : "",
 					l->name, why);
 	}
 	if (off)
 		return GX_ENOSECONDARY;
-	nd_list_defaults(c->inv, defs, sizeof(defs));
+	nd_list_primary(c, defs, sizeof(defs));
 	if (defs[0])
-		snprintf(c->err, c->errlen, "no secondary interface: only %s (default route) found",
-			 defs);
+		snprintf(c->err, c->errlen, "no secondary interface: only %s found", defs);
 	else
 		snprintf(c->err, c->errlen, "no secondary interface: only loopback found");
 	return GX_ENOSECONDARY;
@@ -419,15 +533,13 @@ static int nd_step5(struct nd_ctx *c)
 	for (i = 0; i < c->inv->nlinks; i++) {
 		const struct nd_link *l = &c->inv->links[i];
 
-		if (l->is_default && nd_link_is_up(l, &why) &&
-		    (nd_link_global(l, AF_INET) || nd_link_global(l, AF_INET6))) {
+		if (nd_link_is_primary(c->r, l) && nd_link_is_up(l, &why) && !nd_addr_why(l)) {
 			c->chosen = l;
 			nd_reason(c->r, "5: no secondary; --allow-primary: %s", l->name);
 			nd_result_warn(
 			    c->r,
-			    "no secondary interface: using %s (default route) because of "
-			    "--allow-primary",
-			    l->name);
+			    "no secondary interface: using %s (%s) because of --allow-primary",
+			    l->name, l->is_default ? "default route" : "the pod network");
 			return 0;
 		}
 	}
@@ -484,12 +596,12 @@ static void nd_rank_why(struct nd_ctx *c, const struct nd_link *l, char *buf, si
 	else if (sl != sc)
 		snprintf(buf, len, "slower than %s (%d vs %d Mb/s)", ch->name, sl, sc);
 	else
-		snprintf(buf, len, "same speed as %s, higher ifindex", ch->name);
+		snprintf(buf, len, "same speed as %s, later by name", ch->name);
 }
 
 void nd_fill_passed(struct nd_ctx *c)
 {
-	char buf[160];
+	char buf[ND_WHY_MAX];
 	const char *why;
 	size_t i;
 
@@ -498,7 +610,7 @@ void nd_fill_passed(struct nd_ctx *c)
 
 		if (l == c->chosen)
 			continue;
-		why = nd_secondary_why(l);
+		why = nd_secondary_why(c->r, l, buf, sizeof(buf));
 		if (!why && c->chosen) {
 			nd_rank_why(c, l, buf, sizeof(buf));
 			why = buf;

@@ -46,6 +46,9 @@ void nd_result_free(struct nd_result *r)
 	for (i = 0; i < r->nwarnings; i++)
 		free(r->warnings[i]);
 	free(r->warnings);
+	for (i = 0; i < r->nnotes; i++)
+		free(r->notes[i]);
+	free(r->notes);
 	free(r->passed);
 	free(r->rails);
 	nd_inventory_free(r->own_inv);
@@ -68,23 +71,43 @@ void nd_reason(struct nd_result *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-int nd_result_warn(struct nd_result *r, const char *fmt, ...)
+__attribute__((format(printf, 3, 0))) static int nd_lines_add(char ***lines, size_t *n,
+							      const char *fmt, va_list ap)
 {
 	char buf[512], **grown;
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	grown = realloc(r->warnings, (r->nwarnings + 1) * sizeof(*r->warnings));
+	grown = realloc(*lines, (*n + 1) * sizeof(**lines));
 	if (!grown)
 		return -ENOMEM;
-	r->warnings = grown;
-	r->warnings[r->nwarnings] = strdup(buf);
-	if (!r->warnings[r->nwarnings])
+	*lines = grown;
+	grown[*n] = strdup(buf);
+	if (!grown[*n])
 		return -ENOMEM;
-	r->nwarnings++;
+	(*n)++;
 	return 0;
+}
+
+int nd_result_warn(struct nd_result *r, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = nd_lines_add(&r->warnings, &r->nwarnings, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int nd_result_note(struct nd_result *r, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = nd_lines_add(&r->notes, &r->nnotes, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 int nd_result_pass(struct nd_result *r, const char *iface, const char *why)
@@ -145,6 +168,51 @@ static const struct nd_addr *nd_pick_in(const struct nd_link *l, const char *spe
 	return NULL;
 }
 
+/*
+ * With a network-status choice, the address it lists for the network (the kernel's first
+ * may be another one on the same link); when it lists one l does not hold, say so and keep
+ * the kernel's.
+ */
+static const struct nd_addr *nd_ns_addr(struct nd_ctx *c, const struct nd_link *l, int fam,
+					const struct nd_addr *dflt)
+{
+	const struct nd_net *n = c->ns_net;
+	const struct nd_addr *a;
+	const char *listed = NULL;
+	size_t i;
+
+	for (i = 0; n && i < n->nips; i++) {
+		if ((strchr(n->ips[i], ':') ? AF_INET6 : AF_INET) != fam)
+			continue;
+		a = nd_link_addr_of(l, n->ips[i]);
+		if (a && a->scope != 253) {
+			if (a != dflt)
+				nd_reason(c->r, "2: address %s as network-status lists it", a->str);
+			return a;
+		}
+		if (!listed)
+			listed = n->ips[i];
+	}
+	if (listed && dflt)
+		nd_result_warn(c->r,
+			       "network-status lists %s for %s, which %s does not hold as a usable "
+			       "address: using %s",
+			       listed, n->name, l->name, dflt->str);
+	return dflt;
+}
+
+/* The default route on the chosen secondary is allowed: said at info, once. */
+static void nd_default_note(const struct nd_ctx *c)
+{
+	struct nd_result *r = c->r;
+
+	if (c->chosen->is_default && !r->is_primary && r->primary_rule)
+		nd_result_note(r,
+			       "%s holds the default route: allowed, it is the secondary network "
+			       "all the same (%s is the pod network, rule %d)",
+			       c->chosen->name, r->primary, r->primary_rule);
+}
+
 static void nd_fill_choice(struct nd_ctx *c)
 {
 	const struct nd_link *l = c->chosen;
@@ -153,14 +221,14 @@ static void nd_fill_choice(struct nd_ctx *c)
 			     *a6 = nd_pick_in(l, c->req->iface, AF_INET6);
 
 	if (!a4)
-		a4 = nd_pick_addr(l, AF_INET);
+		a4 = nd_ns_addr(c, l, AF_INET, nd_pick_addr(l, AF_INET));
 	if (!a6)
-		a6 = nd_pick_addr(l, AF_INET6);
+		a6 = nd_ns_addr(c, l, AF_INET6, nd_pick_addr(l, AF_INET6));
 
 	gx_strlcpy(r->iface, l->name, sizeof(r->iface));
 	r->ifindex = l->ifindex;
 	r->mtu = l->mtu;
-	r->is_primary = l->is_default;
+	r->is_primary = nd_link_is_primary(r, l);
 	if (a4) {
 		gx_strlcpy(r->addr4, a4->str, sizeof(r->addr4));
 		r->prefix4 = a4->prefixlen;
@@ -171,6 +239,8 @@ static void nd_fill_choice(struct nd_ctx *c)
 	}
 	r->family = a4 ? AF_INET : a6 ? AF_INET6 : 0;
 	nd_reason(r, "chosen %s", l->name);
+	nd_default_note(c);
+	nd_overlap_check(c);
 }
 
 int nd_detect_with(const struct nd_request *req, const struct nd_inventory *inv,
@@ -194,6 +264,11 @@ int nd_detect_with(const struct nd_request *req, const struct nd_inventory *inv,
 	r->gid_index = -1;
 	r->gid_type = ND_GID_NONE;
 	r->nccl_gid_index = -1;
+	nd_primary_decide(&c);
+	if (inv->nets_loaded && inv->nets_old_key)
+		nd_result_note(r, "network-status read from the older "
+				  "k8s.v1.cni.cncf.io/networks-status annotation");
+	nd_pcidev_absent(inv, r);
 	rc = nd_parse_request(&c);
 	if (rc == 0)
 		rc = nd_choose_iface(&c);

@@ -40,9 +40,12 @@ struct nd_link {
 	unsigned char lladdr[32];
 	int lladdr_len;
 	char mac[64];	/* lladdr as text */
-	int is_default; /* holds a default route (v4 or v6) */
+	int is_default; /* holds a default route (v4 or v6): a fact, not the primary */
 	int is_loopback;
-	int speed_mbps; /* -1 unknown */
+	unsigned int flags; /* IFF_* (ifi_flags): NOARP, POINTOPOINT, ... */
+	int master;	    /* IFLA_MASTER: the bridge, bond or VRF it is a port of; 0 none */
+	int peer_here;	    /* a veth/netkit whose peer is in this namespace (no LINK_NETNSID) */
+	int speed_mbps;	    /* -1 unknown */
 	struct nd_addr *addrs;
 	size_t naddrs;
 };
@@ -95,6 +98,7 @@ struct nd_pcidev {
 	char rdma_src[8];	  /* where rdma_dev came from: "_INFO", "sysfs", "uverbs", "" */
 	char uverbs[32];	  /* "uverbs3" from _INFO rdma.uverbs, "" */
 	char netdev[ND_IFNAMSIZ]; /* its netdev in this namespace (sysfs), "" none */
+	int vfio; /* _INFO has a "vfio" provider: a DPDK device, no netdev by design */
 };
 
 struct nd_inventory {
@@ -105,7 +109,8 @@ struct nd_inventory {
 	int rdma_err; /* listing devices failed: -ENOSYS when the kernel has no RDMA */
 	struct nd_net *nets;
 	size_t nnets;
-	int nets_loaded; /* a network-status file was read */
+	int nets_loaded;  /* a network-status file was read */
+	int nets_old_key; /* ... from the older k8s.v1.cni.cncf.io/networks-status annotation */
 	struct nd_pcidev *pcidevs;
 	size_t npcidevs;
 	uint64_t memlock; /* RLIMIT_MEMLOCK soft limit; ND_MEMLOCK_INF unlimited */
@@ -216,6 +221,8 @@ int nd_pcidev_load(char *const *envp, const char *sysroot, struct nd_inventory *
 		   size_t errlen);
 const struct nd_pcidev *nd_pcidev_by_addr(const struct nd_inventory *inv, const char *addr);
 const struct nd_pcidev *nd_pcidev_by_netdev(const struct nd_inventory *inv, const char *ifname);
+/* One warning per PCIDEVICE_* variable whose devices have no netdev in this pod. */
+void nd_pcidev_absent(const struct nd_inventory *inv, struct nd_result *r);
 
 /* ---- the choice (nd_choose.c, nd_rails.c, nd_detect.c) ----------------- */
 #define ND_MAX_WANT 32
@@ -241,6 +248,7 @@ struct nd_ctx {
 	int step;			     /* 1..5: the rule that chose */
 	const char *ns_rdma;		     /* rdma-device network-status gives the chosen net */
 	const char *ns_name;		     /* the network-status network chosen */
+	const struct nd_net *ns_net;	     /* its entry (the addresses it names) */
 	const struct nd_pcidev *pd;	     /* the PCIDEVICE_* device that chose (step 2) */
 	struct nd_devport want[ND_MAX_WANT]; /* --rdma-dev */
 	size_t nwant;
@@ -252,12 +260,38 @@ struct nd_ctx {
 	char memlock_txt[32];
 };
 
+#define ND_WHY_MAX 160 /* a passed-over reason, as struct nd_passed.why */
+
 /* Append "; "-separated text to r->reason. */
 void nd_reason(struct nd_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int nd_result_warn(struct nd_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An info-level line (r->notes). */
+int nd_result_note(struct nd_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int nd_result_pass(struct nd_result *r, const char *iface, const char *why);
-/* NULL when l may be a secondary (bootstrap) interface; else a predicate: "is down (...)". */
-const char *nd_secondary_why(const struct nd_link *l);
+/*
+ * NULL when l may be a secondary (bootstrap) interface; else a predicate: "is down (...)",
+ * "is the pod network (...)". r->inv and r's pod network (nd_primary_decide) are used;
+ * buf (ND_WHY_MAX) holds texts that name another link.
+ */
+const char *nd_secondary_why(const struct nd_result *r, const struct nd_link *l, char *buf,
+			     size_t len);
+/* NULL when l holds a global address, else "has only link-local addresses" / "has no address". */
+const char *nd_addr_why(const struct nd_link *l);
+
+/* ---- nd_primary.c: the pod network, hostNetwork, CNI plumbing, overlap --- */
+/* Rules 1, 3, 4 of README "The pod network" into r->primary*, r->host_network*. */
+void nd_primary_decide(struct nd_ctx *c);
+/* 1 when l is the pod (node) network r decided on. */
+int nd_link_is_primary(const struct nd_result *r, const struct nd_link *l);
+/* Why a primary link is passed over: "is the pod network (eth0 in a pod)", ... */
+const char *nd_primary_why(const struct nd_result *r);
+/* NULL, or why l is CNI / kernel plumbing and never a job's network (buf as above). */
+const char *nd_virtual_why(const struct nd_result *r, const struct nd_link *l, char *buf,
+			   size_t len);
+/* After the choice: r->overlap and a warning when the chosen prefix overlaps the pod network's. */
+void nd_overlap_check(struct nd_ctx *c);
+/* l's address equal to the text ip ("192.168.1.5", "fd00::5", a "/plen" ignored), or NULL. */
+const struct nd_addr *nd_link_addr_of(const struct nd_link *l, const char *ip);
 /* Link speed for ranking: the larger of ethtool speed and an active port's rate (Mb/s). */
 int nd_link_rank_speed(const struct nd_inventory *inv, const struct nd_link *l);
 /* Steps 1-5 of issue 4 (nd_choose.c): sets ctx->chosen or returns an error. */

@@ -7,6 +7,7 @@
 #include "rdzv/gx/gx.h"
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,21 +29,30 @@ static json_t *nd_j_addrs(const struct nd_link *l)
 	return a;
 }
 
-static json_t *nd_j_links(const struct nd_inventory *inv)
+static json_t *nd_j_links(const struct nd_result *r)
 {
+	const struct nd_inventory *inv = r->inv;
 	json_t *a = json_array();
 	size_t i;
 
 	for (i = 0; a && inv && i < inv->nlinks; i++) {
 		const struct nd_link *l = &inv->links[i];
+		json_t *o = json_pack(
+		    "{s:s, s:i, s:s, s:s, s:b, s:b, s:i, s:s, s:i, s:b, s:i, s:o}", "name", l->name,
+		    "ifindex", l->ifindex, "kind", l->kind, "operstate",
+		    nd_operstate_str(l->operstate), "up", l->admin_up, "carrier", l->carrier, "mtu",
+		    l->mtu, "mac", l->mac, "arptype", l->arptype, "default_route", l->is_default,
+		    "speed_mbps", l->speed_mbps, "addrs", nd_j_addrs(l));
 
-		json_array_append_new(
-		    a, json_pack("{s:s, s:i, s:s, s:s, s:b, s:b, s:i, s:s, s:i, s:b, s:i, s:o}",
-				 "name", l->name, "ifindex", l->ifindex, "kind", l->kind,
-				 "operstate", nd_operstate_str(l->operstate), "up", l->admin_up,
-				 "carrier", l->carrier, "mtu", l->mtu, "mac", l->mac, "arptype",
-				 l->arptype, "default_route", l->is_default, "speed_mbps",
-				 l->speed_mbps, "addrs", nd_j_addrs(l)));
+		/* added later: the pod network, and what tells CNI plumbing apart */
+		if (o)
+			json_object_update_new(o, json_pack("{s:b, s:i, s:b, s:b, s:b}", "primary",
+							    nd_link_is_primary(r, l), "master",
+							    l->master, "noarp",
+							    !!(l->flags & IFF_NOARP), "pointopoint",
+							    !!(l->flags & IFF_POINTOPOINT),
+							    "veth_peer_here", l->peer_here));
+		json_array_append_new(a, o);
 	}
 	return a;
 }
@@ -153,13 +163,13 @@ static json_t *nd_j_passed(const struct nd_result *r)
 	return a;
 }
 
-static json_t *nd_j_warnings(const struct nd_result *r)
+static json_t *nd_j_lines(char *const *lines, size_t n)
 {
 	json_t *a = json_array();
 	size_t i;
 
-	for (i = 0; a && i < r->nwarnings; i++)
-		json_array_append_new(a, json_string(r->warnings[i]));
+	for (i = 0; a && i < n; i++)
+		json_array_append_new(a, json_string(lines[i]));
 	return a;
 }
 
@@ -185,17 +195,30 @@ json_t *nd_result_json(const struct nd_result *r)
 {
 	const struct nd_inventory *inv = r->inv;
 	char status[160] = "ok";
+	json_t *j;
 
 	if (inv && inv->rdma_err && !inv->ndevs)
 		snprintf(status, sizeof(status), "no RDMA devices (%s)",
 			 gx_strerror(inv->rdma_err));
 	else if (inv && !inv->ndevs)
 		snprintf(status, sizeof(status), "no RDMA devices");
-	return json_pack(
-	    "{s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:i, s:s, s:o}", "links", nd_j_links(inv), "rdma",
-	    nd_j_rdma(inv), "rdma_status", status, "pcidevices", nd_j_pcidevs(inv), "choice",
-	    nd_j_choice(r), "passed_over", nd_j_passed(r), "rails", nd_j_rails(r), "nccl_gid_index",
-	    r->nccl_gid_index, "nccl_gid_why", r->nccl_gid_why, "warnings", nd_j_warnings(r));
+	j = json_pack("{s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:i, s:s, s:o}", "links", nd_j_links(r),
+		      "rdma", nd_j_rdma(inv), "rdma_status", status, "pcidevices",
+		      nd_j_pcidevs(inv), "choice", nd_j_choice(r), "passed_over", nd_j_passed(r),
+		      "rails", nd_j_rails(r), "nccl_gid_index", r->nccl_gid_index, "nccl_gid_why",
+		      r->nccl_gid_why, "warnings", nd_j_lines(r->warnings, r->nwarnings));
+	/* added later (README "Output"): the pod network, hostNetwork, overlap, notes */
+	if (j && json_object_update_new(
+		     j, json_pack("{s:{s:s?, s:i, s:i}, s:b, s:s, s:s?, s:o}", "primary", "iface",
+				  r->primary[0] ? r->primary : NULL, "ifindex", r->primary_ifindex,
+				  "rule", r->primary_rule, "host_network", r->host_network,
+				  "host_network_why", r->host_network_why, "overlap",
+				  r->overlap[0] ? r->overlap : NULL, "notes",
+				  nd_j_lines(r->notes, r->nnotes))) < 0) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
 }
 
 /* ---- human table ---------------------------------------------------------- */
@@ -274,6 +297,10 @@ void nd_result_print(FILE *f, const struct nd_result *r)
 			r->gid_index, nd_gid_type_str(r->gid_type),
 			nd_link_layer_str(r->link_layer), r->rdma_usable ? "" : " unusable");
 	fprintf(f, "\nreason:      %s\n", r->reason);
+	if (r->primary[0])
+		fprintf(f, "pod network: %s (rule %d)%s%s\n", r->primary, r->primary_rule,
+			r->host_network ? "  hostNetwork: " : "",
+			r->host_network ? r->host_network_why : "");
 	for (i = 0; i < r->npassed; i++)
 		fprintf(f, "passed over: %s %s\n", r->passed[i].iface, r->passed[i].why);
 	for (i = 0; i < r->nrails; i++)
@@ -288,4 +315,6 @@ void nd_result_print(FILE *f, const struct nd_result *r)
 		fprintf(f, "NCCL_IB_GID_INDEX: unset (%s)\n", r->nccl_gid_why);
 	for (i = 0; i < r->nwarnings; i++)
 		fprintf(f, "warning:     %s\n", r->warnings[i]);
+	for (i = 0; i < r->nnotes; i++)
+		fprintf(f, "note:        %s\n", r->notes[i]);
 }

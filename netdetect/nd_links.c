@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nd_links.c - links, addresses and default routes through libnl-route-3: one
- * dump each into libnl caches (README.md "Netlink"). libnl's negative NLE_*
- * codes collide with errno values, so they are translated here and nowhere else.
+ * nd_links.c - links (with their flags, master and veth peer), addresses and
+ * default routes through libnl-route-3: one dump each into libnl caches
+ * (README.md "Netlink"). libnl's negative NLE_* codes collide with errno
+ * values, so they are translated here and nowhere else.
  */
 #include "netdetect/nd_int.h"
 #include "rdzv/gx/gx.h"
@@ -139,6 +140,20 @@ static void nd_fill_lladdr(struct nd_link *l, struct nl_addr *a)
 					b[i]);
 }
 
+/*
+ * A veth (or netkit) pair whose two ends are both here: the kernel names the peer's
+ * namespace (IFLA_LINK_NETNSID) only when it is another one. cilium_host/cilium_net are
+ * such a pair; a pod's eth0 and a node's pod-facing host ends are not.
+ */
+static int nd_peer_here(struct rtnl_link *rl, const char *kind)
+{
+	int32_t nsid;
+
+	if (!kind || (strcmp(kind, "veth") != 0 && strcmp(kind, "netkit") != 0))
+		return 0;
+	return rtnl_link_get_link(rl) > 0 && rtnl_link_get_link_netnsid(rl, &nsid) < 0;
+}
+
 static void nd_fill_link(struct nd_link *l, struct rtnl_link *rl, int fd)
 {
 	const char *kind = rtnl_link_get_type(rl);
@@ -147,6 +162,9 @@ static void nd_fill_link(struct nd_link *l, struct rtnl_link *rl, int fd)
 	memset(l, 0, sizeof(*l));
 	gx_strlcpy(l->name, rtnl_link_get_name(rl) ? rtnl_link_get_name(rl) : "?", sizeof(l->name));
 	l->ifindex = rtnl_link_get_ifindex(rl);
+	l->flags = flags;
+	l->master = rtnl_link_get_master(rl);
+	l->peer_here = nd_peer_here(rl, kind);
 	l->admin_up = !!(flags & IFF_UP);
 	l->is_loopback = !!(flags & IFF_LOOPBACK);
 	l->carrier = rtnl_link_get_carrier(rl) ? 1 : 0;

@@ -3,8 +3,9 @@
  * nd_netstatus.c - Multus k8s.v1.cni.cncf.io/network-status (README.md
  * "network-status"): a file holding the JSON array (fieldRef of the one
  * annotation) or a downward-API annotations file, one key="Go-quoted value"
- * line each. Untrusted input: every length is bounded, anything malformed is
- * GX_EJSON with one line, never a crash (fuzzed by tests/fuzz).
+ * line each (the older networks-status key when only that one is there).
+ * Untrusted input: every length is bounded, anything malformed is GX_EJSON with
+ * one line, never a crash (fuzzed by tests/fuzz).
  */
 #include "netdetect/nd_int.h"
 #include "rdzv/gx/gx.h"
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #define NS_KEY "k8s.v1.cni.cncf.io/network-status"
+#define NS_KEY_OLD "k8s.v1.cni.cncf.io/networks-status" /* Multus < 4 and still written */
 #define NS_MAX_FILE (1u << 20)
 #define NS_MAX_NETS 64
 #define NS_MAX_IPS 32
@@ -141,27 +143,45 @@ out:
 	return rc;
 }
 
-/* Find the network-status line of an annotations file and unquote its value. */
-static int ns_from_annotations(const char *text, size_t len, char **json, size_t *jlen, char *err,
-			       size_t errlen)
+/* The line KEY="..." of an annotations file, unquoted: 0, -ENOENT (none), GX_EJSON. */
+static int ns_annotation(const char *text, size_t len, const char *key, char **json, size_t *jlen,
+			 char *err, size_t errlen)
 {
 	const char *p = text, *end = text + len, *nl;
-	size_t klen = strlen(NS_KEY);
+	size_t klen = strlen(key);
 
 	for (; p < end; p = nl + 1) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl)
 			nl = end;
-		if ((size_t)(nl - p) <= klen + 1 || memcmp(p, NS_KEY, klen) != 0 || p[klen] != '=')
+		if ((size_t)(nl - p) <= klen + 1 || memcmp(p, key, klen) != 0 || p[klen] != '=')
 			continue;
 		if (ns_unquote(p + klen + 1, nl, json, jlen) == 0)
 			return 0;
 		snprintf(err, errlen,
-			 "network-status: the %s annotation is not a valid quoted string", NS_KEY);
+			 "network-status: the %s annotation is not a valid quoted string", key);
 		return GX_EJSON;
 	}
-	snprintf(err, errlen, "network-status: no %s annotation (yet)", NS_KEY);
 	return -ENOENT;
+}
+
+/*
+ * The network-status annotation's value; Multus still writes the older key beside it
+ * (*old set when only that one is there), and the newer one wins when both are.
+ */
+static int ns_from_annotations(const char *text, size_t len, char **json, size_t *jlen, int *old,
+			       char *err, size_t errlen)
+{
+	int rc = ns_annotation(text, len, NS_KEY, json, jlen, err, errlen);
+
+	*old = 0;
+	if (rc != -ENOENT)
+		return rc;
+	rc = ns_annotation(text, len, NS_KEY_OLD, json, jlen, err, errlen);
+	*old = rc == 0;
+	if (rc == -ENOENT)
+		snprintf(err, errlen, "network-status: no %s annotation (yet)", NS_KEY);
+	return rc;
 }
 
 static int ns_str(json_t *o, const char *key, char *dst, size_t size, int idx, char *err,
@@ -282,8 +302,8 @@ out:
 	return rc;
 }
 
-int nd_netstatus_parse(const char *text, size_t len, struct nd_net **nets, size_t *n, char *err,
-		       size_t errlen)
+static int ns_parse(const char *text, size_t len, struct nd_net **nets, size_t *n, int *old,
+		    char *err, size_t errlen)
 {
 	char *json = NULL;
 	size_t i = 0, jlen = 0;
@@ -291,6 +311,7 @@ int nd_netstatus_parse(const char *text, size_t len, struct nd_net **nets, size_
 
 	*nets = NULL;
 	*n = 0;
+	*old = 0;
 	while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
 		i++;
 	if (i == len) {
@@ -299,11 +320,19 @@ int nd_netstatus_parse(const char *text, size_t len, struct nd_net **nets, size_
 	}
 	if (text[i] == '[' || text[i] == '{')
 		return ns_parse_json(text + i, len - i, nets, n, err, errlen);
-	rc = ns_from_annotations(text, len, &json, &jlen, err, errlen);
+	rc = ns_from_annotations(text, len, &json, &jlen, old, err, errlen);
 	if (rc == 0)
 		rc = ns_parse_json(json, jlen, nets, n, err, errlen);
 	free(json);
 	return rc;
+}
+
+int nd_netstatus_parse(const char *text, size_t len, struct nd_net **nets, size_t *n, char *err,
+		       size_t errlen)
+{
+	int old;
+
+	return ns_parse(text, len, nets, n, &old, err, errlen);
 }
 
 static int ns_read(const char *path, char **buf, size_t *len)
@@ -350,7 +379,7 @@ int nd_netstatus_load(const char *path, struct nd_inventory *inv, char *err, siz
 		rc = rc == -ENOMEM ? rc : GX_EUSAGE;
 		goto out;
 	}
-	rc = nd_netstatus_parse(text, len, &inv->nets, &inv->nnets, err, errlen);
+	rc = ns_parse(text, len, &inv->nets, &inv->nnets, &inv->nets_old_key, err, errlen);
 	if (rc == 0)
 		inv->nets_loaded = 1;
 out:

@@ -143,6 +143,7 @@ static void pd_info_dev(struct pd_acc *a, const char *ivar, json_t *o, struct nd
 	json_t *rdma = json_object_get(o, "rdma"), *rd;
 	const char *s;
 
+	d->vfio = json_is_object(json_object_get(o, "vfio"));
 	if (!json_is_object(rdma))
 		return;
 	rd = json_object_get(rdma, "rdma_dev");
@@ -453,4 +454,48 @@ const struct nd_pcidev *nd_pcidev_by_netdev(const struct nd_inventory *inv, cons
 		if (strcmp(inv->pcidevs[i].netdev, ifname) == 0)
 			return &inv->pcidevs[i];
 	return NULL;
+}
+
+/* A device of var that has no netdev in this pod (a DPDK device bound to vfio has none). */
+static int pd_absent(const struct nd_inventory *inv, const struct nd_pcidev *d, const char *var)
+{
+	return strcmp(d->var, var) == 0 && !d->vfio &&
+	       (!d->netdev[0] || !nd_link_by_name(inv, d->netdev));
+}
+
+/*
+ * The device plugin allocated devices to this pod that no network attachment moved in:
+ * the job then runs on whatever else is here and nothing would mention the variable.
+ * Said once per variable, naming its absent devices.
+ */
+void nd_pcidev_absent(const struct nd_inventory *inv, struct nd_result *r)
+{
+	char list[256];
+	size_t i, j, off;
+
+	for (i = 0; i < inv->npcidevs; i++) {
+		const struct nd_pcidev *d = &inv->pcidevs[i];
+
+		if (!d->var[0] || !pd_absent(inv, d, d->var))
+			continue;
+		for (j = 0; j < i && !pd_absent(inv, &inv->pcidevs[j], d->var); j++)
+			;
+		if (j < i) /* said with the first one */
+			continue;
+		for (j = i, off = 0; j < inv->npcidevs && off < sizeof(list); j++) {
+			const struct nd_pcidev *x = &inv->pcidevs[j];
+
+			if (!pd_absent(inv, x, d->var))
+				continue;
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s%s%s%s",
+						off ? ", " : "", x->addr,
+						x->rdma_dev[0] ? " (RDMA device " : "", x->rdma_dev,
+						x->rdma_dev[0] ? ")" : "");
+		}
+		nd_result_warn(r,
+			       "%s names %s, not in this pod: the SR-IOV device plugin allocated "
+			       "it, but no network attachment moved it here (compare the pod's "
+			       "k8s.v1.cni.cncf.io/networks with the resource's networks)",
+			       d->var, list);
+	}
 }

@@ -215,7 +215,12 @@ static void nd_rail_netdev(const struct nd_result *r, struct nd_rail *x, const s
 	gx_strlcpy(x->iface, l->name, sizeof(x->iface));
 	x->ifindex = l->ifindex;
 	x->netdev_mtu = l->mtu;
-	a = nd_link_global(l, r->family == AF_INET6 ? AF_INET6 : AF_INET);
+	/* the bootstrap iface: the address chosen for it (network-status may name another) */
+	a = l->ifindex == r->ifindex
+		? nd_link_addr_of(l, r->family == AF_INET6 ? r->addr6 : r->addr4)
+		: NULL;
+	if (!a || a->scope != 0)
+		a = nd_link_global(l, r->family == AF_INET6 ? AF_INET6 : AF_INET);
 	if (!a)
 		a = nd_link_global(l, r->family == AF_INET6 ? AF_INET : AF_INET6);
 	if (a)
@@ -314,12 +319,22 @@ static int nd_rail_listed(struct nd_ctx *c, const struct nd_link *l, const struc
 	return 0;
 }
 
+/* Why a link that is not the chosen one cannot carry a rail: down or unaddressed (not lo,
+ * not the pod network: those never carry one); NULL when it can. */
+static const char *nd_left_out_why(struct nd_ctx *c, const struct nd_link *l, char *buf, size_t len)
+{
+	if (l == c->chosen || l->is_loopback || nd_link_is_primary(c->r, l))
+		return NULL;
+	return nd_secondary_why(c->r, l, buf, len);
+}
+
 /* 1 when one of v[0..n) (or of the links before idx) serves the same device port. */
 static int nd_port_served(struct nd_ctx *c, const struct nd_link **v, size_t n, size_t idx,
 			  const struct nd_device *d, const struct nd_port *p)
 {
 	const struct nd_device *d2;
 	const struct nd_port *p2;
+	char buf[ND_WHY_MAX];
 	size_t i;
 
 	for (i = 0; i < n; i++)
@@ -327,8 +342,7 @@ static int nd_port_served(struct nd_ctx *c, const struct nd_link **v, size_t n, 
 			return 1;
 	for (i = 0; i < idx; i++) /* said once for a port */
 		if (nd_link_port(c->inv, &c->inv->links[i], &d2, &p2) == 0 && d2 == d && p2 == p &&
-		    nd_secondary_why(&c->inv->links[i]) && !c->inv->links[i].is_loopback &&
-		    !c->inv->links[i].is_default)
+		    nd_left_out_why(c, &c->inv->links[i], buf, sizeof(buf)))
 			return 1;
 	return 0;
 }
@@ -342,15 +356,15 @@ static void nd_rails_left_out(struct nd_ctx *c, const struct nd_link **v, size_t
 {
 	const struct nd_device *d;
 	const struct nd_port *p;
+	char buf[ND_WHY_MAX];
 	const char *why;
 	size_t i;
 
 	for (i = 0; i < c->inv->nlinks; i++) {
 		const struct nd_link *l = &c->inv->links[i];
 
-		why = l == c->chosen ? NULL : nd_secondary_why(l);
-		if (!why || l->is_loopback || l->is_default ||
-		    nd_link_port(c->inv, l, &d, &p) < 0 || p->state != ND_PORT_ACTIVE ||
+		why = nd_left_out_why(c, l, buf, sizeof(buf));
+		if (!why || nd_link_port(c->inv, l, &d, &p) < 0 || p->state != ND_PORT_ACTIVE ||
 		    !nd_dev_usable(d) || !nd_rail_listed(c, l, d, p) ||
 		    nd_port_served(c, v, n, i, d, p))
 			continue;
@@ -364,6 +378,7 @@ static int nd_rails_auto(struct nd_ctx *c)
 	const struct nd_link **v = NULL;
 	const struct nd_device *d;
 	const struct nd_port *p;
+	char buf[ND_WHY_MAX];
 	size_t i, n = 0;
 	int rc = 0;
 
@@ -373,7 +388,7 @@ static int nd_rails_auto(struct nd_ctx *c)
 	for (i = 0; i < c->inv->nlinks; i++) {
 		const struct nd_link *l = &c->inv->links[i];
 
-		if ((l == c->chosen || !nd_secondary_why(l)) &&
+		if ((l == c->chosen || !nd_secondary_why(c->r, l, buf, sizeof(buf))) &&
 		    nd_link_port(c->inv, l, &d, &p) == 0 && p->state == ND_PORT_ACTIVE &&
 		    nd_dev_usable(d))
 			v[n++] = l;
@@ -437,9 +452,11 @@ static int nd_netdev_rail_add(struct nd_result *r, const struct nd_link *l)
 /* l may carry a netdev rail: the bootstrap iface, or an up secondary with a global address. */
 static int nd_netdev_rail_ok(const struct nd_result *r, const struct nd_link *l)
 {
+	char buf[ND_WHY_MAX];
+
 	if (l->ifindex == r->ifindex && strcmp(l->name, r->iface) == 0)
 		return 1;
-	return nd_secondary_why(l) == NULL;
+	return nd_secondary_why(r, l, buf, sizeof(buf)) == NULL;
 }
 
 /* Sort v[0..n), drop repeats, add each as a netdev rail. */
@@ -459,6 +476,7 @@ static int nd_netdev_rails_add(struct nd_result *r, const struct nd_link **v, si
 static int nd_rails_netdev_list(struct nd_ctx *c)
 {
 	const struct nd_link *v[ND_MAX_WANT], *l;
+	char buf[ND_WHY_MAX];
 	size_t i;
 
 	for (i = 0; i < c->nrails_list; i++) {
@@ -467,7 +485,9 @@ static int nd_rails_netdev_list(struct nd_ctx *c)
 			snprintf(c->err, c->errlen,
 				 "--rails %s: not an RDMA rail, nor an up netdev with a global "
 				 "address (%s)",
-				 c->rails_list[i], l ? nd_secondary_why(l) : "no such netdev");
+				 c->rails_list[i],
+				 l ? nd_secondary_why(c->r, l, buf, sizeof(buf))
+				   : "no such netdev");
 			return GX_ENOSECONDARY;
 		}
 		v[i] = l;

@@ -84,7 +84,7 @@ struct nd_result {
 	char iface[ND_IFNAMSIZ];
 	int ifindex;
 	int mtu;
-	int is_primary;		 /* the default-route link (--allow-primary or explicit) */
+	int is_primary;		 /* it is the pod (node) network: --allow-primary or explicit */
 	char addr4[16];		 /* first global IPv4, "" none */
 	char addr6[ND_ADDR6SIZ]; /* first global IPv6, "" none */
 	int prefix4, prefix6;
@@ -108,6 +108,18 @@ struct nd_result {
 	size_t nwarnings;
 	struct nd_passed *passed;
 	size_t npassed;
+	/*
+	 * The pod (or node) network, decided before the choice (README "The pod network"),
+	 * and what the choice means next to it.
+	 */
+	char primary[ND_IFNAMSIZ]; /* its interface; rule 4: the first default-route link; "" */
+	int primary_ifindex;
+	int primary_rule; /* 1 network-status default, 3 eth0 in a pod, 4 default route */
+	int host_network; /* this namespace is the node's own (a hostNetwork pod) */
+	char host_network_why[128];
+	char overlap[200]; /* "net1's A/24 overlaps eth0's B/24: ..." or "" (not fatal here) */
+	char **notes;	   /* info-level lines (the agent logs them at info) */
+	size_t nnotes;
 	/* what was seen (for the JSON / table); owned when own_inv is set */
 	const struct nd_inventory *inv;
 	struct nd_inventory *own_inv;

@@ -279,23 +279,21 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	}
 }
 
-static int listen_one(struct rdzv_coord *co, const union gx_sockaddr *sa, socklen_t len,
-		      const char *ifname, int flags)
+static int listen_add(struct rdzv_coord *co, int fd, int secondary)
 {
 	struct rdzv_lsn *l;
-	int fd = -1, rc, one = 1;
+	int rc, one = 1;
 
-	if (co->nlfd >= RDZV_MAX_LISTEN)
+	if (co->nlfd >= RDZV_MAX_LISTEN) {
+		close(fd);
 		return -ENOSPC;
-	rc = gx_tcp_listen_opt(sa, len, ifname, flags, &fd);
-	if (rc < 0)
-		return rc;
+	}
 	/* once here, not per accepted connection: they inherit it (issue 26) */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	l = &co->lsn[co->nlfd];
 	l->co = co;
 	l->fd = fd;
-	l->secondary = ifname != NULL;
+	l->secondary = secondary;
 	rc = gx_ev_add(co->ev, fd, EPOLLIN, on_accept, l);
 	if (rc < 0) {
 		close(fd);
@@ -303,6 +301,14 @@ static int listen_one(struct rdzv_coord *co, const union gx_sockaddr *sa, sockle
 	}
 	co->nlfd++;
 	return 0;
+}
+
+static int listen_one(struct rdzv_coord *co, const union gx_sockaddr *sa, socklen_t len, int flags)
+{
+	int fd = -1, rc;
+
+	rc = gx_tcp_listen_opt(sa, len, NULL, flags, &fd);
+	return rc < 0 ? rc : listen_add(co, fd, 0);
 }
 
 /*
@@ -316,26 +322,25 @@ static int listen_one(struct rdzv_coord *co, const union gx_sockaddr *sa, sockle
 static int listen_secondary(struct rdzv_coord *co)
 {
 	const struct rdzv_peer *s = &co->tab[0];
-	const char *addrs[2] = {s->addr4, s->addr6};
-	union gx_sockaddr sa;
-	socklen_t len;
-	int i, rc = 0;
+	int fds[2], why, i, n, rc = 0;
 
 	if (!co->cfg.bind_iface || !s->iface[0])
 		return 0;
-	for (i = 0; i < 2 && rc == 0; i++)
-		if (addrs[i][0] && gx_addr_parse(addrs[i], co->cfg.port, &sa, &len) == 0)
-			rc = listen_one(co, &sa, len, s->iface, GX_LISTEN_SHARED);
-	if (rc == -EPERM || rc == -ENODEV || rc == -ENOPROTOOPT) {
+	n = gx_tcp_listen_secondary(s->addr4, s->addr6, co->cfg.port, s->iface, fds, &why);
+	if (n < 0)
+		return n;
+	if (why)
 		gx_warn("rdzv: cannot bind the coordinator's VERIFY listener to %s (%s%s): a "
 			"VERIFY to %s is taken whatever interface it came in on",
-			s->iface, gx_strerror(rc),
-			rc == -EPERM ? ": Linux before 5.7 needs CAP_NET_RAW" : "",
+			s->iface, gx_strerror(why),
+			why == -EPERM ? ": Linux before 5.7 needs CAP_NET_RAW" : "",
 			co->res.master_addr);
-		rdzv_co_listen_close(co);
-		return 0;
-	}
-	return rc < 0 ? rc : co->nlfd > 0;
+	for (i = 0; i < 2; i++)
+		if (fds[i] >= 0 && rc == 0)
+			rc = listen_add(co, fds[i], 1);
+		else if (fds[i] >= 0)
+			close(fds[i]);
+	return rc < 0 ? rc : n > 0;
 }
 
 int rdzv_co_listen_open(struct rdzv_coord *co)
@@ -355,14 +360,14 @@ int rdzv_co_listen_open(struct rdzv_coord *co)
 			sa.in4.sin_port = htons(co->cfg.port);
 		else
 			sa.in6.sin6_port = htons(co->cfg.port);
-		return listen_one(co, &sa, co->cfg.listen_addrlen, NULL, flags);
+		return listen_one(co, &sa, co->cfg.listen_addrlen, flags);
 	}
 	gx_addr_parse("0.0.0.0", co->cfg.port, &sa, &len);
-	rc = listen_one(co, &sa, len, NULL, flags);
+	rc = listen_one(co, &sa, len, flags);
 	if (rc < 0)
 		return rc;
 	gx_addr_parse("::", co->cfg.port, &sa, &len);
-	rc = listen_one(co, &sa, len, NULL, flags);
+	rc = listen_one(co, &sa, len, flags);
 	if (rc == -EAFNOSUPPORT || rc == -EADDRNOTAVAIL)
 		rc = 0; /* no IPv6 here */
 	return rc;

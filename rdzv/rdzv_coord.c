@@ -432,6 +432,19 @@ static void unauth_note(struct rdzv_coord *co)
 		 co->unauth_note);
 }
 
+/* At the deadline: is the coordinator the odd one among the members that did not verify? */
+static void odd_coordinator(struct rdzv_coord *co, char *out, size_t len)
+{
+	uint8_t *failed = calloc(co->world, 1);
+	uint32_t i;
+
+	for (i = 1; failed && i < co->world; i++)
+		failed[i] = co->st[i].joined && !co->st[i].verified;
+	if (!failed || !rdzv_co_coord_odd(co, failed, out, len))
+		out[0] = '\0';
+	free(failed);
+}
+
 static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct rdzv_coord *co = arg;
@@ -458,11 +471,14 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 		rdzv_co_abort(co, GX_EPEERS, 0, "peers missing after %lds%s: %s", secs, why, list);
 		unauth_note(co);
 	} else {
+		char odd[sizeof(co->res.err)] = "";
+
 		missing_list(co, list, sizeof(list), 1);
-		rdzv_co_abort(
-		    co, GX_ERDZV, 0,
-		    "peers cannot reach the coordinator on the secondary network after %lds: %s",
-		    secs, list);
+		odd_coordinator(co, odd, sizeof(odd));
+		rdzv_co_abort(co, GX_ERDZV, 0,
+			      "%s%speers cannot reach the coordinator on the secondary network "
+			      "after %lds: %s",
+			      odd, odd[0] ? "; " : "", secs, list);
 	}
 	maybe_done(co);
 }
@@ -551,6 +567,7 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 		report(co);
 	}
 	rdzv_co_check_commit(co);
+	rdzv_co_blame_due(co, now);
 	maybe_done(co);
 	co->sweep_id = gx_ev_timer(ev, RDZV_SWEEP_MS, sweep, co);
 }

@@ -520,7 +520,7 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		if (co->cfg.soft_verify)
 			rdzv_co_soft_fail(co, (uint32_t)cc->peer, text);
 		else if (m->code) /* its own configuration (a route, a family): final */
-			rdzv_co_abort(co, GX_ERDZV, 1, "%s", text);
+			rdzv_co_final_fail(co, (uint32_t)cc->peer, text);
 	} /* anything else: unknown or not for us, skipped */
 	free(m);
 	return rc;

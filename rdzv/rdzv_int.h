@@ -51,6 +51,9 @@
 #define RDZV_REFUSED_MIN_MS 5	    /* a refused connect is retried every d, the first */
 #define RDZV_REFUSED_SYN_PER_S 2000 /* after [0, d): d = max(5 ms, world / 2000 s) */
 #define RDZV_LIST_NAMES 40	    /* names quoted in one line, then "and N more" */
+/* After a member's final failure, the others' outcomes are awaited this long before the
+ * line is decided: the coordinator may be the odd one (rdzv_blame.c) */
+#define RDZV_BLAME_WAIT_MS 1500
 #define RDZV_FRAMES_PER_EVENT 16
 /* The relay tree (issue 26, PROTOCOL.md "Relays") */
 #define RDZV_CARRY_MAX 65536 /* CARRY body: records of child bytes */
@@ -381,6 +384,7 @@ struct cpeer {
 	uint8_t joined, verified, told;
 	uint8_t commit_sent; /* its COMMIT went out on a live session */
 	uint8_t vt;	     /* vkey holds an unused phase-2 ticket (issue 26) */
+	uint8_t final;	     /* its own route or family failed it (final VFAIL): rdzv_blame.c */
 	unsigned char vkey[RDZV_KEY_LEN];
 	char *note; /* why it is missing: rejection / verification failure */
 };
@@ -437,6 +441,8 @@ struct rdzv_coord {
 	size_t pa_carried;	  /* carried children in pa (not counted for a flood) */
 	struct rdzv_pf *pf;	  /* preflight (rdzv_preflight.c), NULL when off */
 	struct rdzv_addrs *addrs; /* secondary address -> slot: IPAM conflicts (rdzv_addrs.c) */
+	uint32_t nfinal;	  /* members failed for good (final VFAIL) */
+	int64_t blame_at;	  /* then the line is decided by (rdzv_blame.c) */
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
@@ -527,6 +533,15 @@ int rdzv_co_addrs_check(struct rdzv_coord *co, uint32_t slot, const struct rdzv_
 			const struct cconn *cc, char *why, size_t len);
 /* slot's entry (tab) holds its addresses now. */
 void rdzv_co_addrs_claim(struct rdzv_coord *co, uint32_t slot);
+
+/* ---- rdzv_blame.c: whom the line names when members cannot reach the coordinator ---- */
+/* Member i failed for good (its note says why): the job ends once the others' outcomes are
+ * in, or RDZV_BLAME_WAIT_MS later (rdzv_co_blame_due, from the sweep). */
+void rdzv_co_final_fail(struct rdzv_coord *co, uint32_t i, const char *why);
+void rdzv_co_blame_due(struct rdzv_coord *co, int64_t now);
+/* 1 and the line in out when the coordinator is the odd one among the members marked in
+ * failed[] (world bytes): two or more, none verified, all outside its subnet. */
+int rdzv_co_coord_odd(struct rdzv_coord *co, const uint8_t *failed, char *out, size_t len);
 
 /* Checks a config for either role; fills a validated copy of cfg->self. */
 int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);

@@ -13,6 +13,8 @@ PKGS=(
   iproute2 util-linux procps dnsmasq-base nftables python3-torch python3-yaml
   time  # /usr/bin/time -f %M: the bench's peak RSS (not in a minimal Debian)
   chromium  # check --report: the page is rendered in a real headless browser (issue 30)
+  # TorchX (../shared/third_party/python) with Debian's python3: its dependencies
+  python3-fsspec python3-tabulate python3-filelock python3-docker python3-kubernetes
   # container image (make image, e2e image/kube_play) and manifest schemas (issue 28)
   podman runc catatonit debootstrap busybox-static python3-jsonschema
   openmpi-bin libopenmpi-dev

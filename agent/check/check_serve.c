@@ -512,22 +512,11 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 	n->sweep_id = gx_ev_timer(ev, SWEEP_MS, sweep, n);
 }
 
-static int listen_at(struct check_net *n, const union gx_sockaddr *sa, socklen_t len,
-		     const char *ifname, int flags, int *fd)
-{
-	int rc = gx_tcp_listen_opt(sa, len, ifname, flags, fd);
-
-	if (rc == 0 && (rc = gx_ev_add(n->ev, *fd, EPOLLIN, on_accept, n)) < 0) {
-		close(*fd);
-		*fd = -1;
-	}
-	return rc;
-}
-
 static int listen_one(struct check_net *n, int family, int flags, int *fd)
 {
 	union gx_sockaddr sa;
 	socklen_t len;
+	int rc;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa.sa_family = (sa_family_t)family;
@@ -538,7 +527,12 @@ static int listen_one(struct check_net *n, int family, int flags, int *fd)
 		sa.in6.sin6_port = htons(n->port);
 		len = sizeof(sa.in6);
 	}
-	return listen_at(n, &sa, len, NULL, flags, fd);
+	rc = gx_tcp_listen_opt(&sa, len, NULL, flags, fd);
+	if (rc == 0 && (rc = gx_ev_add(n->ev, *fd, EPOLLIN, on_accept, n)) < 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
 }
 
 /*
@@ -550,26 +544,26 @@ static int listen_one(struct check_net *n, int family, int flags, int *fd)
 static void listen_secondary(struct check_net *n)
 {
 	const struct rdzv_peer *me = n->table ? &n->table[n->self] : NULL;
-	const char *addrs[2] = {me ? me->addr4 : "", me ? me->addr6 : ""};
-	union gx_sockaddr sa;
-	socklen_t len;
-	int i, rc = 0;
+	int fds[2], why, i, rc;
 
 	if (!me || !n->ifname[0] || !me->iface[0])
 		return;
-	for (i = 0; i < 2 && rc == 0; i++)
-		if (addrs[i][0] && gx_addr_parse(addrs[i], n->port, &sa, &len) == 0 &&
-		    (rc = listen_at(n, &sa, len, n->ifname, GX_LISTEN_SHARED, &n->lfd[2 + i])) == 0)
-			n->nsec++;
-	if (rc < 0) {
-		gx_debug("check: no listener bound to %s: %s", n->ifname, gx_strerror(rc));
-		for (i = 2; i < CHECK_LISTEN_MAX; i++)
-			if (n->lfd[i] >= 0) {
-				gx_ev_del(n->ev, n->lfd[i]);
-				close(n->lfd[i]);
-				n->lfd[i] = -1;
-			}
-		n->nsec = 0;
+	rc = gx_tcp_listen_secondary(me->addr4, me->addr6, n->port, n->ifname, fds, &why);
+	if (rc <= 0) {
+		gx_debug("check: no listener bound to %s: %s", n->ifname,
+			 gx_strerror(rc < 0 ? rc : why));
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		n->lfd[2 + i] = fds[i];
+		if (fds[i] < 0)
+			continue;
+		if (gx_ev_add(n->ev, fds[i], EPOLLIN, on_accept, n) < 0) {
+			close(fds[i]);
+			n->lfd[2 + i] = -1;
+			continue;
+		}
+		n->nsec++;
 	}
 }
 

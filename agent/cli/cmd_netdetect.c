@@ -28,6 +28,8 @@ static int print_json(const struct nd_result *r, int rc, const char *err)
 		fputc('\n', stdout);
 	for (i = 0; i < r->nwarnings; i++)
 		gx_warn("%s", r->warnings[i]);
+	for (i = 0; i < r->nnotes; i++)
+		gx_info("%s", r->notes[i]);
 	json_decref(j);
 	return ret;
 }

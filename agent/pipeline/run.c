@@ -360,7 +360,8 @@ static int route_check(void *arg, const char *src, const char *dst, int dst_plen
 			return 0;
 		}
 	}
-	return nd_route_check(r->routes, src, dst, dst_plen, iface, NULL, why, whylen);
+	return nd_route_check(r->routes, src, dst, dst_plen, iface, r->nd ? r->nd->overlap : NULL,
+			      why, whylen);
 }
 
 static int start_rdzv(struct agent_run *r)
@@ -955,6 +956,8 @@ static void detect(struct agent_run *r, int quiet)
 	}
 	for (i = 0; i < r->nd->nwarnings; i++)
 		gx_warn("%s", r->nd->warnings[i]);
+	for (i = 0; i < r->nd->nnotes; i++)
+		gx_info("%s", r->nd->notes[i]);
 	gx_info("interface %s (%s%s%s): %s", r->nd->iface,
 		r->nd->addr4[0] ? r->nd->addr4 : r->nd->addr6, r->nd->rdma_usable ? ", RDMA " : "",
 		r->nd->rdma_usable ? r->nd->rdma_dev : "", r->nd->reason);

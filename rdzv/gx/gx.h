@@ -126,6 +126,15 @@ int gx_tcp_listen(const union gx_sockaddr *sa, socklen_t len, int *fd_out);
 #define GX_LISTEN_SHARED 1 /* SO_REUSEPORT: a wildcard and a device listener share a port */
 int gx_tcp_listen_opt(const union gx_sockaddr *sa, socklen_t len, const char *ifname, int flags,
 		      int *fd_out);
+/*
+ * Listeners on a pod's secondary addresses (addr4, addr6: "" skips one) at port, bound to
+ * device ifname, GX_LISTEN_SHARED (beside wildcard listeners on the same port): fds[0] for
+ * addr4, fds[1] for addr6 (-1 where none). Returns how many opened; 0 with none open when
+ * the kernel refuses the device (-EPERM before Linux 5.7 without CAP_NET_RAW, -ENODEV) and
+ * *why says so: the caller falls back to the address; < 0 on any other error (none open).
+ */
+int gx_tcp_listen_secondary(const char *addr4, const char *addr6, uint16_t port, const char *ifname,
+			    int fds[2], int *why);
 /* Non-blocking connect; 0 when started or done (check SO_ERROR on EPOLLOUT).
  * src may be NULL; otherwise the socket is bound to it (port 0) first. */
 int gx_tcp_connect(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,

@@ -149,6 +149,38 @@ int gx_tcp_listen(const union gx_sockaddr *sa, socklen_t len, int *fd_out)
 	return gx_tcp_listen_opt(sa, len, NULL, 0, fd_out);
 }
 
+int gx_tcp_listen_secondary(const char *addr4, const char *addr6, uint16_t port, const char *ifname,
+			    int fds[2], int *why)
+{
+	const char *addrs[2] = {addr4, addr6};
+	union gx_sockaddr sa;
+	socklen_t len;
+	int i, n = 0, rc = 0;
+
+	fds[0] = fds[1] = -1;
+	*why = 0;
+	for (i = 0; i < 2 && rc == 0; i++) {
+		if (!addrs[i] || !addrs[i][0])
+			continue;
+		rc = gx_addr_parse(addrs[i], port, &sa, &len);
+		if (rc == 0)
+			rc = gx_tcp_listen_opt(&sa, len, ifname, GX_LISTEN_SHARED, &fds[i]);
+		n += rc == 0;
+	}
+	if (rc == 0)
+		return n;
+	for (i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+	if (rc == -EPERM || rc == -ENODEV || rc == -ENOPROTOOPT) {
+		*why = rc;
+		return 0;
+	}
+	return rc;
+}
+
 int gx_tcp_connect_dev(const union gx_sockaddr *dst, socklen_t dlen, const union gx_sockaddr *src,
 		       socklen_t slen, const char *ifname, int *fd_out)
 {

@@ -15,9 +15,13 @@ Service / not-ready publishing its mode needs. Every gxboot command line that me
 (also inside `sh -c` scripts) is run through `gxboot --dry-run` with the environment and,
 as root, the /etc the system would give the pod (UPSTREAM.md lists the sources); the plan
 must show the workload's pod count, and a job's pods must agree on the job id.
-NetworkPolicies must admit the rendezvous ports; MPI pods need no RBAC.
+NetworkPolicies must admit the rendezvous ports; MPI pods need no RBAC. The TorchX component
+goes through the real TorchX (../shared/third_party/python, torchx_pods.py): every documented
+`torchx run` line, its pods checked and dry-run, the AppWrapper's other outputs, and plain
+dist.ddp's command replacing an image's ENTRYPOINT.
 """
 import argparse
+import ast
 import os
 import re
 import shlex
@@ -29,6 +33,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import job_env  # noqa: E402
+import torchx_pods  # noqa: E402
 
 NET_ANN = "k8s.v1.cni.cncf.io/networks"
 NS_FIELD = "metadata.annotations['k8s.v1.cni.cncf.io/network-status']"
@@ -944,6 +949,8 @@ def parse_plan(out):
     m = re.match(r"(\d+) from (.*)", field("peers") or "")
     if m:
         plan["peers"], plan["source"] = int(m.group(1)), m.group(2)
+    m = re.search(r"^    rank (\d+) .*<- this pod$", out, re.M)
+    plan["rank"] = int(m.group(1)) if m else None
     return plan
 
 
@@ -951,6 +958,8 @@ def plan_mismatch(plan, expect):
     """Why the plan is not what the system's pod needs ("" when it is)."""
     if expect.get("world") and plan["peers"] != expect["world"] and not plan["elastic"]:
         return f"plan has {plan['peers']} peers, the workload has {expect['world']} pods"
+    if "rank" in expect and plan["rank"] != expect["rank"]:
+        return f"this pod is rank {plan['rank']}, want {expect['rank']}"
     if expect.get("elastic") and not plan["elastic"]:
         return "the plan is not elastic (workers join whenever they start)"
     if "observer" in expect and plan["observer"] != expect["observer"]:
@@ -1001,73 +1010,224 @@ def dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip, job_ids):
 
 
 # ---------------------------------------------------------------- TorchX
+# The component through the real TorchX (../shared/third_party/python, run by torchx_pods.py
+# with --workspace="" --dryrun): every `torchx run` line that README.md, container/README.md
+# and the component's docstring document, the pods of each request checked and dry-run with
+# the env TorchX and the job system give them (torchx_pods.py: Volcano's plugins from
+# job_env.json).
+MCAD_EXTRA_CFG = {"image_secret": "regcred", "priority": "5", "priority_class_name": "high",
+                  "coscheduler_name": "cosched", "service_account": "trainer"}
+
+
+def documented_torchx_runs(text):
+    """The argument lists after `torchx run` of the lines of text that start with it
+    (backslash continuations joined)."""
+    runs, cur = [], None
+    for line in text.splitlines():
+        s = line.strip()
+        if cur is None and not s.startswith("torchx run "):
+            continue
+        cur = (cur or "") + " " + s.rstrip("\\")
+        if not s.endswith("\\"):
+            runs.append(shlex.split(cur)[2:])
+            cur = None
+    return runs
+
+
+def sched_of(args):
+    return args[args.index("-s") + 1] if "-s" in args else None
+
+
+def cfg_of(args):
+    cfg = {}
+    for i, a in enumerate(args[:-1]):
+        if a == "-cfg":
+            cfg.update(kv.split("=", 1) for kv in args[i + 1].split(","))
+    return cfg
+
+
+def torchx_runs(root):
+    """{tuple(args): [where]} of the documented lines. container/README.md and the component
+    document both schedulers (FAIL otherwise); README.md shows one."""
+    comp = os.path.join(root, "container/torchx/gxboot_ddp.py")
+    docs = [(f, open(os.path.join(root, f), encoding="utf-8").read(), f != "README.md")
+            for f in ("README.md", "container/README.md")]
+    docs.append(("the component's docstring", ast.get_docstring(ast.parse(
+        open(comp, encoding="utf-8").read())) or "", True))
+    runs = {}
+    for where, text, every in docs:
+        got = [a for a in documented_torchx_runs(text) if "gxboot_ddp.py:ddp" in " ".join(a)]
+        for sched in torchx_pods.SCHEDULERS if every else ():
+            if not any(sched_of(a) == sched for a in got):
+                report("FAIL", f"torchx documented lines ({where})",
+                       f"no `torchx run -s {sched} ...gxboot_ddp.py:ddp` line")
+        if not got:
+            report("FAIL", f"torchx documented lines ({where})", "none")
+        for a in got:
+            runs.setdefault(tuple(a), []).append(where)
+    return runs
+
+
+def torchx_pod_errs(sched, args, req, pods):
+    """What is wrong with the pods of one documented line (a list of reasons)."""
+    errs = []
+    m = re.search(r"-j\s+(?:\d+:)?(\d+)x", " ".join(args))
+    n = int(m.group(1)) if m else None
+    if n is not None and len(pods) != n:
+        errs.append(f"{len(pods)} pods for -j {n}x")
+    for i, p in enumerate(pods):
+        argv, env, c = p.argv(), p.env(), p.container()
+        if os.path.basename(argv[0]) != "gxboot":
+            errs.append(f"pod {i} runs {argv[0]}, not gxboot")
+            continue
+        if "--" not in argv or argv[argv.index("--") + 1:argv.index("--") + 3] != ["bash", "-c"]:
+            errs.append(f"pod {i}: not 'gxboot OPTS -- bash -c ...'")
+        elif "torchrun" not in argv[argv.index("--") + 3]:
+            errs.append(f"pod {i}: the dist.ddp torchrun command is gone")
+        if "--require-token" not in argv:
+            errs.append(f"pod {i}: no --require-token")
+        lim = ((c.get("resources") or {}).get("limits") or {})
+        if not any(k.startswith(RDMA_PREFIXES) for k in lim):
+            errs.append(f"pod {i}: no RDMA device requested")
+        if (env.get("TORCHX_RANK0_HOST") == "localhost") != (i == 0):
+            errs.append(f"pod {i}: TORCHX_RANK0_HOST={env.get('TORCHX_RANK0_HOST')}")
+    if sched == "kubernetes_mcad":
+        # -cfg network= is the only way TorchX attaches net1 (the Multus annotation)
+        net = cfg_of(args).get("network")
+        bad = [p.name for p in pods if not p.networks() or p.networks() != net]
+        if bad:
+            errs.append(f"no {NET_ANN} annotation naming the secondary network on "
+                        f"{', '.join(bad)} (-cfg network= is what TorchX turns into it): "
+                        f"net1 would not be attached")
+        svc = next(it["generictemplate"] for it in req["spec"]["resources"]["GenericItems"]
+                   if it["generictemplate"].get("kind") == "Service")
+        if svc["spec"].get("publishNotReadyAddresses") is not True:
+            errs.append(f"Service {svc['metadata']['name']} does not publish not-ready pods")
+    else:
+        if "--publish-not-ready-addresses" not in (req["spec"].get("plugins") or {}).get(
+                "svc", []):
+            errs.append("the Volcano svc plugin does not publish not-ready pods")
+        if any(p.networks() for p in pods):
+            errs.append("a Multus annotation from TorchX on Volcano: the README says it "
+                        "cannot")
+    return errs
+
+
+def torchx_dry_runs(gxboot, sched, pods, skip):
+    """gxboot --dry-run of every pod with its own env, /etc (as root) and mounted files;
+    each plan: every pod a peer, rank = pod index, one job id."""
+    ids = set()
+    for i, p in enumerate(pods):
+        label = f"torchx {sched} {p.hostname}"
+        with tempfile.TemporaryDirectory(prefix="gxck.") as tmp:
+            os.makedirs(os.path.join(tmp, "tok"))
+            os.makedirs(os.path.join(tmp, "pi"))
+            with open(os.path.join(tmp, "tok", "token"), "w", encoding="utf-8") as f:
+                f.write(os.urandom(24).hex() + "\n")
+            os.chmod(os.path.join(tmp, "tok", "token"), 0o640)
+            with open(os.path.join(tmp, "pi", "network-status"), "w", encoding="utf-8") as f:
+                f.write(NETWORK_STATUS_JSON)
+            mp = torchx_pods.Mapper([f"/etc/gxboot={tmp}/tok", f"/etc/podinfo={tmp}/pi"])
+            argv = [mp.word(w, i) for w in p.argv()]
+            env = {k: mp.word(v, i) for k, v in p.env().items()}
+            env.update(GXBOOT_SELF=p.hostname, GXBOOT_OUT=os.path.join(tmp, "out"))
+            etc = None
+            if etc_runner_works():
+                etc = os.path.join(tmp, "etc")
+                os.makedirs(etc)
+                for rel, text in pod_etc(p.hostname, p.subdomain).items():
+                    with open(os.path.join(etc, rel), "w", encoding="utf-8") as f:
+                        f.write(text)
+            jid = dry_run(gxboot, label, argv, env, skip, etc=etc,
+                          expect={"world": len(pods), "rank": i})
+            if jid:
+                ids.add(jid)
+    if len(ids) > 1:
+        report("FAIL", f"job id torchx {sched}", f"pods disagree: {sorted(ids)}")
+    elif ids:
+        report("PASS", f"job id torchx {sched} ({len(pods)} pods agree)")
+
+
+def check_torchx_mcad_outputs(root):
+    """The AppWrapper's other outputs, as container/README.md states them."""
+    args = ["-s", "kubernetes_mcad", "-cfg", ",".join(
+        f"{k}={v}" for k, v in dict(MCAD_EXTRA_CFG, network="rdma-shared-net").items()),
+        "container/torchx/gxboot_ddp.py:ddp", "--scheduler", "kubernetes_mcad", "-j", "2x1",
+        "--script", "train.py"]
+    bare = ["-s", "kubernetes_mcad", "dist.ddp", "-j", "2x1", "--script", "train.py"]
+    try:
+        req = torchx_pods.torchx_dryrun(args, cwd=root)
+        pods, _ = torchx_pods.request_pods(req)
+        pods0, _ = torchx_pods.request_pods(torchx_pods.torchx_dryrun(bare, cwd=root))
+    except torchx_pods.Error as e:
+        return report("FAIL", "torchx kubernetes_mcad outputs", str(e))
+    errs, cfg = [], MCAD_EXTRA_CFG
+    items = [it["generictemplate"] for it in req["spec"]["resources"]["GenericItems"]]
+    if req["spec"].get("priority") != int(cfg["priority"]):
+        errs.append(f"-cfg priority: spec.priority {req['spec'].get('priority')}")
+    groups = [g for g in items if g.get("kind") == "PodGroup"]
+    if [g["spec"].get("minMember") for g in groups] != [len(pods)]:
+        errs.append(f"-cfg coscheduler_name: PodGroups {groups}")
+    svc = next(g for g in items if g.get("kind") == "Service")
+    if [(x.get("port"), x.get("targetPort")) for x in svc["spec"].get("ports") or []] != [
+            (29500, 29500)]:
+        errs.append(f"Service ports {svc['spec'].get('ports')}, want the c10d port alone")
+    for p in pods:
+        if p.spec.get("imagePullSecrets") != [{"name": cfg["image_secret"]}]:
+            errs.append(f"-cfg image_secret: {p.spec.get('imagePullSecrets')}")
+        for key, field in (("priority_class_name", "priorityClassName"),
+                           ("coscheduler_name", "schedulerName"),
+                           ("service_account", "serviceAccountName")):
+            if p.spec.get(field) != cfg[key]:
+                errs.append(f"-cfg {key}: {field} {p.spec.get(field)}")
+    for p in pods0:
+        # without image_secret TorchX still writes one entry, with no name
+        if p.spec.get("imagePullSecrets") != [{}]:
+            errs.append(f"no image_secret: imagePullSecrets {p.spec.get('imagePullSecrets')}")
+        if p.networks() is not None:
+            errs.append(f"no -cfg network: annotation {p.networks()}")
+    report("FAIL" if errs else "PASS", "torchx kubernetes_mcad outputs (Service, network, "
+           + ", ".join(cfg) + ")", "; ".join(sorted(set(errs))))
+
+
+def check_torchx_plain(root):
+    """Plain dist.ddp: TorchX always sets `command`, which replaces an image's ENTRYPOINT,
+    so gxboot as the ENTRYPOINT (container/Dockerfile's) never runs."""
+    ep, cmd = torchx_pods.dockerfile_entry(os.path.join(root, "container/Dockerfile"))
+    for sched in torchx_pods.SCHEDULERS:
+        args = ["-s", sched] + (["-cfg", "queue=default"] if sched == "kubernetes" else []) + [
+            "dist.ddp", "-j", "2x1", "--script", "train.py"]
+        try:
+            pods, _ = torchx_pods.request_pods(torchx_pods.torchx_dryrun(args, cwd=root))
+        except torchx_pods.Error as e:
+            report("FAIL", f"torchx dist.ddp {sched}", str(e))
+            continue
+        bad = [f"pod {i} runs {' '.join(p.argv(ep, cmd))[:60]}" for i, p in enumerate(pods)
+               if not p.container().get("command") or
+               any("gxboot" in w for w in p.argv(ep, cmd))]
+        report("FAIL" if bad or not ep else "PASS",
+               f"torchx dist.ddp {sched}: its command replaces the ENTRYPOINT {ep}",
+               "; ".join(bad) or ("" if ep else "container/Dockerfile has no ENTRYPOINT"))
+
+
 def check_torchx(root, gxboot, skip):
     path = os.path.join(root, "container/torchx/gxboot_ddp.py")
     if not os.path.exists(path):
         return report("FAIL", "torchx component", "container/torchx/gxboot_ddp.py missing")
-    try:
-        compile(open(path, encoding="utf-8").read(), path, "exec")
-    except SyntaxError as e:
-        return report("FAIL", "torchx component", f"syntax: {e}")
-    for p in filter(None, os.environ.get("GXBOOT_TORCHX_PATH", "").split(":")):
-        sys.path.insert(0, p)
-    sys.path.insert(0, os.path.dirname(path))
-    try:
-        import gxboot_ddp  # noqa: E402
-        from torchx.specs import macros
-    except ImportError as e:
-        return report("SKIP", "torchx component", f"torchx not importable ({e})")
-    for sched in ("kubernetes", "kubernetes_mcad"):
-        app = gxboot_ddp.ddp(script="train.py", j="2x8", gpu=8, scheduler=sched)
-        role = app.roles[0]
-        errs = []
-        if os.path.basename(role.entrypoint) != "gxboot":
-            errs.append(f"entrypoint {role.entrypoint}")
-        args = list(role.args)
-        if "--" not in args or args[args.index("--") + 1:args.index("--") + 3] != ["bash", "-c"]:
-            errs.append("args are not 'gxboot OPTS -- bash -c ...'")
-        elif "torchrun" not in args[args.index("--") + 3]:
-            errs.append("the dist.ddp torchrun command is gone")
-        if not any(k.startswith(RDMA_PREFIXES) for k in role.resource.devices):
-            errs.append("no RDMA device requested")
-        if "--require-token" not in args:
-            errs.append("no --require-token")
-        if errs:
-            report("FAIL", f"torchx component ({sched})", "; ".join(errs))
-            continue
-        report("PASS", f"torchx component ({sched})")
-        # what the scheduler does to replica 1: macros, rank-0 env, hostnames
-        app_id = "train-x1y2z3"
-        for rep in (0, 1):
-            if sched == "kubernetes":
-                host = f"{app_id}-train-{rep}-0"
-                env = {f"VC_TRAIN_{i}_HOSTS": f"{app_id}-train-{i}-0.{app_id}" for i in (0, 1)}
-                env.update({f"VC_TRAIN_{i}_NUM": "1" for i in (0, 1)})
-                rank0 = "VC_TRAIN_0_HOSTS"
-            else:
-                host = f"{app_id}-{rep}"
-                env = {"TORCHX_MCAD_TRAIN_0_HOSTS": f"{app_id}-0.{app_id}"}
-                rank0 = "TORCHX_MCAD_TRAIN_0_HOSTS"
-            vals = macros.Values(img_root="", app_id=app_id, replica_id=str(rep),
-                                 rank0_env="TORCHX_RANK0_HOST" if rep == 0 else rank0)
-            r = vals.apply(role)
-            env.update({k: str(v) for k, v in r.env.items()})
-            if rep == 0:
-                env["TORCHX_RANK0_HOST"] = "localhost"
-            with tempfile.TemporaryDirectory(prefix="gxck.") as tmp:
-                fake = {"spec": {"volumes": [
-                    {"name": "tok", "secret": {"secretName": "gxboot-token"}},
-                    {"name": "pi", "downwardAPI": {"items": [
-                        {"path": "network-status", "fieldRef": {"fieldPath": NS_FIELD}}]}}]}}
-                c = {"name": "t", "volumeMounts": [
-                    {"name": "tok", "mountPath": os.path.dirname(gxboot_ddp.TOKEN_FILE)},
-                    {"name": "pi", "mountPath": os.path.dirname(gxboot_ddp.NETWORK_STATUS)}]}
-                mapping = fill_volumes(tmp, fake["spec"], c)
-                argv = [remap(a, mapping) for a in [r.entrypoint] + list(r.args)]
-                env["GXBOOT_SELF"] = host
-                env["GXBOOT_OUT"] = tmp
-                dry_run(gxboot, f"torchx {sched} {host}", argv, env, skip)
-
+    for args, where in torchx_runs(root).items():
+        args, sched = list(args), sched_of(args)
+        label = f"torchx component ({sched}, {' and '.join(where)})"
+        try:
+            req = torchx_pods.torchx_dryrun(args, cwd=root)
+            pods, _ = torchx_pods.request_pods(req)
+            errs = torchx_pod_errs(sched, args, req, pods)
+        except torchx_pods.Error as e:
+            errs, pods = [str(e)], []
+        report("FAIL" if errs else "PASS", label, "; ".join(errs))
+        if not errs:
+            torchx_dry_runs(gxboot, sched, pods, skip)
+    check_torchx_mcad_outputs(root)
+    check_torchx_plain(root)
 
 
 # ---------------------------------------------------------------- self-test
@@ -1124,6 +1284,10 @@ MUTATIONS = [
      "RDMA resource"),
     ("raycluster-appwrapper.yaml", "                  mountPath: /run/gxboot\n",
      "                  mountPath: /run/other\n", "/run/gxboot"),
+    ("../README.md", "torchx run -s kubernetes_mcad -cfg network=rdma-shared-net",
+     "torchx run -s kubernetes_mcad", "net1 would not be attached"),
+    ("../torchx/gxboot_ddp.py", "        role.entrypoint = gxboot\n", "", "not gxboot"),
+    ("../torchx/gxboot_ddp.py", ', "--require-token"]', "]", "--require-token"),
     ("../Dockerfile", "FROM scratch", "FROM debian:bookworm-slim", "scratch"),
     ("../Dockerfile", " libjansson-dev", "", "deps.sh"),
     ("../Dockerfile", "USER 65532:65532\n", "", "USER 65532"),
@@ -1144,6 +1308,10 @@ DRY_MUTATIONS = [
      "                - --ray\n                - worker\n", "dry-run"),
     ("trainjob.yaml", "    numNodes: 4\n", "    numNodes: 4\n    env:\n    - name: GXBOOT_NNODES\n"
      "      value: \"2\"\n", "dry-run"),
+    ("../torchx/gxboot_ddp.py", 'f"{app}-{{0..{nnodes - 1}}}.{app}"',
+     'f"{app}-{{0..{nnodes}}}.{app}"', "peers, the workload has"),
+    ("../torchx/gxboot_ddp.py", '"--nnodes", str(nnodes)', '"--nnodes", str(nnodes + 1)',
+     "dry-run"),
 ]
 
 
@@ -1163,6 +1331,7 @@ def self_test(root, gxboot):
             shutil.copytree(os.path.join(root, "container"), os.path.join(tmp, "container"))
             os.makedirs(os.path.join(tmp, "tests"))
             shutil.copy(os.path.join(root, "tests/deps.sh"), os.path.join(tmp, "tests"))
+            shutil.copy(os.path.join(root, "README.md"), tmp)
             path = os.path.normpath(os.path.join(tmp, "container/k8s", fname))
             text = open(path, encoding="utf-8").read()
             if old not in text:
@@ -1171,7 +1340,11 @@ def self_test(root, gxboot):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text.replace(old, new, 1))
             args = ["--root", tmp, "--gxboot", gxboot if dry else os.path.join(tmp, "no-gxboot")]
-            if not fname.startswith("../"):
+            if fname.startswith(("../torchx/", "../README.md")):
+                args += ["--only", "torchx"]
+            elif fname == "../Dockerfile":
+                args += ["--only", "Dockerfile"]
+            elif not fname.startswith("../"):
                 args += ["--only", fname]
             p = subprocess.run([sys.executable, os.path.abspath(__file__)] + args,
                                capture_output=True, text=True)
@@ -1188,7 +1361,9 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(here)))
     ap.add_argument("--gxboot", default=None)
-    ap.add_argument("--only", default=None, help="check only this file of container/k8s")
+    ap.add_argument("--only", default=None,
+                    help="check only this file of container/k8s (torchx: the TorchX checks; "
+                    "Dockerfile: the Dockerfile and the binary alone)")
     ap.add_argument("--self-test", action="store_true",
                     help="break each rule in a copy of the tree and expect a FAIL")
     a = ap.parse_args()
@@ -1203,7 +1378,7 @@ def main():
     kdir = os.path.join(a.root, "container/k8s")
     files = sorted(f for f in os.listdir(kdir) if f.endswith((".yaml", ".yml")) and
                    (a.only is None or f == a.only))
-    if not files:
+    if not files and a.only not in ("torchx", "Dockerfile"):
         report("FAIL", "manifests", "container/k8s has no YAML")
     for fname in files:
         try:
@@ -1249,7 +1424,7 @@ def main():
                     f"{k.split(' ', 1)[1]}={v[:12]}" for k, v in sorted(ids.items())))
             elif len(ids) > 1:
                 report("PASS", f"{name} ({len(ids)} command lines agree)")
-    if a.only is None:
+    if a.only in (None, "torchx"):
         check_torchx(a.root, gxboot, skip)
     print(f"check_manifests: {results['PASS']} passed, {results['FAIL']} failed, "
           f"{results['SKIP']} skipped")

@@ -1,7 +1,8 @@
 # cluster.sh - a simulated Kubernetes cluster of N pods in network namespaces.
 # Sourced by tests/e2e/case_*.sh and demo.sh (bash). Needs root, iproute2, nftables, dnsmasq.
 #
-#   pod i   = netns ${GX_P}-p<i>, hostname job-worker-<i> (unshare -u per command)
+#   pod i   = netns ${GX_P}-p<i>, hostname job-worker-<i> (unshare -u per command; see
+#             GX_POD_NAMES), subdomain job (see GX_SUBDOMAIN)
 #     eth0  = veth on the primary bridge   10.<x>.1.<10+i>/24, default route via 10.<x>.1.254,
 #             which is the host's bridge address: ip_forward stays 0, so it routes nowhere
 #     net1  = veth on the secondary bridge 192.168.<y>.<10+i>/24 (unknown to DNS)
@@ -28,6 +29,8 @@
 #   cluster_loss i PCT [IFACE]       drop PCT % of packets arriving on IFACE (net1) in pod i
 #   cluster_throttle i RATE          tbf on pod i's net1 both ways (in the pod and on the
 #                                    host-side veth): a slow link, e.g. 4mbit
+#   cluster_delay i MS               pod i's net1 becomes a tap whose frames are held MS each
+#                                    way (delay_link.py: no netem here; TCP stays end to end)
 #   cluster_router "BRIDGE ADDR/PLEN"...  a router: netns ${GX_P}-rt with a leg (veth) into
 #                                    each bridge, forwarding on inside it only
 #   cluster_leaf i BRIDGE ADDR/PLEN  move pod i's net1 to BRIDGE with address ADDR (a leaf)
@@ -40,11 +43,14 @@
 #   above 244 pods).
 # Set before cluster_create: GX_UNPUBLISHED="2 3" (pods without DNS record at start),
 #   GX_NOSUBDOMAIN="1" (pods without a subdomain: /etc/hosts has no FQDN for them),
+#   GX_POD_NAMES="a b c" (pod i's hostname is the i-th word instead of job-worker-<i>, for a
+#   case that runs pods named by what a job system generated), GX_SUBDOMAIN=NAME (the pods'
+#   subdomain, i.e. the headless Service that publishes them, instead of job),
 #   GX_IPV6=1 keeps IPv6 on in the pods (link-local only; default off),
 #   GX_NET1_V6=1 gives net1 only a global IPv6 address (fd00:<x>::<10+i>/64, nodad),
 #   GX_KEEP=1 keeps GX_DIR after teardown, GX_STATE_ROOT (run.sh: where leftovers are swept).
 
-GX_SVC=job.default.svc.cluster.local
+GX_SVC=job.default.svc.cluster.local # cluster_create: ${GX_SUBDOMAIN:-job}.default.svc...
 # gxboot reads GXBOOT_<OPTION> from the environment: the cases set what they mean to
 while read -r _gxv; do unset "$_gxv"; done < <(compgen -e | grep '^GXBOOT_')
 GX_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,8 +78,16 @@ cluster_need_root() {
 }
 
 pod_ns() { echo "${GX_P}-p$1"; }
-pod_name() { echo "job-worker-$1"; }
-pod_fqdn() { echo "job-worker-$1.$GX_SVC"; }
+pod_name() {
+  if [ -n "${GX_POD_NAMES:-}" ]; then
+    local names
+    read -r -a names <<<"$GX_POD_NAMES"
+    echo "${names[$1]}"
+  else
+    echo "job-worker-$1"
+  fi
+}
+pod_fqdn() { echo "$(pod_name "$1").$GX_SVC"; }
 # the address plan: block i / 244 (0 up to 244 pods), host 10 + i % 244
 pod_eth0() { echo "${GX_NET_A%.*}.$((${GX_NET_A##*.} + $1 / 244)).$((10 + $1 % 244))"; }
 pod_net1() {
@@ -244,11 +258,21 @@ gx_arp_restore() {
   rm -f "$GX_DIR/arp"
 }
 
+gx_links_up() { # gx_links_up i : eth0 and net1 of pod i report state UP
+  [ "$(ip -n "$(pod_ns "$1")" -o link show up 2>/dev/null | grep -cE ': (eth0|net1)@[^:]*:.*state UP')" = 2 ]
+}
+
 cluster_create() {
   local n=$1 i
   [ -n "$GX_P" ] && cluster_destroy
   gx_pick_names
   GX_N=$n
+  GX_SVC=${GX_SUBDOMAIN:-job}.default.svc.cluster.local
+  if [ -n "${GX_POD_NAMES:-}" ]; then
+    local names
+    read -r -a names <<<"$GX_POD_NAMES"
+    [ "${#names[@]}" -eq "$n" ] || { gx_log "GX_POD_NAMES has ${#names[@]} names for $n pods"; return 1; }
+  fi
   GX_PLEN=24
   [ "$n" -le 244 ] || GX_PLEN=16
   GX_DIR=$(mktemp -d "/tmp/${GX_P}.XXXXXX")
@@ -267,6 +291,12 @@ cluster_create() {
   gx_bridge "${GX_P}-b1" || return 1
   for i in $(seq 0 $((n - 1))); do
     gx_pod_create "$i" || return 1
+  done
+  # a new veth's carrier and operstate reach netlink through the kernel's link watch, up to
+  # a second later (and later on a loaded node): a pod starts once its links say "UP", as a
+  # kubelet starts containers after the CNI plugins returned
+  for i in $(seq 0 $((n - 1))); do
+    gx_wait_until 10 gx_links_up "$i" || { gx_log "pod $i: links not up"; return 1; }
   done
   for i in $(seq 0 $((n - 1))); do
     case " ${GX_UNPUBLISHED:-} " in *" $i "*) continue ;; esac
@@ -401,6 +431,21 @@ cluster_leaf() { # cluster_leaf i BRIDGE ADDR/PLEN : pod i's net1 on another bri
   sed -i "s|^$old |${3%/*} |" "$GX_HOSTMAP"
 }
 
+cluster_delay() { # cluster_delay i MS
+  local i=$1 ns addr
+  ns=$(pod_ns "$i")
+  addr=$(pod_net1 "$i")
+  ip -n "$ns" link del net1 || return 1 # the veth pair goes with it
+  ip link add "${GX_P}-n$i" type veth peer name dly netns "$ns" || return 1
+  ip link set "${GX_P}-n$i" master "${GX_P}-b1" up
+  ip -n "$ns" link set dly up promisc on
+  pod_bg "$i" "$GX_DIR/delay$i.log" "$PY" -u "$GX_E2E_DIR/delay_link.py" net1 dly "$2" \
+    "$GX_DIR/delay$i.stats"
+  gx_wait_until 5 grep -q ready "$GX_DIR/delay$i.log" || return 1
+  ip -n "$ns" addr add "$addr/${GX_PLEN:-24}" dev net1
+  ip -n "$ns" link set net1 up
+}
+
 cluster_loss() { # cluster_loss i PCT [IFACE]
   ip netns exec "$(pod_ns "$1")" nft -f - <<EOF
 table inet gxloss {
@@ -532,14 +577,14 @@ gx_expect_rc() {
   shift
   for i in "$@"; do
     [ "${GX_RC[i]}" = "$want" ] ||
-      fail "job-worker-$i exited ${GX_RC[i]} (want $want)" "$GX_DIR/pod$i.log"
+      fail "$(pod_name "$i") exited ${GX_RC[i]} (want $want)" "$GX_DIR/pod$i.log"
   done
 }
 
 # gx_expect_in i PATTERN : pod i's output matches the extended regex
 gx_expect_in() {
   grep -Eq -- "$2" "$GX_DIR/pod$1.log" ||
-    fail "job-worker-$1: output lacks /$2/" "$GX_DIR/pod$1.log"
+    fail "$(pod_name "$1"): output lacks /$2/" "$GX_DIR/pod$1.log"
 }
 
 # gx_expect_no_files i... : nothing written to --out (a failed run leaves no env/hostfile)
@@ -547,7 +592,7 @@ gx_expect_no_files() {
   local i f
   for i in "$@"; do
     for f in env env.json hostfile rendezvous.json; do
-      [ ! -e "$GX_DIR/out$i/$f" ] || fail "job-worker-$i wrote $f although it failed" "$GX_DIR/pod$i.log"
+      [ ! -e "$GX_DIR/out$i/$f" ] || fail "$(pod_name "$i") wrote $f although it failed" "$GX_DIR/pod$i.log"
     done
   done
 }

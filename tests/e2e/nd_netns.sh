@@ -12,6 +12,13 @@
 #                                    -> ens1f0np0, the physical link without the default route
 #   8 an IPv6-only secondary, and a link-local-only one -> the global one; the
 #                                    link-local-only link is passed over with a reason
+#   9 the default route on net1 (Multus default-route), eth0 without it
+#                                    -> net1; the reason names rule 3 (eth0 in a pod);
+#                                    one note says net1 holds the default route
+#  10 hostNetwork on a Cilium/flannel-shaped node: cilium_host/cilium_net (a veth pair
+#     inside the namespace, NOARP, /32), cni0 (bridge, pod CIDR gateway, a veth port),
+#     flannel.1 (vxlan, /32), then the secondary NIC at a higher ifindex and the same
+#     veth speed as cilium_host -> the NIC; each piece of plumbing passed over with why
 # Exit: 0 all passed, 1 a case failed, 77 skipped (not root / no netns).
 set -uo pipefail
 
@@ -42,12 +49,24 @@ ip netns add "$PEER"
 pod() { ip netns exec "$POD" "$@"; }
 peer() { ip netns exec "$PEER" "$@"; }
 
+# up_wait NAME: until the kernel reports NAME's operstate up (carrier comes through
+# linkwatch a moment after both ends are set up; netdetect must not race it). Bounded.
+up_wait() {
+  local k
+  for k in $(seq 1 50); do
+    pod ip -o link show dev "$1" | grep -q 'state UP' && return 0
+    sleep 0.1
+  done
+  echo "$1 did not come up"
+}
+
 # veth NAME ADDR/PLEN: NAME in the pod, NAME-p in the peer namespace, both up.
 veth() {
   ip link add "$1" netns "$POD" type veth peer name "$1-p" netns "$PEER"
   pod ip addr add "$2" dev "$1"
   pod ip link set "$1" up
   peer ip link set "$1-p" up
+  up_wait "$1"
 }
 
 # nd NAME ARGS...: run netdetect in the pod; stdout/stderr in $TMP/NAME.{out,err}; sets rc.
@@ -81,7 +100,7 @@ veth net1 192.168.77.2/24
 nd choose_net1
 if [ $rc -ne 0 ]; then result choose_net1 "exit $rc"
 elif ! grep -q '^choice: *net1 192.168.77.2/24' "$TMP/choose_net1.out"; then result choose_net1 "did not choose net1"
-elif ! grep -q 'passed over: eth0 holds the default route' "$TMP/choose_net1.out"; then result choose_net1 "eth0 not passed over"
+elif ! grep -q 'passed over: eth0 is the pod network (eth0 in a pod)' "$TMP/choose_net1.out"; then result choose_net1 "eth0 not passed over"
 elif ! grep -q 'no RDMA devices' "$TMP/choose_net1.out"; then result choose_net1 "no 'no RDMA devices' line"
 else result choose_net1 ok; fi
 
@@ -97,6 +116,7 @@ if [ $rc -ne 4 ]; then result net1_down "exit $rc, want 4"
 elif ! grep -q 'net1 is down (no carrier)' "$TMP/net1_down.err"; then result net1_down "error line does not name net1 down"
 else result net1_down ok; fi
 peer ip link set net1-p up
+up_wait net1
 
 # 3: two secondaries, --iface CIDR picks the one inside it
 veth net2 192.168.78.2/24
@@ -162,6 +182,7 @@ ip link add net1 netns "$POD" type veth peer name net1-p netns "$PEER"
 pod ip addr add fd00:77::2/64 dev net1 nodad
 pod ip link set net1 up
 peer ip link set net1-p up
+up_wait net1
 ip link add net2 netns "$POD" type veth peer name net2-p netns "$PEER"
 pod ip link set net2 up
 peer ip link set net2-p up
@@ -174,5 +195,88 @@ else result ipv6 ok; fi
 nd ipv6_text
 if ! grep -q 'passed over: net2' "$TMP/ipv6_text.out"; then result ipv6_linklocal "net2 (link-local only) not passed over with a reason"
 else result ipv6_linklocal ok; fi
+
+# new_pod: a fresh pod namespace. Its links are deleted first: deleting a veth end removes
+# its peer at once, while a deleted namespace is torn down later (its peers' names in
+# $PEER would still be taken).
+new_pod() {
+  local l
+  for l in $(pod ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }'); do
+    [ "$l" = lo ] || pod ip link del "$l" 2>/dev/null
+  done
+  ip netns del "$POD"
+  ip netns add "$POD"
+  pod ip link set lo up
+}
+
+json_get() { # json_get FILE EXPR: the Python expression over the JSON as j (a tuple: spaced)
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); v=eval(sys.argv[2])
+print(" ".join(map(str, v)) if isinstance(v, tuple) else v)' "$1" "$2"
+}
+
+# 9: Multus moved the default route onto net1; eth0 is still the pod network
+new_pod
+veth eth0 10.77.9.2/24
+veth net1 192.168.79.2/24
+peer ip addr add 192.168.79.1/24 dev net1-p
+pod ip route add default via 192.168.79.1 dev net1
+nd default_on_net1 --json
+if [ $rc -ne 0 ] || [ "$(json_choice "$TMP/default_on_net1.out")" != net1 ]; then
+  result default_on_net1 "exit $rc or JSON choice is not net1"
+elif ! json_get "$TMP/default_on_net1.out" 'j["choice"]["reason"]' | grep -q 'pod network eth0 (rule 3: in a pod, eth0 is the pod network)'; then
+  result default_on_net1 "the reason does not name rule 3"
+elif [ "$(json_get "$TMP/default_on_net1.out" 'j["primary"]["iface"], j["primary"]["rule"], j["host_network"]')" != "eth0 3 False" ]; then
+  result default_on_net1 "primary is not eth0 by rule 3 in a pod"
+elif [ "$(json_get "$TMP/default_on_net1.out" 'len(j["notes"]), len(j["warnings"])')" != "1 0" ] ||
+  ! json_get "$TMP/default_on_net1.out" 'j["notes"][0]' | grep -q '^net1 holds the default route: allowed'; then
+  result default_on_net1 "not one note (and no warning) about the default route on net1"
+else result default_on_net1 ok; fi
+nd default_on_net1_text
+if [ $rc -ne 0 ] || ! grep -q '^choice: *net1 192.168.79.2/24' "$TMP/default_on_net1_text.out"; then
+  result default_on_net1_text "exit $rc or not net1"
+elif ! grep -q '^pod network: eth0 (rule 3)' "$TMP/default_on_net1_text.out" ||
+  ! grep -q '^note: *net1 holds the default route' "$TMP/default_on_net1_text.out"; then
+  result default_on_net1_text "no pod network line or no note"
+else result default_on_net1_text ok; fi
+
+# 10: hostNetwork on a node with CNI plumbing: real netlink kinds, flags, masters, peers
+new_pod
+veth ens2f0 10.78.1.2/24
+peer ip addr add 10.78.1.1/24 dev ens2f0-p
+pod ip route add default via 10.78.1.1 dev ens2f0
+pod ip link add cilium_host type veth peer name cilium_net
+pod ip link set cilium_host arp off
+pod ip link set cilium_net arp off
+pod ip addr add 10.244.0.183/32 dev cilium_host
+pod ip link set cilium_net up
+pod ip link set cilium_host up
+pod ip link add cni0 type bridge
+pod ip addr add 10.244.0.1/24 dev cni0
+ip link add vethc0 netns "$POD" type veth peer name vethc0-p netns "$PEER"
+pod ip link set vethc0 master cni0 up
+peer ip link set vethc0-p up
+pod ip link set cni0 up
+pod ip link add flannel.1 type vxlan id 1 dstport 8472 dev ens2f0
+pod ip addr add 10.244.0.0/32 dev flannel.1
+pod ip link set flannel.1 up
+veth ens1f0np0 172.30.4.2/24
+nd host_cni
+why() { grep "^passed over: $1 " "$TMP/host_cni.out" | sed "s/^passed over: $1 //"; }
+if [ $rc -ne 0 ] || ! grep -q '^choice: *ens1f0np0 172.30.4.2/24' "$TMP/host_cni.out"; then
+  result host_cni "exit $rc or not ens1f0np0"
+elif ! why cilium_host | grep -q 'veth pair inside this namespace' ||
+  ! why cilium_net | grep -q 'veth pair inside this namespace'; then
+  result host_cni "cilium_host/cilium_net not passed over as a veth pair inside the namespace"
+elif [ "$(why cni0)" != "is a bridge without a physical port (a CNI or container bridge)" ]; then
+  result host_cni "cni0 not passed over as a CNI bridge"
+elif [ "$(why vethc0)" != "is a port of bridge cni0 (its master carries the address)" ]; then
+  result host_cni "vethc0 not passed over as a port of cni0"
+elif [ "$(why flannel.1)" != "is a virtual device (kind vxlan)" ]; then
+  result host_cni "flannel.1 not passed over as a vxlan"
+elif ! grep -q '^pod network: ens2f0 (rule 4)  hostNetwork: no eth0' "$TMP/host_cni.out"; then
+  result host_cni "no hostNetwork line for ens2f0"
+elif grep -q '^warning:' "$TMP/host_cni.out"; then
+  result host_cni "a warning (a tie?)"
+else result host_cni ok; fi
 
 exit $fail

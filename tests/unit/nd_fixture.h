@@ -7,6 +7,9 @@
  *
  * Lines:  link IFINDEX NAME kind=K state=up|down|nocarrier mtu=N [default]
  *              [speed=N] [arp=N] [ll=HEX:HEX..] [addr=IP/PLEN]...
+ *              [noarp] [p2p] [master=IFINDEX] [peer=here]
+ *              (IFF_NOARP, IFF_POINTOPOINT, IFLA_MASTER, a veth whose peer is in the
+ *              same namespace)
  *         dev NAME guid=HEX [uverbs=missing] [open=ERRNO]
  *         port NUM ACTIVE|DOWN eth|ib mtu=N rate=N tbl=N
  *         gid INDEX ib|v1|v2 NDEV_IFINDEX GID
@@ -21,6 +24,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +150,12 @@ static inline void fx_link(struct nd_inventory *inv, char *save)
 			l->admin_up = 1, l->operstate = 2;
 		else if (!strcmp(t, "default"))
 			l->is_default = 1;
+		else if (!strcmp(t, "noarp"))
+			l->flags |= IFF_NOARP;
+		else if (!strcmp(t, "p2p"))
+			l->flags |= IFF_POINTOPOINT;
+		else if (!strcmp(t, "peer=here"))
+			l->peer_here = 1;
 		else if (!strncmp(t, "addr=", 5))
 			fx_addr(l, t + 5);
 		else if (!strncmp(t, "ll=", 3))
@@ -153,8 +163,10 @@ static inline void fx_link(struct nd_inventory *inv, char *save)
 		l->mtu = (int)fx_kv(t, "mtu", l->mtu);
 		l->speed_mbps = (int)fx_kv(t, "speed", l->speed_mbps);
 		l->arptype = (int)fx_kv(t, "arp", l->arptype);
+		l->master = (int)fx_kv(t, "master", l->master);
 	}
 	l->is_loopback = !strcmp(l->kind, "loopback");
+	l->flags |= (l->admin_up ? IFF_UP : 0) | (l->is_loopback ? IFF_LOOPBACK : 0);
 	if (l->is_loopback)
 		l->operstate = 0;
 }

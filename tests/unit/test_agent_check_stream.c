@@ -3,8 +3,8 @@
  * test_agent_check_stream.c - the preflight's throughput probe on loopback: a STREAM to a
  * check service comes back STREAMED with every byte counted (the best of 3); a stream to a
  * peer that never reads stops at its time bound with what the peer's kernel acknowledged
- * (tcp_info), neither zero nor the whole, and is not repeated; a pair whose echo failed gets no stream; the service refuses a
- * STREAM past its cap at the header.
+ * (tcp_info), neither zero nor the whole, and is not repeated; a pair whose echo failed gets no
+ * stream; the service refuses a STREAM past its cap at the header.
  */
 #include "tests/unit/check_fixture.h"
 

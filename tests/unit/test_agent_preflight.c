@@ -54,7 +54,8 @@ static void ring_world(struct check_world *w, uint32_t n, uint32_t slow, double 
 	for (i = 0; i < n; i++) {
 		nt = agent_pf_targets(n, 0, i, t);
 		for (k = 0; k < nt; k++)
-			pair(w, i, t[k], i == slow || t[k] == slow ? rate : G * (1 + i * 0.01), NULL);
+			pair(w, i, t[k], i == slow || t[k] == slow ? rate : G * (1 + i * 0.01),
+			     NULL);
 	}
 	assert_int_equal(agent_check_world_finish(w), 0);
 }
@@ -146,27 +147,32 @@ static void test_slow_verdict(void **state)
 	agent_check_world_free(&ws);
 	/* fast when measured again: cleared */
 	look(&ws, 11e9, 12e9, 10e9);
-	assert_int_equal(
-	    agent_pf_slow_verdict(&w, &ws, g, 5, PF_SUS_OUT | PF_SUS_IN, 0.5, why, sizeof(why), &ratio), 0);
+	assert_int_equal(agent_pf_slow_verdict(&w, &ws, g, 5, PF_SUS_OUT | PF_SUS_IN, 0.5, why,
+					       sizeof(why), &ratio),
+			 0);
 	assert_true(ratio > 0.8 && ratio < 0.9); /* 10 G out against the 12 G control */
 	agent_check_world_free(&ws);
 	/* a loaded node: slow now, but so is the control in the same step: cleared */
 	look(&ws, 2e9, 3e9, 2e9);
-	assert_int_equal(
-	    agent_pf_slow_verdict(&w, &ws, g, 5, PF_SUS_OUT | PF_SUS_IN, 0.5, why, sizeof(why), &ratio), 0);
+	assert_int_equal(agent_pf_slow_verdict(&w, &ws, g, 5, PF_SUS_OUT | PF_SUS_IN, 0.5, why,
+					       sizeof(why), &ratio),
+			 0);
 	agent_check_world_free(&ws);
 	/* one vantage's stream fast: not every measurement agrees, cleared */
 	look(&ws, 3.9e6, 12e9, 3.8e6);
 	ws.rows[3].probes[0].stream_us = ws.rows[7].probes[1].stream_us; /* 3 -> 5 at 12 G */
-	assert_int_equal(agent_pf_slow_verdict(&w, &ws, g, 5, PF_SUS_IN, 0.5, why, sizeof(why), &ratio), 0);
+	assert_int_equal(
+	    agent_pf_slow_verdict(&w, &ws, g, 5, PF_SUS_IN, 0.5, why, sizeof(why), &ratio), 0);
 	agent_check_world_free(&ws);
 	/* streams that stalled: named from its peers */
 	look(&ws, 0, 12e9, 10e9);
-	assert_int_equal(agent_pf_slow_verdict(&w, &ws, g, 5, PF_SUS_IN, 0.5, why, sizeof(why), &ratio), 1);
+	assert_int_equal(
+	    agent_pf_slow_verdict(&w, &ws, g, 5, PF_SUS_IN, 0.5, why, sizeof(why), &ratio), 1);
 	assert_non_null(strstr(why, "from its peers"));
 	agent_check_world_free(&ws);
 	/* no vantage at all: the first pass stands */
-	assert_int_equal(agent_pf_slow_verdict(&w, NULL, g, 5, PF_SUS_IN, 0.5, why, sizeof(why), &ratio), 1);
+	assert_int_equal(
+	    agent_pf_slow_verdict(&w, NULL, g, 5, PF_SUS_IN, 0.5, why, sizeof(why), &ratio), 1);
 	agent_check_world_free(&w);
 }
 
@@ -227,27 +233,42 @@ static void test_plan_document(void **state)
 {
 	uint32_t targets[2] = {3, 5};
 	struct rdzv_peer peer[2];
-	struct agent_pf_plan p = {.id = 7, .n = 8, .me = 4, .ntargets = 2, .targets = targets,
-				  .peer = peer, .port = 29411, .bytes = 1 << 20, .bound_ms = 1000,
-				  .tries = 3, .reps = 2};
+	struct agent_pf_plan p = {.id = 7,
+				  .n = 8,
+				  .me = 4,
+				  .ntargets = 2,
+				  .targets = targets,
+				  .peer = peer,
+				  .port = 29411,
+				  .bytes = 1 << 20,
+				  .bound_ms = 1000,
+				  .tries = 3,
+				  .reps = 2};
 	struct agent_pf_plan q;
 	char *text = NULL, why[160];
 	size_t len = 0, k;
 	static const char *const bad[] = {
 	    /* itself a target */
-	    "{\"id\":1,\"n\":4,\"me\":1,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":1,\"to\":[{\"i\":1,"
+	    "{\"id\":1,\"n\":4,\"me\":1,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":"
+	    "1,\"to\":[{\"i\":1,"
 	    "\"name\":\"a\",\"addr\":\"10.0.0.1\"}]}",
 	    /* a target twice */
-	    "{\"id\":1,\"n\":4,\"me\":0,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":1,\"to\":[{\"i\":1,"
-	    "\"name\":\"a\",\"addr\":\"10.0.0.1\"},{\"i\":1,\"name\":\"a\",\"addr\":\"10.0.0.1\"}]}",
+	    "{\"id\":1,\"n\":4,\"me\":0,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":"
+	    "1,\"to\":[{\"i\":1,"
+	    "\"name\":\"a\",\"addr\":\"10.0.0.1\"},{\"i\":1,\"name\":\"a\",\"addr\":\"10.0.0.1\"}]"
+	    "}",
 	    /* not an address, a hostile name, too many bytes, out of range */
-	    "{\"id\":1,\"n\":4,\"me\":0,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":1,\"to\":[{\"i\":1,"
+	    "{\"id\":1,\"n\":4,\"me\":0,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":"
+	    "1,\"to\":[{\"i\":1,"
 	    "\"name\":\"a\",\"addr\":\"$(reboot)\"}]}",
-	    "{\"id\":1,\"n\":4,\"me\":0,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":1,\"to\":[{\"i\":1,"
+	    "{\"id\":1,\"n\":4,\"me\":0,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":"
+	    "1,\"to\":[{\"i\":1,"
 	    "\"name\":\"a b\",\"addr\":\"10.0.0.1\"}]}",
-	    "{\"id\":1,\"n\":4,\"me\":0,\"port\":1,\"bytes\":999999999999,\"bound_ms\":1,\"tries\":1,\"reps\":1,"
+	    "{\"id\":1,\"n\":4,\"me\":0,\"port\":1,\"bytes\":999999999999,\"bound_ms\":1,\"tries\":"
+	    "1,\"reps\":1,"
 	    "\"to\":[]}",
-	    "{\"id\":1,\"n\":4,\"me\":9,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":1,\"to\":[]}",
+	    "{\"id\":1,\"n\":4,\"me\":9,\"port\":1,\"bytes\":0,\"bound_ms\":1,\"tries\":1,\"reps\":"
+	    "1,\"to\":[]}",
 	    "[1,2,3]",
 	    "",
 	};
@@ -309,14 +330,18 @@ static void test_report_document(void **state)
 	assert_non_null(p);
 	assert_string_equal(p->why, "no ARP answer from 10.0.0.6");
 	/* a probe to itself, out of range, or twice: the row is refused */
-	bad = "{\"id\":9,\"lag_ms\":0,\"probes\":[{\"to\":4,\"proto\":\"tcp\",\"ok\":true,\"why\":\"\","
+	bad = "{\"id\":9,\"lag_ms\":0,\"probes\":[{\"to\":4,\"proto\":\"tcp\",\"ok\":true,\"why\":"
+	      "\"\","
 	      "\"rtt_us\":1,\"bytes\":0,\"us\":0}]}";
 	assert_true(agent_pf_report_decode(&w, 4, 9, bad, strlen(bad), why, sizeof(why)) < 0);
-	bad = "{\"id\":9,\"lag_ms\":0,\"probes\":[{\"to\":8,\"proto\":\"tcp\",\"ok\":true,\"why\":\"\","
+	bad = "{\"id\":9,\"lag_ms\":0,\"probes\":[{\"to\":8,\"proto\":\"tcp\",\"ok\":true,\"why\":"
+	      "\"\","
 	      "\"rtt_us\":1,\"bytes\":0,\"us\":0}]}";
 	assert_true(agent_pf_report_decode(&w, 4, 9, bad, strlen(bad), why, sizeof(why)) < 0);
-	bad = "{\"id\":9,\"lag_ms\":0,\"probes\":[{\"to\":1,\"proto\":\"tcp\",\"ok\":true,\"why\":\"\","
-	      "\"rtt_us\":1,\"bytes\":0,\"us\":0},{\"to\":1,\"proto\":\"tcp\",\"ok\":true,\"why\":\"\","
+	bad = "{\"id\":9,\"lag_ms\":0,\"probes\":[{\"to\":1,\"proto\":\"tcp\",\"ok\":true,\"why\":"
+	      "\"\","
+	      "\"rtt_us\":1,\"bytes\":0,\"us\":0},{\"to\":1,\"proto\":\"tcp\",\"ok\":true,\"why\":"
+	      "\"\","
 	      "\"rtt_us\":1,\"bytes\":0,\"us\":0}]}";
 	assert_true(agent_pf_report_decode(&w, 4, 9, bad, strlen(bad), why, sizeof(why)) < 0);
 	free(text);

@@ -65,7 +65,7 @@ static void test_tcp_fastest_secondary(void **state)
 	assert_false(r->is_primary);
 	assert_non_null(strstr(r->reason, "4: net2"));
 	assert_non_null(strstr(r->reason, "no RDMA devices"));
-	assert_string_equal(passed_why(r, "eth0"), "holds the default route");
+	assert_string_equal(passed_why(r, "eth0"), "is the pod network (eth0 in a pod)");
 	assert_string_equal(passed_why(r, "net3"), "is down (no carrier)");
 	assert_string_equal(passed_why(r, "net5"), "has only link-local addresses");
 	assert_non_null(strstr(passed_why(r, "net1"), "slower than net2"));
@@ -133,7 +133,7 @@ static void test_only_primary(void **state)
 	r = detect(NULL, &q, GX_ENOSECONDARY);
 	assert_non_null(r);
 	assert_string_equal(r->iface, "");
-	assert_string_equal(passed_why(r, "eth0"), "holds the default route");
+	assert_string_equal(passed_why(r, "eth0"), "is the pod network (eth0 in a pod)");
 	nd_result_free(r);
 }
 
@@ -178,9 +178,10 @@ static void test_rails_name_order_and_gid(void **state)
 	char hca[128];
 
 	(void)state;
-	/* same speed everywhere: lowest ifindex (net4) bootstraps */
-	assert_string_equal(r->iface, "net4");
-	assert_non_null(strstr(passed_why(r, "net1"), "higher ifindex"));
+	/* same speed everywhere: the first by name (net1) bootstraps, though net4 holds the
+	 * lowest ifindex: the same choice on every pod */
+	assert_string_equal(r->iface, "net1");
+	assert_non_null(strstr(passed_why(r, "net4"), "later by name"));
 	assert_int_equal(r->nrails, 4);
 	assert_int_equal(nd_rails_hca(r, hca, sizeof(hca)), 0);
 	assert_string_equal(hca, "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1");
@@ -208,7 +209,7 @@ static void test_rails_ipv6_only(void **state)
 				g_inv->links[i].addrs[j].family = AF_UNSPEC;
 	r = detect(NULL, &q, 0);
 	assert_string_equal(r->addr4, "");
-	assert_string_equal(r->addr6, "fd00:4::11");
+	assert_string_equal(r->addr6, "fd00:1::11"); /* net1: the first by name */
 	assert_int_equal(r->family, AF_INET6);
 	assert_int_equal(r->gid_index, 5);
 	assert_int_equal(r->nccl_gid_index, 5);
@@ -225,7 +226,8 @@ static void test_rails_select(void **state)
 	(void)state;
 	assert_int_equal(r->nrails, 0);
 	assert_int_equal(r->nccl_gid_index, -1);
-	assert_string_equal(r->rdma_dev, "mlx5_3"); /* the bootstrap port is still reported */
+	assert_string_equal(r->rdma_dev,
+			    "mlx5_0"); /* the bootstrap port (net1) is still reported */
 	nd_result_free(r);
 	q.rails = "net2,mlx5_3:1";
 	r = detect(NULL, &q, 0);
@@ -362,16 +364,135 @@ static void test_network_status_rdma_device(void **state)
 	g_inv = fx_load("shared_roce.inv");
 	assert_int_equal(
 	    nd_netstatus_load(fx_path("ns_sriov.json", path, sizeof(path)), g_inv, g_err, 512), 0);
-	/* Multus names net1 with mlx5_4, which has no GID of net1 here: warn, use the GID table */
+	/* Multus names net1 with mlx5_4, which has no GID of net1 here: warn, use the GID table;
+	 * and an address net1 does not hold (this file is another pod's): warn, keep net1's */
 	r = detect(NULL, &q, 0);
 	assert_string_equal(r->iface, "net1");
 	assert_string_equal(r->rdma_dev, "mlx5_0");
-	assert_int_equal(r->nwarnings, 1);
-	assert_non_null(strstr(r->warnings[0], "mlx5_4"));
+	assert_string_equal(r->addr4, "192.168.10.11");
+	assert_int_equal(r->nwarnings, 2);
+	assert_non_null(strstr(r->warnings[0], "lists 192.168.20.11 for default/sriov-rdma-a, "
+					       "which net1 does not hold"));
+	assert_non_null(strstr(r->warnings[1], "mlx5_4"));
 	nd_result_free(r);
 	q.network = "sriov-rdma-b"; /* net2 does not exist in this pod */
 	detect(NULL, &q, GX_ENOSECONDARY);
 	assert_non_null(strstr(g_err, "net2"));
+}
+
+/* network-status only under the older networks-status key (a downward-API file): used. */
+static void test_network_status_older_key(void **state)
+{
+	struct nd_request q = {0};
+	struct nd_result *r;
+	char path[PATH_MAX];
+
+	(void)state;
+	nd_inventory_free(g_inv);
+	g_inv = fx_load("tcp_only.inv");
+	assert_int_equal(nd_netstatus_load(fx_path("ns_annotations_old.txt", path, sizeof(path)),
+					   g_inv, g_err, 512),
+			 0);
+	r = detect(NULL, &q, 0);
+	assert_string_equal(r->iface, "net1"); /* not the faster net2: Multus said net1 */
+	assert_string_equal(r->network, "default/macvlan-conf");
+	assert_int_equal(r->nnotes, 1);
+	assert_non_null(strstr(r->notes[0], "older k8s.v1.cni.cncf.io/networks-status"));
+	nd_result_free(r);
+}
+
+/* network-status names a link with only a link-local address: exit 4, the same line as
+ * without network-status (never a choice with no address). */
+static void test_network_status_link_local(void **state)
+{
+	struct nd_request q = {0};
+	char path[PATH_MAX];
+
+	(void)state;
+	nd_inventory_free(g_inv);
+	g_inv = fx_load("tcp_only.inv");
+	assert_int_equal(
+	    nd_netstatus_load(fx_path("ns_linklocal.json", path, sizeof(path)), g_inv, g_err, 512),
+	    0);
+	detect(NULL, &q, GX_ENOSECONDARY);
+	assert_string_equal(g_err, "net5 has only link-local addresses");
+	/* and the same link without network-status, when it is the only secondary */
+	nd_inventory_free(g_inv);
+	g_inv = fx_load("tcp_only.inv");
+	g_inv->links[2].admin_up = g_inv->links[3].admin_up = g_inv->links[4].admin_up = 0;
+	detect(NULL, &q, GX_ENOSECONDARY);
+	assert_non_null(strstr(g_err, "net5 has only link-local addresses"));
+}
+
+/* net1 holds two IPv4 addresses; network-status lists the second: that one is used. */
+static void test_network_status_address(void **state)
+{
+	struct nd_request q = {0};
+	struct nd_result *r;
+	char path[PATH_MAX];
+
+	(void)state;
+	nd_inventory_free(g_inv);
+	g_inv = fx_load("pod_two_addrs.inv");
+	r = detect(NULL, &q, 0);
+	assert_string_equal(r->addr4, "192.168.10.11"); /* without network-status: the first */
+	nd_result_free(r);
+	assert_int_equal(nd_netstatus_load(fx_path("ns_second_addr.json", path, sizeof(path)),
+					   g_inv, g_err, 512),
+			 0);
+	r = detect(NULL, &q, 0);
+	assert_string_equal(r->iface, "net1");
+	assert_string_equal(r->addr4, "192.168.10.12");
+	assert_int_equal(r->prefix4, 24);
+	assert_non_null(strstr(r->reason, "2: address 192.168.10.12 as network-status lists it"));
+	assert_int_equal(r->nwarnings, 0);
+	nd_result_free(r);
+	/* it lists one net1 does not hold: said, and the kernel's is kept */
+	free(g_inv->nets[1].ips[0]);
+	g_inv->nets[1].ips[0] = strdup("192.168.10.99");
+	r = detect(NULL, &q, 0);
+	assert_string_equal(r->addr4, "192.168.10.11");
+	assert_int_equal(r->nwarnings, 1);
+	assert_string_equal(r->warnings[0], "network-status lists 192.168.10.99 for "
+					    "default/macvlan-conf, which net1 does not hold as a "
+					    "usable address: using 192.168.10.11");
+	nd_result_free(r);
+}
+
+/* A storage network listed before the RDMA one: the first is taken, the RDMA one named. */
+static void test_network_status_rdma_listed_later(void **state)
+{
+	struct nd_request q = {0};
+	struct nd_result *r;
+	char path[PATH_MAX];
+
+	(void)state;
+	nd_inventory_free(g_inv);
+	g_inv = fx_load("storage_rdma.inv");
+	assert_int_equal(nd_netstatus_load(fx_path("ns_storage_rdma.json", path, sizeof(path)),
+					   g_inv, g_err, 512),
+			 0);
+	r = detect(NULL, &q, 0);
+	assert_string_equal(r->iface, "net1");
+	assert_string_equal(r->network, "default/storage-net");
+	assert_int_equal(r->nwarnings, 1);
+	assert_string_equal(r->warnings[0],
+			    "network-status lists default/storage-net (net1) first, so it carries "
+			    "the bootstrap; default/rdma-net (net2) after it carries RDMA device "
+			    "mlx5_4: pick it with --network default/rdma-net");
+	nd_result_free(r);
+	q.network = "rdma-net";
+	r = detect(NULL, &q, 0);
+	assert_string_equal(r->iface, "net2");
+	assert_string_equal(r->rdma_dev, "mlx5_4");
+	assert_int_equal(r->nwarnings, 0);
+	nd_result_free(r);
+	q.network = NULL; /* --rdma off: RDMA is not wanted, nothing to say */
+	q.rdma_mode = ND_RDMA_OFF;
+	r = detect(NULL, &q, 0);
+	assert_string_equal(r->iface, "net1");
+	assert_int_equal(r->nwarnings, 0);
+	nd_result_free(r);
 }
 
 static void test_memlock(void **state)
@@ -479,7 +600,7 @@ static void test_json_and_table(void **state)
 	fclose(f);
 	assert_non_null(strstr(buf, "<- chosen"));
 	assert_non_null(strstr(buf, "NCCL_IB_GID_INDEX: 13"));
-	assert_non_null(strstr(buf, "passed over: eth0 holds the default route"));
+	assert_non_null(strstr(buf, "passed over: eth0 is the pod network (eth0 in a pod)"));
 	free(buf);
 	nd_result_free(r);
 }
@@ -502,6 +623,10 @@ int main(void)
 	    cmocka_unit_test_teardown(test_vlan_rail_no_false_warning, teardown),
 	    cmocka_unit_test_teardown(test_network_status_step, teardown),
 	    cmocka_unit_test_teardown(test_network_status_rdma_device, teardown),
+	    cmocka_unit_test_teardown(test_network_status_older_key, teardown),
+	    cmocka_unit_test_teardown(test_network_status_link_local, teardown),
+	    cmocka_unit_test_teardown(test_network_status_address, teardown),
+	    cmocka_unit_test_teardown(test_network_status_rdma_listed_later, teardown),
 	    cmocka_unit_test_teardown(test_memlock, teardown),
 	    cmocka_unit_test_teardown(test_uverbs_missing, teardown),
 	    cmocka_unit_test_teardown(test_rdma_off_and_require_without_devices, teardown),

@@ -15,7 +15,9 @@
 static void test_collect_lo(void **state)
 {
 	struct nd_inventory *inv = calloc(1, sizeof(*inv));
+	struct nd_result r0 = {0};
 	const struct nd_link *lo;
+	char buf[ND_WHY_MAX];
 	const char *why = NULL;
 	char err[256] = "";
 	size_t i;
@@ -31,7 +33,11 @@ static void test_collect_lo(void **state)
 	assert_ptr_equal(nd_link_by_index(inv, lo->ifindex), lo);
 	assert_true(lo->is_loopback);
 	assert_string_equal(lo->kind, "loopback");
-	assert_string_equal(nd_secondary_why(lo), "is loopback");
+	assert_true(lo->flags & IFF_LOOPBACK);
+	assert_false(lo->peer_here);
+	assert_int_equal(lo->master, 0);
+	r0.inv = inv;
+	assert_string_equal(nd_secondary_why(&r0, lo, buf, sizeof(buf)), "is loopback");
 	for (i = 0; i < lo->naddrs; i++)
 		has127 |= lo->addrs[i].family == AF_INET && !strcmp(lo->addrs[i].str, "127.0.0.1");
 	if (lo->admin_up) {

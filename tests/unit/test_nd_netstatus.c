@@ -101,6 +101,40 @@ static void test_annotations_without_status(void **state)
 	assert_null(nets);
 }
 
+/* Only the older key Multus still writes: read it; with both keys, the newer one wins. */
+static void test_annotations_older_key(void **state)
+{
+	struct nd_inventory inv;
+	struct nd_net *nets = NULL;
+	char path[PATH_MAX], err[256] = "";
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(parse_file("ns_annotations_old.txt", &nets, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_true(nets[0].is_default);
+	assert_string_equal(nets[1].name, "default/macvlan-conf");
+	assert_string_equal(nets[1].iface, "net1");
+	nd_nets_free(nets, n);
+	assert_int_equal(parse_file("ns_annotations_both.txt", &nets, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(nets[1].name, "default/macvlan-conf");
+	nd_nets_free(nets, n);
+	/* the inventory remembers which key it came from */
+	memset(&inv, 0, sizeof(inv));
+	assert_int_equal(nd_netstatus_load(fx_path("ns_annotations_old.txt", path, sizeof(path)),
+					   &inv, err, sizeof(err)),
+			 0);
+	assert_true(inv.nets_old_key);
+	nd_nets_free(inv.nets, inv.nnets);
+	memset(&inv, 0, sizeof(inv));
+	assert_int_equal(nd_netstatus_load(fx_path("ns_annotations_both.txt", path, sizeof(path)),
+					   &inv, err, sizeof(err)),
+			 0);
+	assert_false(inv.nets_old_key);
+	nd_nets_free(inv.nets, inv.nnets);
+}
+
 /* ipoib-cni / ib-sriov-cni: Multus copies the 20-byte IPoIB hardware address into "mac"
  * (59 characters), and a network's "namespace/name" may be 317 bytes long: both parse. */
 static void test_ipoib_long_fields(void **state)
@@ -210,6 +244,7 @@ int main(void)
 	    cmocka_unit_test(test_sriov_device_info),
 	    cmocka_unit_test(test_annotations_escaping),
 	    cmocka_unit_test(test_annotations_without_status),
+	    cmocka_unit_test(test_annotations_older_key),
 	    cmocka_unit_test(test_ipoib_long_fields),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_truncated_every_length),

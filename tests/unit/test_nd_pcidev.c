@@ -420,6 +420,33 @@ static void test_choice_disagreement(void **state)
 	nd_inventory_free(inv);
 }
 
+/* The plugin allocated a VF that no attachment moved in: said once, naming the variable;
+ * a vfio (DPDK) device has no netdev by design and is not named. */
+static void test_allocated_device_absent(void **state)
+{
+	struct nd_inventory *inv = inv_with("pcidev_absent.env", NULL);
+	struct nd_result *r = choose(inv);
+	size_t i, n = 0;
+
+	(void)state;
+	assert_string_equal(r->iface, "net1"); /* the choice goes on as before */
+	for (i = 0; i < r->nwarnings; i++)
+		n += strstr(r->warnings[i], "PCIDEVICE_") != NULL;
+	assert_int_equal(n, 1);
+	assert_true(has_warning(r, "PCIDEVICE_NVIDIA_COM_RDMA_VF_C names 0000:86:02.4 (RDMA "
+				   "device mlx5_8), not in this pod: the SR-IOV device plugin "
+				   "allocated it, but no network attachment moved it here"));
+	assert_false(has_warning(r, "PCIDEVICE_INTEL_COM_DPDK"));
+	nd_result_free(r);
+	nd_inventory_free(inv);
+	/* devices that are here: nothing said */
+	inv = inv_with("pcidev_two.env", NULL);
+	r = choose(inv);
+	assert_false(has_warning(r, "not in this pod"));
+	nd_result_free(r);
+	nd_inventory_free(inv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +461,7 @@ int main(void)
 	    cmocka_unit_test(test_choice_two_resources),
 	    cmocka_unit_test(test_choice_netstatus_device_info),
 	    cmocka_unit_test(test_choice_disagreement),
+	    cmocka_unit_test(test_allocated_device_absent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -132,7 +132,7 @@ static void test_list_errors(void **state)
 	    {"net1,net3", "--rails net3: not an RDMA rail, nor an up netdev with a global address "
 			  "(is down (no carrier))"},
 	    {"net5", "(has only link-local addresses)"},
-	    {"eth0", "(holds the default route)"},
+	    {"eth0", "(is the pod network (eth0 in a pod))"},
 	    {"lo", "(is loopback)"},
 	    {"net9", "--rails net9: not an RDMA rail, nor an up netdev with a global address (no "
 		     "such netdev)"},

@@ -629,6 +629,50 @@ static void test_path_route_back(void **state)
 	rh_free(&w);
 }
 
+/*
+ * Every member fails its route to the coordinator, and the coordinator's subnet holds none of
+ * them: the line names the coordinator (after the others' outcomes, not at the first
+ * failure). With its prefix covering the members, the first member's own line stands.
+ */
+static void run_all_fail(struct rh *w, int coord_plen)
+{
+	struct rdzv_config cfg;
+	struct fake_route f = {.bad_dst = "127.0.0.1"};
+	uint32_t i;
+
+	w_init(w, 4, 20000);
+	rh_coord_cfg(w, &cfg);
+	cfg.self.plen4 = coord_plen;
+	rh_start_coord_cfg(w, &cfg);
+	for (i = 1; i < 4; i++) {
+		rh_member_cfg(w, i, &cfg);
+		cfg.self.plen4 = 24;
+		cfg.route = fake_route;
+		cfg.route_arg = &f;
+		start_member_cfg(w, i, &cfg);
+	}
+	pump(w, 4, 5000);
+	assert_int_equal(w->co_rc, GX_ERDZV);
+}
+
+static void test_path_coordinator_odd(void **state)
+{
+	struct rh w;
+
+	(void)state;
+	run_all_fail(&w, 32);
+	assert_non_null(strstr(w.co_res.err, "job-worker-0 (the coordinator): its lo address "
+					     "127.0.0.1/32 is outside the subnet of every member"));
+	assert_non_null(strstr(w.co_res.err,
+			       "job-worker-1 127.0.1.2/24, job-worker-2 127.0.1.3/24, "
+			       "job-worker-3 127.0.1.4/24"));
+	rh_free(&w);
+	run_all_fail(&w, 8); /* 127.0.0.0/8 holds them all: not the subnet */
+	assert_null(strstr(w.co_res.err, "(the coordinator)"));
+	assert_non_null(strstr(w.co_res.err, ": the kernel routes 127.0.0.1 from 127.0.1."));
+	rh_free(&w);
+}
+
 static void test_coordinator_without_token(void **state)
 {
 	struct rdzv_config cfg;
@@ -1132,6 +1176,7 @@ int main(void)
 	    cmocka_unit_test(test_path_bound),
 	    cmocka_unit_test(test_path_member_route),
 	    cmocka_unit_test(test_path_route_back),
+	    cmocka_unit_test(test_path_coordinator_odd),
 	    cmocka_unit_test(test_coordinator_without_token),
 	    cmocka_unit_test(test_netdetect_failure_aborts_all),
 	    cmocka_unit_test(test_keep_serving),
