@@ -709,6 +709,9 @@ int agent_pf_report_decode(struct check_world *w, uint32_t from, uint64_t want_i
 	}
 	row->lag_ms = lag;
 	row->reported = 1;
+	/* RDMA was planned only where both ends verified it: its probes count (check's world
+	 * drops those to a pod that reports no RDMA-CM) */
+	row->rdma = CHECK_RDMA_OK;
 out:
 	json_decref(j);
 	return rc;

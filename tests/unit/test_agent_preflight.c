@@ -316,6 +316,9 @@ static void test_report_document(void **state)
 	assert_int_equal(agent_check_world_init(&lw, 3, 0, names), 0);
 	pair(&lw, 0, 1, 2e9, NULL);
 	pair(&lw, 0, 2, 0, "no ARP answer from 10.0.0.6");
+	lw.rows[0].probes[0].proto = CHECK_RDMA; /* an RDMA WRITE to 1 too */
+	lw.rows[0].probes[0].write_us = lw.rows[0].probes[0].stream_us;
+	pair(&lw, 0, 1, 2e9, NULL);
 	assert_int_equal(agent_pf_report_encode(&lw, lmap, 9, 12, &text, &len), 0);
 	assert_int_equal(agent_check_world_init(&w, 8, 0, names), 0);
 	assert_true(agent_pf_report_decode(&w, 4, 8, text, len, why, sizeof(why)) < 0); /* id */
@@ -329,6 +332,11 @@ static void test_report_document(void **state)
 	p = agent_check_find(&w, 4, 6, CHECK_TCP);
 	assert_non_null(p);
 	assert_string_equal(p->why, "no ARP answer from 10.0.0.6");
+	/* the RDMA WRITE survives the world's finish (RDMA planned where both verified it) */
+	assert_int_equal(agent_check_world_finish(&w), 0);
+	p = agent_check_find(&w, 4, 2, CHECK_RDMA);
+	assert_non_null(p);
+	assert_true(p->ok && p->write_us > 0 && p->bytes == 16 << 20);
 	/* a probe to itself, out of range, or twice: the row is refused */
 	bad = "{\"id\":9,\"lag_ms\":0,\"probes\":[{\"to\":4,\"proto\":\"tcp\",\"ok\":true,\"why\":"
 	      "\"\","
