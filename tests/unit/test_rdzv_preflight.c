@@ -332,8 +332,8 @@ static void test_elastic_below_min(void **state)
 	rh_free(&w);
 }
 
-/* Pods of one host share its addresses (hostNetwork; every loopback member here): no
- * IPAM conflict. */
+/* Pods of one host share its addresses (hostNetwork; every loopback member here, which
+ * reaches the coordinator's 127.0.0.9 from 127.0.0.1): no IPAM conflict. */
 static void test_same_host_address(void **state)
 {
 	struct rdzv_config cfg;
@@ -342,7 +342,10 @@ static void test_same_host_address(void **state)
 
 	(void)state;
 	rh_init(&w, 3, 0, "job-addr", TOKEN, sizeof(TOKEN) - 1, 10000);
+	assert_int_equal(
+	    gx_addr_parse("127.0.0.9", w.port, &w.base.coord_addr, &w.base.coord_addrlen), 0);
 	rh_coord_cfg(&w, &cfg);
+	gx_addr_parse("127.0.0.9", 0, &cfg.listen_addr, &cfg.listen_addrlen);
 	rh_start_coord_cfg(&w, &cfg);
 	for (i = 1; i < 3; i++) {
 		rh_member_cfg(&w, i, &cfg);
