@@ -213,7 +213,7 @@ static void pr_log(const struct pf_prober *pr)
 		else
 			off += (size_t)snprintf(line + off, sizeof(line) - off, "%s", p->why);
 	}
-	gx_info("preflight %s (pass %llu): %s", pr->lw.names[0], (unsigned long long)pr->plan.id,
+	gx_info("preflight %s (plan %llu): %s", pr->lw.names[0], (unsigned long long)pr->plan.id,
 		line);
 }
 
@@ -407,13 +407,15 @@ static void pass_end(struct gx_ev *ev, uint64_t id, void *arg);
  * What a plan of nt targets takes at worst: its echoes (16 at once; a timed-out one is
  * tried again with longer timeouts: 2 + 3 (+ 4) s and the pauses; the first pass also
  * waits for services that are still opening), one stream after the other (connect, then
- * the bound), RDMA WRITEs (3 s each), and a second for the row to come back.
+ * the bound; a second look's three times), RDMA WRITEs (3 s each), and a second for the
+ * row to come back.
  */
 static int64_t pass_budget(const struct agent_pf *pf, uint32_t nt)
 {
 	int64_t echo = pf->stage == 1 ? 9600 + CHECK_GRACE_MS(nt + 1) : 5200;
 
-	return (int64_t)(nt + 15) / 16 * echo + (int64_t)nt * (2000 + AGENT_PF_BOUND_MS) +
+	return (int64_t)(nt + 15) / 16 * echo +
+	       (int64_t)nt * (2000 + AGENT_PF_BOUND_MS) * (pf->stage == 3 ? 3 : 1) +
 	       (pf->r->self.rdma_dev[0] ? (int64_t)nt * 3000 : 0) + 1000;
 }
 
