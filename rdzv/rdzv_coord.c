@@ -403,6 +403,8 @@ static void report(struct rdzv_coord *co)
 	int verified = co->njoined + 1 == co->world;
 
 	missing_list(co, list, sizeof(list), verified);
+	if (!list[0] && co->pf && rdzv_co_pf_running(co))
+		gx_strlcpy(list, "the preflight, measuring the paths", sizeof(list));
 	snprintf(line, sizeof(line), "joined %u/%u, verified %u/%u, waiting for: %s",
 		 co->njoined + 1, co->world, co->nverified + 1, co->world, list);
 	if (co->cfg.progress)

@@ -510,6 +510,8 @@ int rdzv_co_pf_init(struct rdzv_coord *co);
 void rdzv_co_pf_free(struct rdzv_coord *co);
 /* In check_commit, once every condition holds: 1 while the preflight gathers or runs. */
 int rdzv_co_pf_hold(struct rdzv_coord *co);
+/* 1 while the preflight measures (the progress line says so). */
+int rdzv_co_pf_running(const struct rdzv_coord *co);
 /* The deadline passed during the preflight: 1 when that ended the job here. */
 int rdzv_co_pf_deadline(struct rdzv_coord *co, long secs);
 /* A PREFLIGHT frame from a member's session. */

@@ -115,6 +115,11 @@ int rdzv_co_pf_hold(struct rdzv_coord *co)
 	return 1;
 }
 
+int rdzv_co_pf_running(const struct rdzv_coord *co)
+{
+	return co->pf && co->pf->state == PF_RUNNING;
+}
+
 int rdzv_co_pf_deadline(struct rdzv_coord *co, long secs)
 {
 	if (!co->pf || co->pf->state != PF_RUNNING)
