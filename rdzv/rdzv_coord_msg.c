@@ -42,6 +42,7 @@ void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 	cc->role = ROLE_MEMBER;
 	cc->deadline = 0;
 	sp->conn = cc;
+	rdzv_co_addrs_claim(co, (uint32_t)cc->peer);
 	free(sp->note);
 	sp->note = NULL;
 	co->njoined += !sp->joined;
@@ -128,6 +129,16 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	}
 	if (rdzv_co_star_room(co, cc, &p)) /* sent to a relay: the star has no room for it */
 		return 0;
+	/* one secondary address, two pods (an IPAM conflict): never committed */
+	if (rdzv_co_addrs_check(co, p.index, &p, cc, why, sizeof(why)) < 0) {
+		if (co->committed) {
+			rdzv_co_reject(co, cc, GX_ECONFLICT, why);
+			return 0;
+		}
+		rdzv_co_abort(co, GX_ECONFLICT, 0, "%s", why);
+		rdzv_co_send_abort(co, cc); /* not a member yet: the abort passed it by */
+		return 0;
+	}
 	cc->pj = malloc(sizeof(*cc->pj));
 	if (!cc->pj) {
 		rdzv_co_drop(co, cc, "out of memory");
@@ -300,6 +311,10 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	sp->note = NULL;
 	co->res.ntickets += (uint32_t)(ticket != 0);
 	verify_reply(co, cc, 0, NULL);
+	if (co->committed && co->pf) { /* its rank after the preflight's, then changed() */
+		rdzv_co_pf_changed(co, i);
+		return 0;
+	}
 	if (co->committed) {
 		rdzv_co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
 		co->res.ntable = co->cfg.elastic ? co->nassigned : co->world;
@@ -565,6 +580,8 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		gx_debug("rdzv: observer %s: the job ended with %u", cc->rc.peer_str, m->code);
 		if (co->cfg.ended)
 			co->cfg.ended(co->cfg.ended_arg, (int)(m->code & 0xff), NULL);
+	} else if (type == RDZV_PREFLIGHT && cc->role == ROLE_MEMBER) {
+		rdzv_co_pf_recv(co, cc, m);
 	} else if (type == RDZV_VFAIL && cc->role == ROLE_MEMBER) {
 		char text[512];
 

@@ -97,6 +97,10 @@ enum rdzv_type {
 	RDZV_CARRY = 22,
 	/* M->C after the COMMIT: the member's transport report (PROTOCOL.md "Fabric reports") */
 	RDZV_FABRIC = 23,
+	/* both ways, before the COMMIT: the caller's preflight bytes (T_PFDATA); numbered apart
+	 * from the others so that types added meanwhile do not collide (PROTOCOL.md
+	 * "Preflight") */
+	RDZV_PREFLIGHT = 30,
 };
 
 /* CARRY record kinds */
@@ -155,6 +159,11 @@ enum rdzv_tlv {
 	T_VTICKET = 32, /* ASSIGN: the phase-2 ticket's nonce (RDZV_TICKET_LEN) */
 	T_PLENS = 33,	/* peer: prefix lengths, plen4 | plen6 << 8 (u32) */
 	T_FREMOTE = 34, /* FABRIC: u64 bytes, then an address (text) */
+	/* preflight (PROTOCOL.md "Preflight"): PREFLIGHT's bytes; a COMMIT's job rank and
+	 * world after the preflight shrank an elastic job (T_RANK / T_WORLD stay the slot's) */
+	T_PFDATA = 40,
+	T_JRANK = 41,
+	T_JWORLD = 42,
 };
 
 #define RDZV_TICKET_LEN 16
@@ -192,6 +201,10 @@ struct rdzv_msg {
 	const unsigned char *table; /* COMMIT: first T_PEER entry of the table */
 	size_t table_len;
 	uint32_t ntable;
+	const unsigned char *pf; /* PREFLIGHT: T_PFDATA (points into the body) */
+	size_t pflen;
+	uint32_t jrank, jworld; /* COMMIT: T_JRANK / T_JWORLD (has_jrank) */
+	int has_jrank;
 };
 
 /* ---- rdzv_wire.c -------------------------------------------------------- */
@@ -449,11 +462,13 @@ struct rdzv_coord {
 	struct rdzv_rng *rng;	  /* challenge nonces (issue 26) */
 	/* the key a TVERIFY for a slot without a ticket is MAC'd under: the same work */
 	unsigned char decoy[RDZV_KEY_LEN];
-	struct cconn *dirty;   /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
-	size_t ncarried;       /* carried connections open (not in nconns: they hold no fd) */
-	uint32_t nrelays_open; /* relays in session: done waits for them after a COMMIT */
-	uint32_t nfinal;       /* members failed for good (final VFAIL) */
-	int64_t blame_at;      /* then the line is decided by (rdzv_blame.c) */
+	struct cconn *dirty;	  /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
+	size_t ncarried;	  /* carried connections open (not in nconns: they hold no fd) */
+	uint32_t nrelays_open;	  /* relays in session: done waits for them after a COMMIT */
+	struct rdzv_pf *pf;	  /* preflight (rdzv_preflight.c), NULL when off */
+	struct rdzv_addrs *addrs; /* secondary address -> slot: IPAM conflicts (rdzv_addrs.c) */
+	uint32_t nfinal;	  /* members failed for good (final VFAIL) */
+	int64_t blame_at;	  /* then the line is decided by (rdzv_blame.c) */
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
@@ -525,6 +540,37 @@ void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r);
 int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_peer *p);
 /* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
 void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
+
+/* ---- rdzv_preflight.c: the hold before the COMMIT and its verdict ---- */
+int rdzv_co_pf_init(struct rdzv_coord *co);
+void rdzv_co_pf_free(struct rdzv_coord *co);
+/* In check_commit, once every condition holds: 1 while the preflight gathers or runs. */
+int rdzv_co_pf_hold(struct rdzv_coord *co);
+/* 1 while the preflight measures (the progress line says so). */
+int rdzv_co_pf_running(const struct rdzv_coord *co);
+/* The deadline passed during the preflight: 1 when that ended the job here. */
+int rdzv_co_pf_deadline(struct rdzv_coord *co, long secs);
+/* A PREFLIGHT frame from a member's session. */
+void rdzv_co_pf_recv(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m);
+/* COMMIT to slot i: 1 to send it (the job rank put into b), 0 to skip (left out). */
+int rdzv_co_pf_commit_put(struct rdzv_coord *co, struct rdzv_buf *b, uint32_t i);
+/* The result after the COMMIT (ranked table, world); the encoded table when ranked. */
+void rdzv_co_pf_result(struct rdzv_coord *co);
+const struct rdzv_buf *rdzv_co_pf_table(struct rdzv_coord *co);
+/* After the COMMIT a pod got its rank (joined late): the changed() callback. */
+void rdzv_co_pf_changed(struct rdzv_coord *co, uint32_t i);
+/* The end of an event the coordinator did not see (a timer of the caller's) */
+void rdzv_co_event_end(struct rdzv_coord *co);
+
+/* ---- rdzv_addrs.c: one secondary address, two pods (an IPAM conflict) ---- */
+int rdzv_co_addrs_init(struct rdzv_coord *co);
+void rdzv_co_addrs_free(struct rdzv_coord *co);
+/* The JOIN of p for slot on cc: 0, or GX_ECONFLICT with the line in why (another live
+ * pod, on another host, has one of its secondary addresses). */
+int rdzv_co_addrs_check(struct rdzv_coord *co, uint32_t slot, const struct rdzv_peer *p,
+			const struct cconn *cc, char *why, size_t len);
+/* slot's entry (tab) holds its addresses now. */
+void rdzv_co_addrs_claim(struct rdzv_coord *co, uint32_t slot);
 
 /* ---- rdzv_blame.c: whom the line names when members cannot reach the coordinator ---- */
 /* Member i failed for good (its note says why): the job ends once the others' outcomes are

@@ -41,7 +41,9 @@ enum gx_err {
 	GX_ECMDEXEC = -(GX_EBASE + 20),	    /* CMD could not be executed (exit 126) */
 	GX_EROUTE = -(GX_EBASE + 21),	    /* the kernel routes the secondary path elsewhere */
 	GX_EFABRIC = -(GX_EBASE + 22),	    /* --expect-fabric: the job left the fabric (exit 6) */
-	GX_ELAST = -(GX_EBASE + 23),
+	GX_EPREFLIGHT = -(GX_EBASE + 23),   /* preflight named another pod: job not started (7) */
+	GX_ELEFTOUT = -(GX_EBASE + 24),	    /* preflight named this pod: left out (exit 8) */
+	GX_ELAST = -(GX_EBASE + 25),
 };
 
 /* Text for 0, a negative errno or a GX_E* code. Never NULL. */
