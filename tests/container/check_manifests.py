@@ -1308,6 +1308,8 @@ MUTATIONS = [
 # Mutations of the dry-run (they need a gxboot binary; SKIP without one): the checker must
 # see that the plan gxboot prints is not what the workload needs.
 DRY_MUTATIONS = [
+    ("check-job.yaml", '        - "ck-{0..3}.ck"\n', '        - "ck-{0..4}.ck"\n',
+     "5 peers, the workload has 4"),
     ("statefulset-mpi.yaml", "--peers 'smpi-{0..2}.smpi' --slots 8 \\\n",
      "--peers 'smpi-{0..3}.smpi' --slots 8 \\\n", "4 peers, the workload has 3"),
     ("mpijob-serve.yaml", "            - /opt/gxboot/gxboot\n            - --token-file\n",
