@@ -1011,7 +1011,7 @@ def dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip, job_ids):
 
 # ---------------------------------------------------------------- TorchX
 # The component through the real TorchX (../shared/third_party/python, run by torchx_pods.py
-# with --workspace="" --dryrun): every `torchx run` line that docs/torchx.md,
+# with --workspace="" --dryrun): every `torchx run` line that README.md, docs/torchx.md,
 # container/README.md and the component's docstring document, the pods of each request
 # checked and dry-run with the env TorchX and the job system give them (torchx_pods.py:
 # Volcano's plugins from job_env.json).
@@ -1048,10 +1048,11 @@ def cfg_of(args):
 
 def torchx_runs(root):
     """{tuple(args): [where]} of the documented lines. container/README.md and the component
-    document both schedulers (FAIL otherwise); docs/torchx.md shows one."""
+    document both schedulers (FAIL otherwise); README.md and docs/torchx.md show one."""
     comp = os.path.join(root, "container/torchx/gxboot_ddp.py")
     docs = [(f, open(os.path.join(root, f), encoding="utf-8").read(), every)
-            for f, every in (("docs/torchx.md", False), ("container/README.md", True))]
+            for f, every in (("README.md", False), ("docs/torchx.md", False),
+                             ("container/README.md", True))]
     docs.append(("the component's docstring", ast.get_docstring(ast.parse(
         open(comp, encoding="utf-8").read())) or "", True))
     runs = {}
@@ -1293,6 +1294,8 @@ MUTATIONS = [
      "                  mountPath: /run/other\n", "/run/gxboot"),
     ("../README.md", "torchx run -s kubernetes_mcad -cfg network=rdma-shared-net",
      "torchx run -s kubernetes_mcad", "net1 would not be attached"),
+    ("../../README.md", "torchx run -s kubernetes_mcad -cfg network=rdma-shared-net",
+     "torchx run -s kubernetes_mcad", "net1 would not be attached"),
     ("../../docs/torchx.md", "torchx run -s kubernetes_mcad -cfg network=rdma-shared-net",
      "torchx run -s kubernetes_mcad", "net1 would not be attached"),
     ("../torchx/gxboot_ddp.py", "        role.entrypoint = gxboot\n", "", "not gxboot"),
@@ -1342,6 +1345,7 @@ def self_test(root, gxboot):
             shutil.copytree(os.path.join(root, "container"), os.path.join(tmp, "container"))
             os.makedirs(os.path.join(tmp, "tests"))
             shutil.copy(os.path.join(root, "tests/deps.sh"), os.path.join(tmp, "tests"))
+            shutil.copy(os.path.join(root, "README.md"), tmp)
             shutil.copytree(os.path.join(root, "docs"), os.path.join(tmp, "docs"))
             path = os.path.normpath(os.path.join(tmp, "container/k8s", fname))
             text = open(path, encoding="utf-8").read()
@@ -1351,7 +1355,7 @@ def self_test(root, gxboot):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text.replace(old, new, 1))
             args = ["--root", tmp, "--gxboot", gxboot if dry else os.path.join(tmp, "no-gxboot")]
-            if fname.startswith(("../torchx/", "../README.md", "../../docs/")):
+            if fname.startswith(("../torchx/", "../README.md", "../../")):
                 args += ["--only", "torchx"]
             elif fname == "../Dockerfile":
                 args += ["--only", "Dockerfile"]
