@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Layer 2 named (README "Layer 2"): job-worker-3's net1 neither asks nor answers ARP (nftables
-# arp family), except with the coordinator, whose entry it has as a static neighbour both ways
-# (so its rendezvous and its verification pass). Its pairs with job-worker-1 and -2 never
-# resolve: their kernels' neighbour entries stay INCOMPLETE / FAILED.
+# Layer 2 named (docs/network.md "Layer 2"): job-worker-3's net1 neither asks nor answers ARP
+# (nftables arp family), except with the coordinator, whose entry it has as a static neighbour
+# both ways (so its rendezvous and its verification pass). Its pairs with job-worker-1 and -2
+# never resolve: their kernels' neighbour entries stay INCOMPLETE / FAILED.
 #  a) gxboot check: exit 1 everywhere, and job-worker-1's own row says
 #     "no ARP answer from <job-worker-3's net1>" (was: timeout);
 #  b) gxboot init --preflight: job-worker-3 exits 8, the others 7, every pod's line names it
