@@ -495,7 +495,6 @@ int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot
 /* sa: the peer's address from accept4 (no getpeername per connection); via_sec: accepted
  * on a listener bound to the secondary interface */
 void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec);
-int rdzv_co_arm(struct rdzv_coord *co);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
 int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		   const unsigned char *body, size_t len);

@@ -20,6 +20,7 @@
 
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void p1_connect(struct rdzv_member *m);
+static void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why);
 
 void rdzv_mb_close(struct rdzv_member *m, struct mconn *c)
 {
@@ -205,7 +206,9 @@ void rdzv_mb_fail2(struct rdzv_member *m, const char *why)
 	rdzv_mb_fail2_final(m, 0, why);
 }
 
-void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why)
+/* The same, final: code (GX_EROUTE, ...) tells the coordinator that this member's own
+ * configuration failed it, so the job ends now (the member still retries, in case). */
+static void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why)
 {
 	struct rdzv_buf b = {0};
 
