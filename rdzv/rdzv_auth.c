@@ -4,7 +4,7 @@
  * libsodium 1.0.18: BLAKE2b (crypto_generichash; keyed, it is the MAC: protocol 2),
  * crypto_kdf_derive_from_key, constant-time compares (sodium_memcmp).
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

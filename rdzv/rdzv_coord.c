@@ -6,7 +6,7 @@
  * in (PROTOCOL.md "Coordinator"). One periodic sweep timer enforces the
  * per-connection deadlines, the PING window and the 5 s reports.
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
  * (phase 2), VFAIL notes, PONG for the same-name check (DECISIONS 6), and
  * the soft failures of a check rendezvous (DECISIONS 22).
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <stdint.h>
 #include <stdio.h>
