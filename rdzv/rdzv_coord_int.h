@@ -154,7 +154,11 @@ int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *
 /* The end of an event the coordinator did not see (a timer of the caller's) */
 void rdzv_co_event_end(struct rdzv_coord *co);
 
-/* ---- rdzv_coord_msg.c: a session's messages ---- */
+/* ---- rdzv_coord_msg.c: the handshake and a session's messages ---- */
+/* HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
+int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
+		      const unsigned char *body, size_t len);
+void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
 void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
 void rdzv_co_compare_peers(struct rdzv_coord *co);
@@ -169,12 +173,6 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
  * why not; the same MAC work either way (a decoy key for a slot without a ticket). */
 const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m,
 				 const unsigned char *body, size_t blen, struct cpeer **sp);
-
-/* ---- rdzv_auth.c: the coordinator's side of the handshake ---- */
-/* HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
-int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
-		      const unsigned char *body, size_t len);
-void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
 
 /* ---- rdzv_conn.c: the coordinator's listeners ---- */
 /* Listeners (wildcard v4 + v6, or cfg.listen_addr; with cfg.bind_iface also
