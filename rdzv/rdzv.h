@@ -329,8 +329,7 @@ int rdzv_coord_pf_send(struct rdzv_coord *c, uint32_t slot, const void *p, size_
 int rdzv_member_pf_send(struct rdzv_member *m, const void *p, size_t len);
 void rdzv_coord_pf_done(struct rdzv_coord *c, const unsigned char *leave, const char *line);
 
-/* Convenience: own loop until done; res is filled (table owned by res). */
-int rdzv_run(const struct rdzv_config *cfg, struct rdzv_result *res);
+/* A copy of a result the caller kept: frees its table (when it took one) and zeroes it. */
 void rdzv_result_clear(struct rdzv_result *res);
 
 /*

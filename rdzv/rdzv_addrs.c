@@ -8,7 +8,7 @@
  * or not anything else is checked: one hash lookup per JOIN (address -> slot, open
  * addressing; an entry counts only while its slot still holds that address).
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <errno.h>
 #include <stdio.h>

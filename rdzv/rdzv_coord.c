@@ -6,7 +6,7 @@
  * in (PROTOCOL.md "Coordinator"). One periodic sweep timer enforces the
  * per-connection deadlines, the PING window and the 5 s reports.
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -21,6 +21,7 @@
 
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void co_rdma_listen(struct rdzv_coord *co);
+static int rdzv_co_arm(struct rdzv_coord *co);
 
 void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc)
 {
@@ -1008,7 +1009,7 @@ void rdzv_co_event_end(struct rdzv_coord *co)
 	maybe_done(co);
 }
 
-int rdzv_co_arm(struct rdzv_coord *co)
+static int rdzv_co_arm(struct rdzv_coord *co)
 {
 	co->sweep_id = gx_ev_timer(co->ev, 0, sweep, co);
 	co->deadline_id =

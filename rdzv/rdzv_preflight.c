@@ -7,6 +7,7 @@
  * give the others contiguous job ranks; or end the job naming them. What is measured and
  * how is the caller's (agent/preflight).
  */
+#include "rdzv/rdzv_coord_int.h"
 #include "rdzv/rdzv_member_int.h"
 
 #include <errno.h>

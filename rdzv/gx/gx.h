@@ -102,7 +102,6 @@ int gx_ev_run(struct gx_ev *ev);
 /* Runs until stopped or deadline (monotonic ms, 0 = none); -ETIMEDOUT at deadline. */
 int gx_ev_run_until(struct gx_ev *ev, int64_t deadline_ms);
 void gx_ev_stop(struct gx_ev *ev, int rc);
-int gx_ev_stopped(const struct gx_ev *ev);
 
 /* ---- sockets (after redis anet.c); every fd CLOEXEC + NONBLOCK ---------- */
 union gx_sockaddr {
