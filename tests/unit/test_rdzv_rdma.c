@@ -1526,6 +1526,42 @@ static void test_server_answers(void **state)
 }
 
 /*
+ * A signal that interrupts the server's read of its completion channel is no failure of
+ * the connection: the event is still there, the loop comes back to it and the PING is
+ * answered (the server closed the member's connection here, and its RDMA-CM check failed).
+ */
+static void test_server_interrupted(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	struct rdma_cm_id *id;
+	struct rdzv_rdma_msg m;
+
+	srv_start(&s, 0);
+	id = request_write(0);
+	pump(s.ev);
+	push_ev(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	pump(s.ev);
+	f->cq_intr = 2;
+	ping(id, &f->auth, 1, 0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 1);
+	assert_int_equal(f->nsent, 1);
+	assert_int_equal(f->cq_intr, 0);
+	pong(id, &m);
+	assert_int_equal(m.rank, 1);
+	assert_int_equal(m.status, RDZV_RDMA_ST_OK);
+	assert_int_equal(rdzv_rdma_answered(s.c), 1);
+	/* a real failure of the channel still ends it */
+	f->poll_rc = -EIO;
+	ping(id, &f->auth, 1, 0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	assert_int_equal(f->nsent, 1);
+	srv_free(&s);
+}
+
+/*
  * Finding 10: a stranger without the key connects, PINGs under a wrong key, or
  * never PINGs: no write target is ever registered, the connection is closed (the
  * unproved one within RDZV_RDMA_PROOF_MS).
@@ -1835,6 +1871,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rails_gate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ops_check, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_answers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_interrupted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_stranger, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_pin_cap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_stranger_per_source, setup, teardown),
