@@ -128,8 +128,9 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(SUPPORT_OBJ) $(B)/libg
 	@echo "  LD      $@"
 	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS)
 
-# the test_agent_check* binaries share their fixtures (tests/unit/check_fixture.c)
-CHECK_UNIT_BINS := $(filter $(B)/tests/test_agent_check%,$(UNIT_BINS))
+# the test_agent_check* binaries share their fixtures (tests/unit/check_fixture.c), and so
+# does test_wire_golden (the check service's answers)
+CHECK_UNIT_BINS := $(filter $(B)/tests/test_agent_check% $(B)/tests/test_wire_golden,$(UNIT_BINS))
 $(CHECK_UNIT_BINS): $(B)/tests/%: $(B)/tests/unit/%.o $(SUPPORT_OBJ) \
 		$(B)/tests/unit/check_fixture.o $(B)/libgx.a
 	@echo "  LD      $@"
