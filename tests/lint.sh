@@ -85,6 +85,8 @@ selftest() {
   done
   rm -rf "$tmp"
   [ $fail -eq 0 ] && echo "lint selftest: ok"
+  # the layering's own plants (tests/layers.py: faces, ranks, unranked folders, circles)
+  python3 "$here/tests/layers.py" --selftest || fail=1
   return $fail
 }
 
@@ -121,8 +123,9 @@ done
 # module prefixes (issue 29): every symbol a module exports carries its prefix: agent_ in
 # agent/, rdzv_ or gx_ in rdzv/, nd_ or netdetect_ in netdetect/ (main is the program's).
 if [ -z "${LINT_NO_BUILD:-}" ]; then
-  ${MAKE:-make} -s --no-print-directory MODE=debug build/debug/libgx.a >/dev/null ||
-    { echo "lint: cannot build build/debug/libgx.a for the prefix check" >&2; bad=1; }
+  ${MAKE:-make} -s --no-print-directory MODE=debug build/debug/libgx.a \
+    build/debug/agent/cli/main.o >/dev/null ||
+    { echo "lint: cannot build build/debug/libgx.a for the prefix and layer checks" >&2; bad=1; }
 fi
 for f in $(git ls-files 'agent/*.c' 'rdzv/*.c' 'netdetect/*.c' | grep -v '^agent/cli/main\.c$'); do
   o=build/debug/${f%.c}.o
@@ -134,5 +137,7 @@ for f in $(git ls-files 'agent/*.c' 'rdzv/*.c' 'netdetect/*.c' | grep -v '^agent
     m == "netdetect" && s !~ /^(nd_|netdetect_)/ { print f ": " s }' | grep . &&
     { echo "lint: exported symbol without its module prefix in $f" >&2; bad=1; }
 done
+# the layering (tests/layers.py): faces, ranks and circles of files, from the same objects
+python3 "$here/tests/layers.py" --root "$PWD" || bad=1
 [ $bad -eq 0 ] && echo "lint: ok"
 exit $bad
