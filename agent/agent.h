@@ -55,6 +55,11 @@ enum agent_fabric_expect {
 	AGENT_FABRIC_OFF,	 /* no watcher, no library variables */
 };
 
+enum agent_pf_shape {
+	AGENT_PF_SHAPE_RING = 0, /* ring + chord (all pairs up to 4 pods) */
+	AGENT_PF_SHAPE_ALL,	 /* every pair (up to 64 pods) */
+};
+
 enum agent_ray_role {
 	AGENT_RAY_AUTO = 0, /* KubeRay's env decides, else not Ray */
 	AGENT_RAY_HEAD,
@@ -97,6 +102,12 @@ struct agent_opts {
 	int supervise;
 	int serve;
 	enum agent_fabric_expect expect_fabric;
+	/* --preflight (README "Preflight") */
+	int preflight;
+	long preflight_bytes;  /* 0: AGENT_PF_BYTES */
+	double preflight_slow; /* 0: AGENT_PF_SLOW */
+	enum agent_pf_shape preflight_shape;
+	long preflight_settle; /* s, 0: AGENT_PF_SETTLE_S */
 	/* check */
 	enum agent_check_mode check_mode;
 	long size;	    /* default 65536 */

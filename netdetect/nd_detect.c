@@ -7,6 +7,7 @@
 #include "netdetect/nd_int.h"
 #include "rdzv/gx/gx.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -134,6 +135,39 @@ static const struct nd_addr *nd_pick_addr(const struct nd_link *l, int family)
 	return a;
 }
 
+/* --iface CIDR (or one address): the link's address inside it, not only its first one (two
+ * subnets on one netdev; pods of a benchmark on lo with a /32 each). NULL: none there. */
+static const struct nd_addr *nd_pick_in(const struct nd_link *l, const char *spec, int family)
+{
+	unsigned char net[16];
+	char ip[ND_ADDR6SIZ];
+	const char *slash = spec ? strchr(spec, '/') : NULL;
+	size_t i, n = slash ? (size_t)(slash - spec) : spec ? strlen(spec) : 0;
+	int fam, bits, k;
+	long plen;
+
+	if (!n || n >= sizeof(ip))
+		return NULL;
+	memcpy(ip, spec, n);
+	ip[n] = '\0';
+	fam = strchr(ip, ':') ? AF_INET6 : AF_INET;
+	plen = fam == AF_INET ? 32 : 128;
+	if (fam != family || inet_pton(fam, ip, net) != 1 ||
+	    (slash && gx_parse_long(slash + 1, 0, plen, &plen) < 0))
+		return NULL;
+	for (i = 0; i < l->naddrs; i++) {
+		const unsigned char *a = l->addrs[i].a;
+
+		if (l->addrs[i].family != fam)
+			continue;
+		for (k = 0, bits = (int)plen; bits >= 8 && a[k] == net[k]; k++, bits -= 8)
+			;
+		if (bits <= 0 || (bits < 8 && ((a[k] ^ net[k]) & (0xff << (8 - bits)) & 0xff) == 0))
+			return &l->addrs[i];
+	}
+	return NULL;
+}
+
 /*
  * With a network-status choice, the address it lists for the network (the kernel's first
  * may be another one on the same link); when it lists one l does not hold, say so and keep
@@ -183,8 +217,13 @@ static void nd_fill_choice(struct nd_ctx *c)
 {
 	const struct nd_link *l = c->chosen;
 	struct nd_result *r = c->r;
-	const struct nd_addr *a4 = nd_ns_addr(c, l, AF_INET, nd_pick_addr(l, AF_INET)),
-			     *a6 = nd_ns_addr(c, l, AF_INET6, nd_pick_addr(l, AF_INET6));
+	const struct nd_addr *a4 = nd_pick_in(l, c->req->iface, AF_INET),
+			     *a6 = nd_pick_in(l, c->req->iface, AF_INET6);
+
+	if (!a4)
+		a4 = nd_ns_addr(c, l, AF_INET, nd_pick_addr(l, AF_INET));
+	if (!a6)
+		a6 = nd_ns_addr(c, l, AF_INET6, nd_pick_addr(l, AF_INET6));
 
 	gx_strlcpy(r->iface, l->name, sizeof(r->iface));
 	r->ifindex = l->ifindex;
@@ -270,6 +309,7 @@ static void nd_env_facts(struct nd_inventory *inv)
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		inv->memlock = (uint64_t)rl.rlim_cur;
 	inv->ipc_lock = nd_has_ipc_lock();
+	inv->kubernetes = getenv("KUBERNETES_SERVICE_HOST") && *getenv("KUBERNETES_SERVICE_HOST");
 }
 
 /* SR-IOV device plugin env (nd_pcidev.c): a rejected variable is a warning, not a failure. */

@@ -114,7 +114,12 @@ struct nd_inventory {
 	struct nd_pcidev *pcidevs;
 	size_t npcidevs;
 	uint64_t memlock; /* RLIMIT_MEMLOCK soft limit; ND_MEMLOCK_INF unlimited */
-	int ipc_lock;	  /* CAP_IPC_LOCK effective */
+	/* a Kubernetes pod: the kubelet sets KUBERNETES_SERVICE_HOST in every container (with
+	 * or without service links). Only there is eth0 the pod network by the CRI's
+	 * CNI_IFNAME: podman's kube play and docker name their networks' interfaces eth0,
+	 * eth1, ... in any order. */
+	int kubernetes;
+	int ipc_lock; /* CAP_IPC_LOCK effective */
 };
 
 void nd_inventory_free(struct nd_inventory *inv);

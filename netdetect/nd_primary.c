@@ -200,10 +200,14 @@ void nd_primary_decide(struct nd_ctx *c)
 		nd_reason(r, "network-status's default network %s matches no link here",
 			  net->name[0] ? net->name : "(unnamed)");
 	}
-	if (!l && !r->host_network && (l = nd_link_by_name(c->inv, ND_POD_IFACE)) != NULL) {
+	if (!l && !r->host_network && c->inv->kubernetes &&
+	    (l = nd_link_by_name(c->inv, ND_POD_IFACE)) != NULL) {
 		r->primary_rule = 3;
 		nd_reason(r, "pod network %s (rule 3: in a pod, %s is the pod network)", l->name,
 			  ND_POD_IFACE);
+	} else if (!l && !r->host_network && nd_link_by_name(c->inv, ND_POD_IFACE)) {
+		nd_reason(r, "rule 3 not applied: no KUBERNETES_SERVICE_HOST, not a Kubernetes pod "
+			     "(podman, docker: eth0 may be any of its networks)");
 	}
 	if (!l && (l = nd_first_default(c->inv)) != NULL) {
 		r->primary_rule = 4;

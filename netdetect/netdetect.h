@@ -188,6 +188,14 @@ int nd_route_check(struct nd_routes *rt, const char *src, const char *dst, int d
 void nd_route_why(const struct nd_route *rt, const char *src, const char *dst, int dst_plen,
 		  const char *iface, const char *overlap, char *why, size_t len);
 
+/*
+ * Layer 2 (nd_neigh.c): the neighbour entry of addr on ifindex. state: NUD_* bits; 0 or
+ * -ENOENT (none), -ENOMEM, GX_ENETLINK. nd_neigh_why: 1 and "no ARP answer from
+ * 192.168.1.7" ("no ND answer" for IPv6) when the entry is FAILED or INCOMPLETE, else 0.
+ */
+int nd_neigh_state(int ifindex, const char *addr, int *state);
+int nd_neigh_why(int ifindex, const char *addr, char *why, size_t len);
+
 /* Text of enum nd_gid_type / nd_link_layer ("RoCE v2", "Ethernet", ...). */
 const char *nd_gid_type_str(int type);
 const char *nd_link_layer_str(int ll);

@@ -221,7 +221,24 @@ struct rdzv_config {
 	int (*relay_resolve)(void *arg, uint32_t relay, union gx_sockaddr *sa, socklen_t *len);
 	union gx_sockaddr relay_listen;
 	socklen_t relay_listen_len;
+	/*
+	 * Preflight (PROTOCOL.md "Preflight"): the coordinator holds its COMMIT once every
+	 * pod is joined and verified (elastic: MAX are in, or pf_settle_ms after min_peers)
+	 * and calls pf_start with the slots that take part (n, [0] = itself; tab: the whole
+	 * table, valid during the call). The caller measures the paths in its loop, with
+	 * PREFLIGHT frames carried on the phase-1 sessions (opaque bytes, at most
+	 * RDZV_PF_DATA_MAX each: rdzv_coord_pf_send / rdzv_member_pf_send; pf_recv gets them,
+	 * slot 0 on a member), and ends it with rdzv_coord_pf_done. A member needs only
+	 * pf_recv. Off (0 / NULL), nothing changes and nothing is sent.
+	 */
+	int preflight;
+	int64_t pf_settle_ms;
+	void (*pf_start)(void *arg, const uint32_t *slots, uint32_t n, const struct rdzv_peer *tab);
+	void (*pf_recv)(void *arg, uint32_t slot, const unsigned char *p, size_t len);
+	void *pf_arg;
 };
+
+#define RDZV_PF_DATA_MAX 4000
 
 struct rdzv_result {
 	int rank;
@@ -255,6 +272,8 @@ struct rdzv_result {
 	 * relay the children it carried (issue 26) */
 	uint32_t nrelays, ncarried, nrelays_lost;
 	int via_relay;
+	/* the preflight's line when it left pods out (both sides: the COMMIT carries it) */
+	char note[512];
 };
 
 struct rdzv_coord;
@@ -296,8 +315,21 @@ int rdzv_member_flushed(const struct rdzv_member *m);
  */
 int rdzv_member_relaying(const struct rdzv_member *m);
 
-/* Convenience: own loop until done; res is filled (table owned by res). */
-int rdzv_run(const struct rdzv_config *cfg, struct rdzv_result *res);
+/*
+ * Preflight transport and verdict (rdzv_preflight.c). send: 0, -ENOTCONN (no session for
+ * that slot, or no preflight running), -EMSGSIZE. pf_done: leave[slot] = 1 for each pod the
+ * preflight blames (NULL: none), line names them with their figures. None blamed: the
+ * COMMIT goes out. Blamed pods get an ABORT with GX_ELEFTOUT; a fixed world, a blamed
+ * coordinator or an elastic job left with fewer than min_peers ends (the others get
+ * GX_EPREFLIGHT); otherwise the elastic job commits the rest with contiguous ranks
+ * 0..K-1 and world K (rdzv_result.rank / world on each side; the table in that order),
+ * and pods that join later get the next ranks.
+ */
+int rdzv_coord_pf_send(struct rdzv_coord *c, uint32_t slot, const void *p, size_t len);
+int rdzv_member_pf_send(struct rdzv_member *m, const void *p, size_t len);
+void rdzv_coord_pf_done(struct rdzv_coord *c, const unsigned char *leave, const char *line);
+
+/* A copy of a result the caller kept: frees its table (when it took one) and zeroes it. */
 void rdzv_result_clear(struct rdzv_result *res);
 
 /*

@@ -11,7 +11,7 @@
  * when two or more members failed, none verified, and its secondary address lies outside
  * the subnet of every one that failed. Otherwise the first member's own line stands.
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

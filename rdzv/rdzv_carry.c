@@ -8,7 +8,7 @@
  * connection like any other (handshake, deadlines, JOIN, COMMIT), end to end with
  * the child: the relay carries MAC'd frames it cannot forge.
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <errno.h>
 #include <stddef.h>

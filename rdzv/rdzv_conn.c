@@ -6,7 +6,7 @@
  * frame carries MAC(S, dir | seq | type | body) checked against the next
  * expected sequence number (PROTOCOL.md "Session").
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <errno.h>
 #include <netinet/in.h>

@@ -6,7 +6,7 @@
  * in (PROTOCOL.md "Coordinator"). One periodic sweep timer enforces the
  * per-connection deadlines, the PING window and the 5 s reports.
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -21,6 +21,7 @@
 
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void co_rdma_listen(struct rdzv_coord *co);
+static int rdzv_co_arm(struct rdzv_coord *co);
 
 void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc)
 {
@@ -277,8 +278,11 @@ void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc)
 
 static const struct rdzv_buf *table_enc(struct rdzv_coord *co)
 {
+	const struct rdzv_buf *ranked = rdzv_co_pf_table(co);
 	uint32_t i;
 
+	if (ranked) /* the preflight gave an elastic job its ranks */
+		return ranked;
 	if (co->cfg.elastic) /* slots are still being handed out: encode what is there now */
 		rdzv_buf_free(&co->table);
 	else if (co->table.len || co->table.err)
@@ -304,6 +308,10 @@ void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, in
 		return;
 	}
 	put_common(co, &b, i);
+	if (co->pf && !rdzv_co_pf_commit_put(co, &b, i)) {
+		rdzv_buf_free(&b);
+		return;
+	}
 	if (table) {
 		const struct rdzv_buf *t = table_enc(co);
 
@@ -334,10 +342,14 @@ void rdzv_co_check_commit(struct rdzv_coord *co)
 	if (co->committed || co->aborted || co->npending || co->njoined + 1 < co->need ||
 	    co->nverified + 1 < co->need)
 		return;
+	if (co->pf && rdzv_co_pf_hold(co)) /* the preflight measures the pods first */
+		return;
 	co->committed = 1;
 	co->res.t_commit_ms = gx_now_ms();
 	co->commit_wait_until = co->res.t_commit_ms + RDZV_COMMIT_WAIT_MS;
 	co->res.ntable = co->nassigned; /* elastic: the slots in use so far */
+	if (co->pf)
+		rdzv_co_pf_result(co);
 	rdzv_co_compare_peers(co);
 	gx_debug("rdzv: all %u peers joined and verified (%u with a phase-2 ticket); COMMIT",
 		 co->world, co->res.ntickets);
@@ -390,6 +402,8 @@ static void report(struct rdzv_coord *co)
 	int verified = co->njoined + 1 == co->world;
 
 	missing_list(co, list, sizeof(list), verified);
+	if (!list[0] && co->pf && rdzv_co_pf_running(co))
+		gx_strlcpy(list, "the preflight, measuring the paths", sizeof(list));
 	snprintf(line, sizeof(line), "joined %u/%u, verified %u/%u, waiting for: %s",
 		 co->njoined + 1, co->world, co->nverified + 1, co->world, list);
 	if (co->cfg.progress)
@@ -442,7 +456,7 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)id;
 	co->deadline_id = 0;
 	co->deadline_passed = 1;
-	if (co->committed || co->aborted) {
+	if (co->committed || co->aborted || (co->pf && rdzv_co_pf_deadline(co, secs))) {
 		maybe_done(co);
 		return;
 	}
@@ -852,6 +866,11 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	co->need = cfg->elastic ? cfg->min_peers : cfg->world;
 	co->nassigned = co->nnames;
 	gx_strlcpy(co->job_id, cfg->job_id, sizeof(co->job_id));
+	rc = rdzv_co_addrs_init(co);
+	if (rc == 0)
+		rc = rdzv_co_pf_init(co);
+	if (rc < 0)
+		return rc;
 	co->tab = calloc(co->world, sizeof(*co->tab));
 	co->st = calloc(co->world, sizeof(*co->st));
 	if (!co->tab || !co->st)
@@ -868,6 +887,7 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	}
 	co->tab[0] = *self;
 	co->tab[0].index = 0;
+	rdzv_co_addrs_claim(co, 0);
 	co->tab[0].join_ms = co->tab[0].verify_ms = gx_now_ms();
 	rc = rdzv_auth_key(cfg->token, cfg->token_len, co->job_id, co->k);
 	if (rc < 0)
@@ -984,7 +1004,12 @@ static void co_rdma_listen(struct rdzv_coord *co)
 	co->res.coord.rdma_dev[0] = '\0';
 }
 
-int rdzv_co_arm(struct rdzv_coord *co)
+void rdzv_co_event_end(struct rdzv_coord *co)
+{
+	maybe_done(co);
+}
+
+static int rdzv_co_arm(struct rdzv_coord *co)
 {
 	co->sweep_id = gx_ev_timer(co->ev, 0, sweep, co);
 	co->deadline_id =
@@ -1019,6 +1044,8 @@ void rdzv_coord_free(struct rdzv_coord *co)
 	free(co->st);
 	free(co->enames);
 	free(co->tab);
+	rdzv_co_pf_free(co);
+	rdzv_co_addrs_free(co);
 	rdzv_buf_free(&co->table);
 	sodium_memzero(co->k, sizeof(co->k));
 	sodium_memzero(co->decoy, sizeof(co->decoy));

@@ -1,17 +1,139 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdzv_coord_msg.c - the coordinator's answers to a session's messages:
+ * rdzv_coord_msg.c - the coordinator's side of the handshake (HELLO, AUTH; the
+ * keys and proofs are rdzv_auth.c's) and its answers to a session's messages:
  * JOIN (phase 1, a slot and an ASSIGN), VERIFY on the secondary address
- * (phase 2), VFAIL notes, PONG for the same-name check (DECISIONS 6), and
- * the soft failures of a check rendezvous (DECISIONS 22).
+ * (phase 2), the ticket VERIFY, VFAIL notes, PONG for the same-name check
+ * (DECISIONS 6), and the soft failures of a check rendezvous (DECISIONS 22).
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+/* ---- coordinator side of the handshake (PROTOCOL.md "Handshake") ---- */
+void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why)
+{
+	struct rdzv_buf b = {0};
+	char note[300];
+	const char *who = cc->claimed > 0 ? co->names[cc->claimed] : "a peer";
+
+	/* a trace, not an error print: the agent reports the outcome. Before the session
+	 * anyone can cause it: rate-limited, and never a note on the claimed peer (issue 25) */
+	if (!cc->rc.session) {
+		gx_rl_log(&co->rl_pre, "rdzv: rejected JOIN of %s from %s: %s", who,
+			  cc->rc.peer_str, why);
+		co->nunauth_refused++;
+		snprintf(co->unauth_note, sizeof(co->unauth_note), "from %s claiming %s: %s",
+			 cc->rc.peer_str, who, why);
+	} else {
+		gx_warn("rdzv: rejected JOIN of %s from %s: %s", who, cc->rc.peer_str, why);
+	}
+	if (cc->rc.session && cc->claimed > 0 && !co->st[cc->claimed].joined) {
+		snprintf(note, sizeof(note), "rejected JOIN from %s: %s", cc->rc.peer_str, why);
+		free(co->st[cc->claimed].note);
+		co->st[cc->claimed].note = strdup(note);
+	}
+	rdzv_put_u32(&b, T_CODE, (uint32_t)code);
+	rdzv_put_str(&b, T_TEXT, why);
+	rdzv_co_send(co, cc, RDZV_REJECT, &b);
+	rdzv_buf_free(&b);
+	rdzv_co_close_later(co, cc);
+}
+
+static int co_hello(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m)
+{
+	struct rdzv_buf b = {0};
+	int rc;
+
+	if (!m->has_nonce) {
+		rdzv_co_drop(co, cc, "HELLO without a nonce");
+		return 1;
+	}
+	memcpy(cc->rc.nm, m->nonce, RDZV_NONCE_LEN);
+	if (m->index > 0 && m->index < co->world && strcmp(co->names[m->index], m->name) == 0)
+		cc->claimed = (int)m->index;
+	if (strcmp(m->job_id, co->job_id) != 0) {
+		rdzv_co_reject(co, cc, GX_EJOB, "job id mismatch");
+		return 0;
+	}
+	if (co->has_token && !m->has_token) {
+		rdzv_co_reject(co, cc, GX_EAUTH, "missing token");
+		return 0;
+	}
+	rdzv_rng_buf(co->rng, cc->rc.nc, RDZV_NONCE_LEN);
+	rdzv_put(&b, T_NONCE, cc->rc.nc, RDZV_NONCE_LEN);
+	rdzv_put_u32(&b, T_HAS_TOKEN, (uint32_t)co->has_token);
+	rc = rdzv_co_send(co, cc, RDZV_CHALLENGE, &b);
+	rdzv_buf_free(&b);
+	cc->rc.state = RC_AUTH;
+	if (rc < 0) {
+		rdzv_co_drop(co, cc, gx_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+static int co_auth(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_msg *m)
+{
+	unsigned char proof[RDZV_MAC_LEN];
+	struct rdzv_buf b = {0};
+	int rc;
+
+	if (!m->has_proof) {
+		rdzv_co_drop(co, cc, "AUTH without a proof");
+		return 1;
+	}
+	if (rdzv_proof_verify(co->k, 0, cc->rc.nm, cc->rc.nc, co->job_id, m->proof) < 0) {
+		rdzv_co_reject(co, cc, GX_EAUTH,
+			       co->has_token ? "bad token"
+					     : "bad proof (this coordinator has no token)");
+		return 0;
+	}
+	rdzv_proof(co->k, 1, cc->rc.nm, cc->rc.nc, co->job_id, proof);
+	rdzv_put(&b, T_PROOF, proof, sizeof(proof));
+	rc = rdzv_co_send(co, cc, RDZV_PROOF, &b);
+	rdzv_buf_free(&b);
+	rdzv_conn_session(&cc->rc, co->k);
+	rdzv_co_pa_del(co, cc); /* authenticated: out of the budget */
+	cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
+	if (rc < 0) {
+		rdzv_co_drop(co, cc, gx_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
+		      const unsigned char *body, size_t len)
+{
+	struct rdzv_msg *m;
+	int rc = 1;
+
+	if (cc->rc.state == RC_HELLO && type == RDZV_TVERIFY) /* body, then its MAC */
+		return rdzv_co_tverify(co, cc, body, len);
+	m = malloc(sizeof(*m));
+	if (!m || rdzv_msg_decode(type, body, len, m) < 0) {
+		gx_rl_log(&co->rl_pre, "rdzv: malformed handshake from %s: dropped",
+			  cc->rc.peer_str);
+		rdzv_co_drop(co, cc, "malformed handshake");
+	} else if (cc->rc.state == RC_HELLO && type == RDZV_HELLO) {
+		cc->deadline = gx_now_ms() + RDZV_PROOF_MS;
+		rc = co_hello(co, cc, m);
+	} else if (cc->rc.state == RC_AUTH && type == RDZV_AUTH) {
+		rc = co_auth(co, cc, m);
+	} else {
+		gx_rl_log(&co->rl_pre,
+			  "rdzv: unexpected message type %u from %s before authentication: dropped",
+			  type, cc->rc.peer_str);
+		rdzv_co_drop(co, cc, "unexpected message");
+	}
+	free(m);
+	return rc;
+}
 
 /* A JOINed member's addresses become known to the budgets (co_admit, kid_open): its VERIFY
  * comes from its secondary address, a reconnect from its primary. A set bounded by 3 per
@@ -42,6 +164,7 @@ void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc)
 	cc->role = ROLE_MEMBER;
 	cc->deadline = 0;
 	sp->conn = cc;
+	rdzv_co_addrs_claim(co, (uint32_t)cc->peer);
 	free(sp->note);
 	sp->note = NULL;
 	co->njoined += !sp->joined;
@@ -128,6 +251,16 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 	}
 	if (rdzv_co_star_room(co, cc, &p)) /* sent to a relay: the star has no room for it */
 		return 0;
+	/* one secondary address, two pods (an IPAM conflict): never committed */
+	if (rdzv_co_addrs_check(co, p.index, &p, cc, why, sizeof(why)) < 0) {
+		if (co->committed) {
+			rdzv_co_reject(co, cc, GX_ECONFLICT, why);
+			return 0;
+		}
+		rdzv_co_abort(co, GX_ECONFLICT, 0, "%s", why);
+		rdzv_co_send_abort(co, cc); /* not a member yet: the abort passed it by */
+		return 0;
+	}
 	cc->pj = malloc(sizeof(*cc->pj));
 	if (!cc->pj) {
 		rdzv_co_drop(co, cc, "out of memory");
@@ -300,6 +433,10 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 	sp->note = NULL;
 	co->res.ntickets += (uint32_t)(ticket != 0);
 	verify_reply(co, cc, 0, NULL);
+	if (co->committed && co->pf) { /* its rank after the preflight's, then changed() */
+		rdzv_co_pf_changed(co, i);
+		return 0;
+	}
 	if (co->committed) {
 		rdzv_co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
 		co->res.ntable = co->cfg.elastic ? co->nassigned : co->world;
@@ -565,6 +702,8 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		gx_debug("rdzv: observer %s: the job ended with %u", cc->rc.peer_str, m->code);
 		if (co->cfg.ended)
 			co->cfg.ended(co->cfg.ended_arg, (int)(m->code & 0xff), NULL);
+	} else if (type == RDZV_PREFLIGHT && cc->role == ROLE_MEMBER) {
+		rdzv_co_pf_recv(co, cc, m);
 	} else if (type == RDZV_VFAIL && cc->role == ROLE_MEMBER) {
 		char text[512];
 

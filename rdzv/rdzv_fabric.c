@@ -5,7 +5,7 @@
  * session frame. A coordinator of a build before it skips the frame (an unknown type once
  * authenticated; its body is a TLV list within RDZV_MAX_BODY): no version bump.
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 #include "rdzv/rdzv_member_int.h"
 
 #include <arpa/inet.h>

@@ -20,6 +20,7 @@
 
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void p1_connect(struct rdzv_member *m);
+static void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why);
 
 void rdzv_mb_close(struct rdzv_member *m, struct mconn *c)
 {
@@ -205,7 +206,9 @@ void rdzv_mb_fail2(struct rdzv_member *m, const char *why)
 	rdzv_mb_fail2_final(m, 0, why);
 }
 
-void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why)
+/* The same, final: code (GX_EROUTE, ...) tells the coordinator that this member's own
+ * configuration failed it, so the job ends now (the member still retries, in case). */
+static void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why)
 {
 	struct rdzv_buf b = {0};
 
@@ -582,7 +585,7 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			       m->cfg.coord_name, secs);
 }
 
-/* ---- start / free / run ---- */
+/* ---- start / free ---- */
 /*
  * The tree (cfg.relay_fanout F): peer r = (i / F) * F relays for i; r = 0 is the
  * coordinator itself. A member that keeps its session after the COMMIT (stay) joins the
@@ -701,61 +704,4 @@ int rdzv_member_relaying(const struct rdzv_member *m)
 {
 	/* a member that stays carries for as long as its session lives: not waited for */
 	return rdzv_mb_relay_active(m) && !m->cfg.stay;
-}
-
-struct run_ctx {
-	struct gx_ev *ev;
-	struct rdzv_result *res;
-	int rc, done;
-};
-
-static void run_done(void *arg, int rc, const struct rdzv_result *r)
-{
-	struct run_ctx *x = arg;
-
-	*x->res = *r;
-	x->res->table = NULL;
-	x->res->ntable = 0;
-	if (r->ntable) {
-		x->res->table = calloc(r->ntable, sizeof(*r->table));
-		if (x->res->table) {
-			memcpy(x->res->table, r->table, r->ntable * sizeof(*r->table));
-			x->res->ntable = r->ntable;
-		}
-	}
-	x->rc = rc;
-	x->done = 1;
-	gx_ev_stop(x->ev, 0);
-}
-
-int rdzv_run(const struct rdzv_config *cfg, struct rdzv_result *res)
-{
-	struct run_ctx x = {.res = res};
-	struct rdzv_coord *co = NULL;
-	struct rdzv_member *m = NULL;
-	int rc;
-
-	memset(res, 0, sizeof(*res));
-	rc = gx_ev_new(&x.ev);
-	if (rc < 0)
-		return rc;
-	if (cfg->is_coordinator)
-		rc = rdzv_coord_start(x.ev, cfg, run_done, &x, &co);
-	else
-		rc = rdzv_member_start(x.ev, cfg, run_done, &x, &m);
-	while (rc == 0 && !x.done)
-		rc = gx_ev_run(x.ev);
-	/* a relay carries its children's COMMITs before it goes (bounded by its drain) */
-	while (rc == 0 && x.rc == 0 && rdzv_member_relaying(m)) {
-		int erc = gx_ev_run_until(x.ev, gx_now_ms() + 100);
-
-		if (erc < 0 && erc != -ETIMEDOUT)
-			rc = erc;
-	}
-	if (rc == 0)
-		rc = x.rc;
-	rdzv_coord_free(co);
-	rdzv_member_free(m);
-	gx_ev_free(x.ev);
-	return rc;
 }

@@ -287,7 +287,7 @@ static int take_table(struct rdzv_member *m, const struct rdzv_msg *msg)
 			continue;
 		if (i >= msg->ntable || rdzv_peer_decode(v, n, p) < 0 ||
 		    rdzv_peer_check(p, why, sizeof(why)) < 0 || p->index != i ||
-		    (i < (m->cfg.elastic ? m->cfg.nnames : m->cfg.world) &&
+		    (i < (m->cfg.elastic ? m->cfg.nnames : m->cfg.world) && !msg->jworld &&
 		     strcmp(p->name, m->cfg.names[i]) != 0))
 			return GX_EPROTO;
 		i++;
@@ -356,6 +356,9 @@ static int on_commit(struct rdzv_member *m, struct rdzv_msg *msg)
 		if (rc < 0)
 			return rc;
 	}
+	rc = rdzv_mb_pf_commit(m, msg); /* the job rank and world after a preflight */
+	if (rc < 0)
+		return rc;
 	m->res.t_commit_ms = gx_now_ms();
 	if (!m->res.t_verified_ms)
 		m->res.t_verified_ms = m->res.t_commit_ms;
@@ -384,6 +387,8 @@ static int abort_code(int code)
 	case GX_ERDZV:
 	case GX_ECONFLICT:
 	case GX_EAUTH:
+	case GX_EPREFLIGHT:
+	case GX_ELEFTOUT:
 		return code;
 	default:
 		return GX_EABORTED;
@@ -411,6 +416,9 @@ static int on_session1(struct rdzv_member *m, struct mconn *c, struct rdzv_msg *
 		return 0;
 	case RDZV_PING:
 		return rdzv_mb_send(m, c, RDZV_PONG, &b);
+	case RDZV_PREFLIGHT:
+		rdzv_mb_pf_recv(m, msg);
+		return 0;
 	case RDZV_END:
 		if (m->st != M_STAYING)
 			return 0;

@@ -537,7 +537,8 @@ int rdzv_mb_relay_open(struct rdzv_member *m)
 	return rc;
 }
 
-void rdzv_mb_relay_reset(struct rdzv_member *m)
+/* c1 was lost: every child goes (they reconnect, or go to the coordinator). */
+static void rdzv_mb_relay_reset(struct rdzv_member *m)
 {
 	struct mrelay *r = m->relay;
 	uint32_t i;

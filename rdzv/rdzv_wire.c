@@ -384,6 +384,15 @@ static int msg_field(struct rdzv_msg *m, uint16_t t, const unsigned char *v, uin
 		return get_u64(v, n, &m->round);
 	case T_MASTER:
 		return get_str(v, n, m->master, sizeof(m->master));
+	case T_PFDATA: /* bounded by the frame: at most RDZV_MAX_BODY */
+		m->pf = v;
+		m->pflen = n;
+		return 0;
+	case T_JRANK:
+		m->has_jrank = 1;
+		return get_u32(v, n, &m->jrank);
+	case T_JWORLD:
+		return get_u32(v, n, &m->jworld);
 	default:
 		return 0;
 	}

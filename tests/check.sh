@@ -45,6 +45,10 @@ step "unit tests (ASan+UBSan)" tests/run-unit.sh build/asan
 step "unit tests (valgrind)" tests/run-unit.sh build/debug valgrind
 [ -x tests/fuzz/run.sh ] && step "fuzz smoke" tests/fuzz/run.sh "${FUZZ_SECONDS:-10}"
 [ -x tests/e2e/nd_netns.sh ] && step "netdetect in netns" tests/e2e/nd_netns.sh
+# the arm64 cross build above under qemu-user: the real netlink path through qemu's syscall
+# translation (the e2e case arm64 runs it in a job)
+[ -x tests/e2e/nd_netns.sh ] && step "netdetect in netns (arm64 under qemu)" \
+  env GXBOOT="$PWD/tests/e2e/gxboot-arm64" ND_QEMU_ARCH=arm64 tests/e2e/nd_netns.sh
 [ -x tests/container/run.sh ] && step "container manifests" tests/container/run.sh
 [ -x container/image.sh ] && step "container image" container/image.sh --quiet
 [ -x tests/e2e/run.sh ] && step "end-to-end" tests/e2e/run.sh

@@ -22,6 +22,8 @@ PKGS=(
   mpich libmpich-dev
   # UCX's io_demo: the UCX job of the transport report's soft-RoCE case (rdma/case_fabric.sh)
   ucx-utils
+  # qemu-aarch64-static: the arm64 binary runs here (tests/cross_arm64.sh, e2e case_arm64)
+  qemu-user-static
 )
 missing=()
 for p in "${PKGS[@]}"; do

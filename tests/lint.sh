@@ -14,6 +14,7 @@ re=(
   '\b(getaddrinfo|gethostbyname2?|gethostbyname_r|gethostbyaddr|getnameinfo|res_n?query|res_n?search)[[:space:]]*\('
   '(^|[^_a-z])exit[[:space:]]*\('
   '\brdzv_rdma_probe_run[[:space:]]*\('
+  '(->|\.|\bibv_)(get_cq_event|poll_cq)[[:space:]]*\('
 )
 exempt=(
   ''
@@ -22,6 +23,7 @@ exempt=(
   '^agent/peers/dns\.c$'
   '^agent/cli/main\.c$'
   '^rdzv/rdma/rdzv_rdma[a-z_]*\.c$'
+  '^rdzv/rdma/rdzv_rdma_(wire|cm)\.c$'
 )
 msg=(
   'banned function'
@@ -30,6 +32,7 @@ msg=(
   'a blocking DNS lookup: use agent_dns_start in the loop'
   'exit() outside agent/cli/main.c'
   'a blocking RDMA-CM probe: use rdzv_rdma_probe_start in the loop'
+  'a completion-queue loop of its own: use rdzv_rdma_cq_drain (rdzv_rdma_wire.c)'
 )
 
 # Comments do not count: /* ... */ on one line, // to the end, and comment lines.
@@ -50,7 +53,7 @@ lint_files() {
 selftest() {
   local tmp fail=0 bad ok
   tmp=$(mktemp -d /tmp/gxlint.XXXXXX) || return 1
-  mkdir -p "$tmp/agent/cli" "$tmp/rdzv/gx"
+  mkdir -p "$tmp/agent/cli" "$tmp/rdzv/gx" "$tmp/rdzv/rdma"
   # one file per rule that must be caught ...
   printf 'int f(void)\n{\n\treturn atoi("1");\n}\n' >"$tmp/agent/b_banned.c"
   printf 'void f(void)\n{\n\tpoll(NULL, 0, 20);\n}\n' >"$tmp/agent/b_sleep.c"
@@ -61,23 +64,29 @@ selftest() {
   printf 'void f(void)\n{\n\tgethostbyname("x");\n}\n' >"$tmp/rdzv/b_ghbn.c"
   printf 'void f(void)\n{\n\texit(1);\n}\n' >"$tmp/agent/b_exit.c"
   printf 'void f(void)\n{\n\trdzv_rdma_probe_run(0, 0, 0, 0, 0, 0, 0);\n}\n' >"$tmp/agent/b_rdma.c"
+  printf 'void f(void)\n{\n\twhile (cm->poll_cq(cq, 1, &wc) == 1)\n\t\t;\n}\n' >"$tmp/rdzv/b_cq.c"
+  printf 'void f(void)\n{\n\tibv_get_cq_event(cc, &cq, &ctx);\n}\n' >"$tmp/agent/b_cqev.c"
   # ... and the exemptions and look-alikes that must pass
   printf 'void f(void)\n{\n\tepoll_wait(3, 0, 1, -1);\n}\n' >"$tmp/rdzv/gx/gx_ev.c"
   printf 'void f(void)\n{\n\tares_getaddrinfo(0, "x", 0, 0, 0, 0);\n}\n' >"$tmp/agent/ok_ares.c"
   printf 'void f(void)\n{\n\t/* poll(NULL, 0, 1) and getaddrinfo() are banned */\n\tgx_ev_poll_x();\n}\n' >"$tmp/agent/ok_comment.c"
   printf 'int main(void)\n{\n\texit(0);\n}\n' >"$tmp/agent/cli/main.c"
+  printf 'int f(void)\n{\n\treturn cm->poll_cq(q->cq, 1, &wc);\n}\n' >"$tmp/rdzv/rdma/rdzv_rdma_wire.c"
   for bad in "$tmp"/*/b_*.c; do
     if (cd "$tmp" && lint_files "${bad#"$tmp"/}") >/dev/null 2>&1; then
       echo "lint selftest: ${bad#"$tmp"/} was not caught" >&2; fail=1
     fi
   done
-  for ok in rdzv/gx/gx_ev.c agent/ok_ares.c agent/ok_comment.c agent/cli/main.c; do
+  for ok in rdzv/gx/gx_ev.c agent/ok_ares.c agent/ok_comment.c agent/cli/main.c \
+    rdzv/rdma/rdzv_rdma_wire.c; do
     if ! (cd "$tmp" && lint_files "$ok"); then
       echo "lint selftest: $ok was refused" >&2; fail=1
     fi
   done
   rm -rf "$tmp"
   [ $fail -eq 0 ] && echo "lint selftest: ok"
+  # the layering's own plants (tests/layers.py: faces, ranks, unranked folders, circles)
+  python3 "$here/tests/layers.py" --selftest || fail=1
   return $fail
 }
 
@@ -114,8 +123,9 @@ done
 # module prefixes (issue 29): every symbol a module exports carries its prefix: agent_ in
 # agent/, rdzv_ or gx_ in rdzv/, nd_ or netdetect_ in netdetect/ (main is the program's).
 if [ -z "${LINT_NO_BUILD:-}" ]; then
-  ${MAKE:-make} -s --no-print-directory MODE=debug build/debug/libgx.a >/dev/null ||
-    { echo "lint: cannot build build/debug/libgx.a for the prefix check" >&2; bad=1; }
+  ${MAKE:-make} -s --no-print-directory MODE=debug build/debug/libgx.a \
+    build/debug/agent/cli/main.o >/dev/null ||
+    { echo "lint: cannot build build/debug/libgx.a for the prefix and layer checks" >&2; bad=1; }
 fi
 for f in $(git ls-files 'agent/*.c' 'rdzv/*.c' 'netdetect/*.c' | grep -v '^agent/cli/main\.c$'); do
   o=build/debug/${f%.c}.o
@@ -127,5 +137,7 @@ for f in $(git ls-files 'agent/*.c' 'rdzv/*.c' 'netdetect/*.c' | grep -v '^agent
     m == "netdetect" && s !~ /^(nd_|netdetect_)/ { print f ": " s }' | grep . &&
     { echo "lint: exported symbol without its module prefix in $f" >&2; bad=1; }
 done
+# the layering (tests/layers.py): faces, ranks and circles of files, from the same objects
+python3 "$here/tests/layers.py" --root "$PWD" || bad=1
 [ $bad -eq 0 ] && echo "lint: ok"
 exit $bad

@@ -61,7 +61,10 @@ enum check_type {
 	CHECK_RESULT = 3, /* coordinator -> member: MAC | rank | result JSON */
 	CHECK_PROBE = 4, /* coordinator -> member, on its report connection: MAC | rank | targets */
 	CHECK_PROBED = 5, /* member -> coordinator, the same connection: MAC | rank | report JSON */
+	CHECK_STREAM = 6, /* throughput: body of its length's bytes, read and dropped */
+	CHECK_STREAMED = 7, /* its answer once all came: u64 byte count */
 };
+#define CHECK_STREAM_MAX (64u << 20) /* STREAM body cap (--preflight-bytes) */
 
 /* The second pass's verdict on a pod (issue 30), carried in the result's peers. */
 enum check_second {
@@ -92,6 +95,7 @@ struct check_probe {
 	int64_t write_us;		   /* RDMA WRITE of --size bytes, 0 */
 	char why[96];			   /* short reason when !ok ("refused", "timeout") */
 	int rail; /* 0: the bootstrap iface; k >= 1: rail w->rails[k - 1] (check --rails) */
+	int64_t bytes, stream_us; /* TCP: a STREAM's bytes through and its time (0: none) */
 };
 
 /* One pod's report. */
@@ -114,6 +118,7 @@ struct check_world {
 	/* --mode sampled: i probes i + offs[k] (mod n) for k < sample_k, and the coordinator */
 	uint32_t sample_k;
 	uint32_t offs[CHECK_SAMPLE_MAX];
+	int ring; /* the offsets alone (the preflight's ring and chord): no coordinator star */
 	char *const *names;	/* n names, rank order (borrowed) */
 	struct check_row *rows; /* n rows */
 	/* check --rails: the rails probed, by name (a probe's rail k is rails[k - 1]) */
@@ -297,6 +302,7 @@ int agent_check_html_write(FILE *f, const struct check_world *w, const struct ch
 struct check_sconn; /* a service connection */
 struct check_pc;    /* a TCP probe client */
 struct check_rep;   /* a member's report client */
+struct check_st;    /* the throughput streams */
 
 struct nd_routes;
 #define CHECK_LISTEN_MAX 4
@@ -335,6 +341,7 @@ struct check_net {
 	const unsigned char *only; /* second pass: probe only targets j with only[j], no rails */
 	struct check_world *pw;	   /* the world this pod's probes go into; NULL: w */
 	void (*probes_cb)(struct check_net *n); /* called when this pod's probes are done */
+	void *probes_arg;			/* the caller's, for probes_cb */
 	/* coordinator, second pass through a member: its PROBED answer */
 	struct check_world *probed; /* where it goes (row of the member asked), NULL: none asked */
 	uint32_t probed_from;
@@ -355,6 +362,7 @@ struct check_net {
 	size_t result_len;
 	int result_done;
 	char result_why[256]; /* the last reason a report attempt failed */
+	struct check_st *st;  /* the streams (check_stream.c), NULL when none run */
 };
 
 /* Listen on the wildcard address at port (v4, and v6 when available) and on this pod's
@@ -385,6 +393,23 @@ void agent_check_probes_reset(struct check_net *n);
  */
 int agent_check_probes_again(struct check_net *n, struct check_world *into,
 			     const unsigned char *only);
+/*
+ * Throughput (check_stream.c): one STREAM of `bytes` to each target whose TCP probe passed,
+ * one at a time, from the same source, device and route as the probe; each stops at its
+ * bytes or after bound_ms, whichever first (then the bytes the peer's kernel acknowledged
+ * count: tcp_info). A stream that finished is repeated up to reps in all and the best one
+ * kept (a process that stalled a moment is not its path). Into the probe (bytes,
+ * stream_us); a stream that moved nothing fails it. done(n) once, from the loop.
+ */
+int agent_check_streams_start(struct check_net *n, int64_t bytes, int64_t bound_ms, int reps,
+			      void (*done)(struct check_net *n));
+void agent_check_streams_stop(struct check_net *n);
+/* socket, SO_BINDTODEVICE ifname (best effort), bind src, non-blocking connect: 0 / -errno */
+int agent_check_connect(const char *ifname, const union gx_sockaddr *src, socklen_t slen,
+			const union gx_sockaddr *dst, socklen_t dlen, int *fd);
+/* The probe's addresses to `to` (this pod's family both have); NULL, or why not. */
+const char *agent_check_addrs(const struct check_net *n, uint32_t to, union gx_sockaddr *src,
+			      socklen_t *slen, union gx_sockaddr *dst, socklen_t *dlen);
 /* Member: send the sealed report (owned by the call) until a RESULT comes or the deadline. */
 int agent_check_report_start(struct check_net *n, unsigned char *frame, size_t len);
 void agent_check_probes_stop(struct check_net *n);
@@ -407,7 +432,8 @@ struct check_rdma {
 	struct rdzv_peer me, them;
 	int64_t t_start;
 	int started, retried;
-	int done; /* every result is in */
+	int done;			       /* every result is in */
+	void (*done_cb)(struct check_rdma *r); /* then, when set (from the loop) */
 };
 
 /* Prepares the probes (nothing runs yet); ctx: the pod's client context. */

@@ -84,29 +84,53 @@ const char *agent_check_errno_why(int err)
 	}
 }
 
-/* socket, SO_BINDTODEVICE (best effort), bind the source, connect. */
-static int pc_connect(struct check_pc *pc)
+int agent_check_connect(const char *ifn, const union gx_sockaddr *src, socklen_t slen,
+			const union gx_sockaddr *dst, socklen_t dlen, int *out)
 {
-	const char *ifn = pc->ifname;
 	int fd = -1, one = 1, rc = 0;
 
-	fd = socket(pc->dst.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(dst->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (ifn[0] && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifn, (socklen_t)strlen(ifn)) < 0)
 		gx_trace("check: SO_BINDTODEVICE %s: %s", ifn, strerror(errno));
-	if (bind(fd, &pc->src.sa, pc->slen) < 0 ||
-	    (connect(fd, &pc->dst.sa, pc->dlen) < 0 && errno != EINPROGRESS)) {
+	if (bind(fd, &src->sa, slen) < 0 ||
+	    (connect(fd, &dst->sa, dlen) < 0 && errno != EINPROGRESS)) {
 		rc = -errno;
 		goto out;
 	}
-	pc->fd = fd;
+	*out = fd;
 	fd = -1;
 out:
 	if (fd >= 0)
 		close(fd);
 	return rc;
+}
+
+/* socket, SO_BINDTODEVICE (best effort), bind the source, connect. */
+static int pc_connect(struct check_pc *pc)
+{
+	return agent_check_connect(pc->ifname, &pc->src, pc->slen, &pc->dst, pc->dlen, &pc->fd);
+}
+
+/*
+ * A pair that timed out or found no host: when the kernel's neighbour entry of the next
+ * hop (the gateway, else the target) is FAILED or INCOMPLETE, no ARP / ND answer ever
+ * came, and that is the line ("no ARP answer from 192.168.1.7").
+ */
+static void pc_layer2(struct check_pc *pc, char *why, size_t len)
+{
+	char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+	struct nd_route rt;
+
+	if (!pc->n->routes ||
+	    (strcmp(why, "timeout") && strcmp(why, "no echo") && strcmp(why, "unreachable")))
+		return;
+	gx_addr_str(&pc->src, s, sizeof(s));
+	gx_addr_str(&pc->dst, d, sizeof(d));
+	if (nd_routes_get(pc->n->routes, s, d, &rt) == 0 && rt.type != RTN_LOCAL)
+		nd_neigh_why(rt.ifindex, rt.gateway[0] ? rt.gateway : d, why, len);
 }
 
 static void pc_timer(struct gx_ev *ev, uint64_t id, void *arg);
@@ -173,6 +197,8 @@ static void pc_finish(struct check_pc *pc, int err, const char *why)
 		p.max_us = pc->rtt[CHECK_ECHO_K - 1];
 	} else {
 		gx_strlcpy(p.why, why ? why : agent_check_errno_why(err), sizeof(p.why));
+		if (pc->src.sa.sa_family)
+			pc_layer2(pc, p.why, sizeof(p.why));
 	}
 	if (agent_check_row_add(n->pw ? n->pw : n->w, n->self, &p) < 0)
 		gx_warn("check: out of memory recording a probe");
@@ -355,15 +381,12 @@ static const char *pc_rail_addrs(struct check_pc *pc)
 	return pc_set(pc, me.addr, to.addr);
 }
 
-/* Addresses for a probe: the family both ends have (IPv4 first). */
-static const char *pc_addrs(struct check_pc *pc)
+const char *agent_check_addrs(const struct check_net *n, uint32_t j, union gx_sockaddr *src,
+			      socklen_t *slen, union gx_sockaddr *dst, socklen_t *dlen)
 {
-	const struct rdzv_peer *me = &pc->n->table[pc->n->self], *to = &pc->n->table[pc->to];
+	const struct rdzv_peer *me = &n->table[n->self], *to = &n->table[j];
 	const char *s = NULL, *d = NULL;
 
-	if (pc->rail)
-		return pc_rail_addrs(pc);
-	gx_strlcpy(pc->ifname, pc->n->ifname, sizeof(pc->ifname));
 	if (!me->iface[0] || (!me->addr4[0] && !me->addr6[0]))
 		return "no iface";
 	if (!to->addr4[0] && !to->addr6[0])
@@ -377,7 +400,18 @@ static const char *pc_addrs(struct check_pc *pc)
 	} else {
 		return "no common family";
 	}
-	return pc_set(pc, s, d);
+	if (gx_addr_parse(s, 0, src, slen) < 0 || gx_addr_parse(d, n->port, dst, dlen) < 0)
+		return "bad address";
+	return NULL;
+}
+
+/* Addresses for a probe: the family both ends have (IPv4 first). */
+static const char *pc_addrs(struct check_pc *pc)
+{
+	if (pc->rail)
+		return pc_rail_addrs(pc);
+	gx_strlcpy(pc->ifname, pc->n->ifname, sizeof(pc->ifname));
+	return agent_check_addrs(pc->n, pc->to, &pc->src, &pc->slen, &pc->dst, &pc->dlen);
 }
 
 /*

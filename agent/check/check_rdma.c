@@ -31,6 +31,7 @@ static void add_result(struct check_rdma *r, const struct rdzv_rdma_probe *out, 
 	p.mtu = out ? out->mtu : 0;
 	p.min_us = p.median_us = p.max_us = out ? out->sendrecv_us : 0;
 	p.write_us = out ? out->write_us : 0;
+	p.bytes = out && out->ok && out->write_us ? (int64_t)out->size : 0;
 	if (!p.ok)
 		gx_strlcpy(p.why, why ? why : out->why[0] ? out->why : "failed", sizeof(p.why));
 	if (agent_check_row_add(n->w, n->self, &p) < 0)
@@ -78,6 +79,8 @@ static void all_done(struct check_rdma *r)
 {
 	r->done = 1;
 	gx_ev_stop(r->n->ev, 0);
+	if (r->done_cb)
+		r->done_cb(r);
 }
 
 static void probe_done(void *arg, const struct rdzv_rdma_probe *out);

@@ -86,7 +86,7 @@ int agent_check_pair_probed(const struct check_world *w, uint32_t from, uint32_t
 
 	if (from >= w->n || to >= w->n || from == to)
 		return 0;
-	if (w->star || from == 0 || to == 0)
+	if (!w->ring && (w->star || from == 0 || to == 0))
 		return from == 0 || to == 0;
 	if (!w->sample_k)
 		return 1;
@@ -104,6 +104,8 @@ size_t agent_check_pairs_probed(const struct check_world *w)
 
 	if (!w->star && !w->sample_k)
 		return (size_t)w->n * (w->n - 1);
+	if (w->ring)
+		return (size_t)w->n * w->sample_k;
 	/* the coordinator's 2 (n - 1), then each other pod's offsets that miss the coordinator */
 	c = 2 * (size_t)(w->n - 1);
 	for (i = 1; !w->star && i < w->n; i++)
@@ -455,6 +457,13 @@ static json_t *probe_json(const struct check_world *w, const struct check_probe 
 		      "max_us", (json_int_t)p->max_us, "write_us", (json_int_t)p->write_us,
 		      "gid_index", p->gid_index, "mtu", p->mtu);
 
+	/* a STREAM's figures (the preflight), when one ran */
+	if (j && p->bytes &&
+	    (json_object_set_new(j, "bytes", json_integer((json_int_t)p->bytes)) < 0 ||
+	     json_object_set_new(j, "stream_us", json_integer((json_int_t)p->stream_us)) < 0)) {
+		json_decref(j);
+		j = NULL;
+	}
 	/* check --rails: "rail" names the rail; absent = the bootstrap iface */
 	if (j && p->rail &&
 	    json_object_set_new(j, "rail", json_string(agent_check_rail_name(w, p->rail))) < 0) {
@@ -555,7 +564,7 @@ static int rail_parse(struct check_world *w, json_t *o, struct check_probe *p)
 
 static int probe_parse(struct check_world *w, json_t *o, uint32_t from, struct check_probe *p)
 {
-	json_int_t to, v[4], gid, mtu;
+	json_int_t to, v[4], gid, mtu, st[2] = {0, 0};
 	uint32_t n = w->n;
 	const char *proto;
 	json_t *ok;
@@ -576,6 +585,9 @@ static int probe_parse(struct check_world *w, json_t *o, uint32_t from, struct c
 	    get_int(o, "gid_index", -1, 65535, &gid) < 0 || get_int(o, "mtu", 0, 65536, &mtu) < 0 ||
 	    get_text(o, "why", p->why, sizeof(p->why)) < 0 || rail_parse(w, o, p) < 0)
 		return -1;
+	if (json_object_get(o, "bytes") && (get_int(o, "bytes", 0, CHECK_STREAM_MAX, &st[0]) < 0 ||
+					    get_int(o, "stream_us", 0, US_MAX, &st[1]) < 0))
+		return -1;
 	p->to = (uint32_t)to;
 	p->proto = strcmp(proto, "rdma") == 0 ? CHECK_RDMA : CHECK_TCP;
 	p->ok = json_is_true(ok);
@@ -583,6 +595,8 @@ static int probe_parse(struct check_world *w, json_t *o, uint32_t from, struct c
 	p->median_us = v[1];
 	p->max_us = v[2];
 	p->write_us = v[3];
+	p->bytes = st[0];
+	p->stream_us = st[1];
 	p->gid_index = (int)gid;
 	p->mtu = (int)mtu;
 	return 0;
@@ -869,6 +883,10 @@ int agent_check_hdr_get(const unsigned char h[CHECK_HDR_LEN], int *type, uint32_
 		return *len >= CHECK_MAC_LEN + 4 && *len <= CHECK_MAX_PROBE ? 0 : GX_EPROTO;
 	case CHECK_PROBED:
 		return *len >= CHECK_MAC_LEN + 4 && *len <= CHECK_MAX_REPORT ? 0 : GX_EPROTO;
+	case CHECK_STREAM:
+		return *len <= CHECK_STREAM_MAX ? 0 : GX_EPROTO;
+	case CHECK_STREAMED:
+		return *len == 8 ? 0 : GX_EPROTO;
 	default:
 		return GX_EPROTO;
 	}

@@ -296,12 +296,53 @@ static int report_rank(struct check_sconn *c)
 	return 0;
 }
 
+/*
+ * STREAM (the preflight's throughput): its bytes are read and dropped as they come, a few
+ * reads an event (the loop serves the others meanwhile); 1 once all are in.
+ */
+static int stream_sink(struct check_sconn *c)
+{
+	static unsigned char sink[1 << 16];
+	size_t want;
+	ssize_t got;
+	int k;
+
+	for (k = 0; k < 16 && c->boff < c->blen; k++) {
+		want = c->blen - c->boff < sizeof(sink) ? c->blen - c->boff : sizeof(sink);
+		got = read(c->fd, sink, want);
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (got <= 0)
+			return -ECONNRESET;
+		c->boff += (size_t)got;
+	}
+	return c->boff == c->blen;
+}
+
+/* STREAMED: how many bytes came (all of them). */
+static int on_stream(struct check_sconn *c)
+{
+	unsigned char *f = malloc(CHECK_HDR_LEN + 8);
+	uint64_t v = c->blen;
+	int k;
+
+	if (!f)
+		return -ENOMEM;
+	agent_check_hdr_put(f, CHECK_STREAMED, 8);
+	for (k = 7; k >= 0; k--, v >>= 8)
+		f[CHECK_HDR_LEN + k] = (unsigned char)(v & 0xff);
+	c->deadline = gx_now_ms() + IDLE_MS;
+	return sconn_queue(c, f, CHECK_HDR_LEN + 8);
+}
+
 /* One read; 1 when a whole frame is there, 0 for more, < 0 to close. */
 static int sconn_read(struct check_sconn *c)
 {
 	ssize_t got;
 	int rc;
 
+	if (c->hoff == CHECK_HDR_LEN && c->type == CHECK_STREAM)
+		return stream_sink(c);
 	if (c->hoff < CHECK_HDR_LEN) {
 		got = read(c->fd, c->hdr + c->hoff, CHECK_HDR_LEN - c->hoff);
 		if (got <= 0)
@@ -313,11 +354,16 @@ static int sconn_read(struct check_sconn *c)
 		/* refused at the header: a RESULT or PROBE, a REPORT to a member (issue 25), a
 		 * PROBED on a connection that holds no verified REPORT */
 		if (rc < 0 || c->type == CHECK_RESULT || c->type == CHECK_PROBE ||
-		    (c->type == CHECK_REPORT && !c->n->is_coord) ||
+		    c->type == CHECK_STREAMED || (c->type == CHECK_REPORT && !c->n->is_coord) ||
 		    (c->type == CHECK_PROBED && c->rank < 0))
 			return rc < 0 ? rc : GX_EPROTO;
 		c->boff = 0;
 		c->rank_known = c->type == CHECK_PROBED;
+		/* a stream that reached our secondary address through eth0 measures a path the
+		 * job would not take: closed, as its echo is not answered */
+		if (c->type == CHECK_STREAM)
+			return c->blen > CHECK_STREAM_MAX || c->wrong_iface ? GX_EPROTO
+									    : stream_sink(c);
 	}
 	/* the buffer may be larger than this frame: never read into the next one */
 	if (c->boff == c->bcap && body_grow(c) < 0)
@@ -370,6 +416,7 @@ static void sconn_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	if (rc == 1) {
 		rc = c->type == CHECK_ECHO     ? on_echo(c)
 		     : c->type == CHECK_PROBED ? on_probed(c)
+		     : c->type == CHECK_STREAM ? on_stream(c)
 					       : on_report(c);
 		c->hoff = 0;
 		c->boff = 0;

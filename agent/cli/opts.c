@@ -21,6 +21,7 @@ enum opt_type {
 	OT_BOOL,   /* flag; env takes 1/true/yes 0/false/no */
 	OT_ENUM,   /* one of names[] */
 	OT_NNODES, /* N | MIN:MAX */
+	OT_FRAC,   /* a fraction in (0, 1) */
 };
 
 struct opt_def {
@@ -38,6 +39,7 @@ static const char *const hf_names[] = {"", "openmpi", "mpich", "horovod", NULL};
 static const char *const mode_names[] = {"", "star", "all", "sampled", NULL};
 static const char *const ray_names[] = {"", "head", "worker", NULL};
 static const char *const fabric_names[] = {"", "secondary", "rdma", "off", NULL};
+static const char *const shape_names[] = {"ring", "all", NULL};
 
 static const struct opt_def opt_defs[] = {
     {"peers", OT_STR, OFF(peers), NULL, 0},
@@ -70,6 +72,11 @@ static const struct opt_def opt_defs[] = {
     {"supervise", OT_BOOL, OFF(supervise), NULL, 0},
     {"serve", OT_BOOL, OFF(serve), NULL, 0},
     {"expect-fabric", OT_ENUM, OFF(expect_fabric), fabric_names, 0},
+    {"preflight", OT_BOOL, OFF(preflight), NULL, 0},
+    {"preflight-bytes", OT_LONG, OFF(preflight_bytes), NULL, 64L << 20},
+    {"preflight-slow", OT_FRAC, OFF(preflight_slow), NULL, 0},
+    {"preflight-shape", OT_ENUM, OFF(preflight_shape), shape_names, 0},
+    {"preflight-settle", OT_LONG, OFF(preflight_settle), NULL, 600},
     {"mode", OT_ENUM, OFF(check_mode), mode_names, 0},
     {"size", OT_LONG, OFF(size), NULL, 1L << 30},
     {"report", OT_STR, OFF(report), NULL, 0},
@@ -124,6 +131,11 @@ static const struct {
     {"supervise", CMD_BIT(RUN) | CMD_BIT(SERVE)},
     {"serve", CMD_BIT(RUN) | CMD_BIT(INIT) | CMD_BIT(SERVE)},
     {"expect-fabric", CMD_BIT(RUN) | CMD_BIT(SERVE)},
+    {"preflight", CMDS_FILES},
+    {"preflight-bytes", CMDS_FILES},
+    {"preflight-slow", CMDS_FILES},
+    {"preflight-shape", CMDS_FILES},
+    {"preflight-settle", CMDS_FILES},
     {"mode", CMD_BIT(CHECK)},
     {"size", CMD_BIT(CHECK)},
     {"report", CMD_BIT(CHECK)},
@@ -228,6 +240,15 @@ static int apply(const struct opt_def *d, const char *v, struct agent_opts *o)
 		return 0;
 	case OT_NNODES:
 		return parse_nnodes(v, o);
+	case OT_FRAC: {
+		char *end = NULL;
+		double f = strtod(v, &end);
+
+		if (!*v || *end || !(f > 0 && f < 1))
+			return -EINVAL;
+		*(double *)(base + d->off) = f;
+		return 0;
+	}
 	}
 	return -EINVAL;
 }

@@ -43,6 +43,12 @@ static const char usage_main[] =
     "  --supervise           stay as CMD's parent   --serve  also serve remote exec\n"
     "  --expect-fabric rdma|secondary|off  end the job (exit 6) when CMD's traffic is\n"
     "                        not on it (implies --supervise); off: no transport report\n"
+    "Preflight (run, init, serve; before the COMMIT, on the secondary network):\n"
+    "  --preflight           measure every pod's path (echo, stream, RDMA WRITE); a slow or\n"
+    "                        broken pod is named: a fixed world exits 7 (it: 8), an elastic\n"
+    "                        job starts without it (world and ranks shrink)\n"
+    "  --preflight-bytes B (16 MiB)  --preflight-slow F (0.5 of the job's median)\n"
+    "  --preflight-shape ring|all    --preflight-settle SEC (5: elastic gather after MIN)\n"
     "check:\n"
     "  --mode star|all|sampled  --sample K (8)   --size BYTES (65536)\n"
     "  --report FILE.html    one self-contained page: heatmap, blamed pods, worst pairs\n"
@@ -53,8 +59,9 @@ static const char usage_main[] =
     "Bare peer names (job-worker-1) are qualified with this pod's subdomain from /etc/hosts.\n"
     "Exit: 0 ok (run: CMD's status), 1 check failed, 2 usage (also an option the command\n"
     "does not take), 3 peers missing at --timeout, 4 no usable secondary interface,\n"
-    "5 rendezvous failed, 6 --expect-fabric ended the job, 126/127 CMD cannot run / not\n"
-    "found, 128+n CMD killed by signal n;\n"
+    "5 rendezvous failed, 6 --expect-fabric ended the job, 7 preflight named another pod,\n"
+    "8 preflight named this pod, 126/127 CMD cannot run / not found, 128+n CMD killed by\n"
+    "signal n;\n"
     "rsh: the remote status, 255 when the peer cannot be reached or refuses.\n";
 
 static const char usage_run[] =
@@ -74,7 +81,8 @@ static const char usage_run[] =
     "Options: --peers --nnodes --self --job-id --port --timeout --token-file --require-token\n"
     "  --dns-server --full-table --dry-run --iface --network --network-status --allow-primary\n"
     "  --rdma --rdma-dev --rails --out --master-port --slots --hostfile-format --override-env\n"
-    "  --no-rewrite --supervise --serve --expect-fabric --elastic --ray -v -q\n";
+    "  --no-rewrite --supervise --serve --expect-fabric --elastic --ray --preflight\n"
+    "  --preflight-bytes --preflight-slow --preflight-shape --preflight-settle -v -q\n";
 
 static const char usage_init[] =
     "Usage: gxboot init [OPTIONS]\n"

@@ -11,6 +11,7 @@
 #include "agent/peers/peers_int.h"
 #include "agent/launch/rewrite_int.h"
 #include "agent/remote/rsh_int.h"
+#include "agent/preflight/preflight_int.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/rdzv.h"
 #include "rdzv/rdma/rdzv_rdma.h"
@@ -506,6 +507,12 @@ static int start_rdzv(struct agent_run *r)
 	}
 	agent_run_fabric_rdzv(r, &cfg); /* after stay and the relay fan-out are known */
 	r->self.flags = cfg.self.flags;
+	/* the preflight (run, init, serve): members always answer a coordinator's plan */
+	if (!r->soft_verify && !r->peers.observer) {
+		rc = agent_pf_hook(r, &cfg);
+		if (rc < 0)
+			return rc;
+	}
 	r->coord_lookup = r->peers.coord_fqdn ? r->peers.coord_fqdn : r->peers.names[0];
 	if (is_coord)
 		rc = rdzv_coord_start(r->ev, &cfg, rdzv_done, r, &r->coord);
@@ -694,6 +701,7 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 		if (rc == -ETIMEDOUT)
 			rc = 0;
 	}
+	agent_pf_end(r); /* its service and probes stop with the rendezvous */
 	if (rc < 0)
 		return rc;
 	if (r->rdzv_rc < 0) {
@@ -1048,6 +1056,11 @@ static void print_plan(struct agent_run *r)
 		       r->peers.elastic_max);
 	if (r->peers.ray != AGENT_RAY_AUTO)
 		printf("  ray:         %s\n", r->peers.ray == AGENT_RAY_HEAD ? "head" : "worker");
+	if (r->o->preflight)
+		printf("  preflight:   %s, %ld bytes each way, slow below %.2f of the median\n",
+		       r->o->preflight_shape == AGENT_PF_SHAPE_ALL ? "all pairs" : "ring + chord",
+		       r->o->preflight_bytes ? r->o->preflight_bytes : AGENT_PF_BYTES,
+		       r->o->preflight_slow > 0 ? r->o->preflight_slow : AGENT_PF_SLOW);
 	printf("  job id:      %s\n", r->job_id);
 	printf("  token:       %s\n", r->token.len ? "yes" : "none (unauthenticated)");
 	printf("  interface:   %s\n", r->nd ? r->nd->iface : o->iface ? o->iface : "auto");
@@ -1351,6 +1364,7 @@ void agent_run_free(struct agent_run *r)
 {
 	agent_fabric_free(r->fabric); /* its timers are in r->ev */
 	free(r->fabric_early);
+	agent_pf_end(r);
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
 	if (r->out_open)

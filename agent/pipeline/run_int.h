@@ -145,6 +145,7 @@ struct agent_run {
 	int ended, end_status;	 /* the job-end notice (END; -1: session dropped) */
 	int files_written;	 /* --out holds this run's files (table refreshes) */
 	int out_fd, out_open;	 /* --out, opened once (agent_out_open): every write is in it */
+	struct agent_pf *pf;	 /* the preflight (agent/preflight), NULL: none */
 	char end_why[300];
 	/* run_probe.c: a pod whose --self or --peers names another coordinator */
 	uint32_t relay_f;	     /* the relay tree's fan-out in use, 0 none */

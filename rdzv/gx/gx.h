@@ -41,7 +41,9 @@ enum gx_err {
 	GX_ECMDEXEC = -(GX_EBASE + 20),	    /* CMD could not be executed (exit 126) */
 	GX_EROUTE = -(GX_EBASE + 21),	    /* the kernel routes the secondary path elsewhere */
 	GX_EFABRIC = -(GX_EBASE + 22),	    /* --expect-fabric: the job left the fabric (exit 6) */
-	GX_ELAST = -(GX_EBASE + 23),
+	GX_EPREFLIGHT = -(GX_EBASE + 23),   /* preflight named another pod: job not started (7) */
+	GX_ELEFTOUT = -(GX_EBASE + 24),	    /* preflight named this pod: left out (exit 8) */
+	GX_ELAST = -(GX_EBASE + 25),
 };
 
 /* Text for 0, a negative errno or a GX_E* code. Never NULL. */
@@ -100,7 +102,6 @@ int gx_ev_run(struct gx_ev *ev);
 /* Runs until stopped or deadline (monotonic ms, 0 = none); -ETIMEDOUT at deadline. */
 int gx_ev_run_until(struct gx_ev *ev, int64_t deadline_ms);
 void gx_ev_stop(struct gx_ev *ev, int rc);
-int gx_ev_stopped(const struct gx_ev *ev);
 
 /* ---- sockets (after redis anet.c); every fd CLOEXEC + NONBLOCK ---------- */
 union gx_sockaddr {

@@ -245,11 +245,6 @@ void gx_ev_stop(struct gx_ev *ev, int rc)
 	ev->rc = rc;
 }
 
-int gx_ev_stopped(const struct gx_ev *ev)
-{
-	return ev->stop;
-}
-
 static int poll_timeout(const struct gx_ev *ev, int64_t deadline)
 {
 	int64_t now = gx_now_ms(), t = -1;

@@ -61,6 +61,10 @@ static const char *gx_code_text(enum gx_err e)
 		return "the kernel routes the secondary path through another interface";
 	case GX_EFABRIC:
 		return "the job does not run on the expected fabric";
+	case GX_EPREFLIGHT:
+		return "the preflight named another pod: the job did not start";
+	case GX_ELEFTOUT:
+		return "the preflight left this pod out";
 	}
 	return "unknown gxboot error";
 }
@@ -98,6 +102,10 @@ int gx_exit_code(int err)
 		return 126;
 	case GX_EFABRIC:
 		return 6;
+	case GX_EPREFLIGHT:
+		return 7;
+	case GX_ELEFTOUT:
+		return 8;
 	default:
 		return 5;
 	}

@@ -416,8 +416,10 @@ static int cli_pong(struct rdzv_rdma_cli *cl, const struct ibv_wc *wc)
 }
 
 /* One completion: 1 when the probe is over (done or failed), 0 to go on. */
-static int cli_wc(struct rdzv_rdma_cli *cl, const struct ibv_wc *wc)
+static int cli_wc(void *arg, const struct ibv_wc *wc)
 {
+	struct rdzv_rdma_cli *cl = arg;
+
 	if (wc->status != IBV_WC_SUCCESS)
 		return fail(cl, "completion", "%s on %s", rdzv_rdma_wc_str(wc->status),
 			    cli_steps[cl->state]) < 0;
@@ -442,37 +444,17 @@ static int cli_wc(struct rdzv_rdma_cli *cl, const struct ibv_wc *wc)
 static void on_cc(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 {
 	struct rdzv_rdma_cli *cl = arg;
-	struct ibv_cq *cq = NULL;
-	struct ibv_wc wc;
-	int rc, n;
+	const char *what = NULL;
+	int rc;
 
 	(void)ev;
 	(void)fd;
 	(void)events;
-	rc = cl->cm->get_cq_event(cl->q.cc, &cq);
-	if (rc == -EAGAIN || rc == -EINTR)
-		return;
-	if (rc < 0) {
-		fail(cl, "completion", "ibv_get_cq_event: %s", gx_strerror(rc));
-		goto over;
-	}
-	cl->cm->ack_cq_events(cq, 1);
-	rc = cl->cm->req_notify_cq(cl->q.cq);
-	if (rc < 0) {
-		fail(cl, "completion", "ibv_req_notify_cq: %s", gx_strerror(rc));
-		goto over;
-	}
-	/* every completion queued before the re-arm; later ones raise a new event */
-	while ((n = cl->cm->poll_cq(cl->q.cq, 1, &wc)) == 1)
-		if (cli_wc(cl, &wc))
-			goto over;
-	if (n < 0) {
-		fail(cl, "completion", "ibv_poll_cq: %s", gx_strerror(n));
-		goto over;
-	}
-	return;
-over:
-	cli_finish(cl);
+	rc = rdzv_rdma_cq_drain(cl->cm, &cl->q, cli_wc, cl, &what);
+	if (rc < 0)
+		fail(cl, "completion", "%s: %s", what ? what : "completion", gx_strerror(rc));
+	if (rc != 0)
+		cli_finish(cl);
 }
 
 /* Channel, id, resolve_addr; a failure is in cl->out. */

@@ -120,6 +120,19 @@ int rdzv_rdma_post_recv(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id
 int rdzv_rdma_post_msg(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
 		       struct rdzv_rdma_qp *q, const struct rdzv_rdma_auth *au,
 		       const unsigned char ns[RDZV_RDMA_NONCE_LEN], const struct rdzv_rdma_msg *m);
+/* One completion to its connection: 0 go on, non-zero stop (the value is returned). */
+typedef int rdzv_rdma_wc_fn(void *arg, const struct ibv_wc *wc);
+/*
+ * One readiness of q's completion channel, in rdma-core's rping idiom (cq_thread): take the
+ * event, ack it, re-arm the CQ, then hand every queued completion to fn until fn returns
+ * non-zero (a completion that comes after the re-arm raises the next event). 0: drained,
+ * or no event after all (-EAGAIN, -EINTR: the channel is non-blocking and stays readable,
+ * so the loop comes back); fn's non-zero value; < 0 from the verbs call *what names
+ * ("ibv_get_cq_event", "ibv_req_notify_cq", "ibv_poll_cq"; NULL when fn returned it).
+ * q must not be touched by the caller once fn said stop and freed it.
+ */
+int rdzv_rdma_cq_drain(const struct rdzv_rdma_cm_ops *cm, struct rdzv_rdma_qp *q,
+		       rdzv_rdma_wc_fn *fn, void *arg, const char **what);
 /* "IBV_WC_RETRY_EXC_ERR" for a status. */
 const char *rdzv_rdma_wc_str(enum ibv_wc_status s);
 /* Sets O_NONBLOCK on fd; 0 or -errno. */

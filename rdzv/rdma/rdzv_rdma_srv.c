@@ -202,36 +202,38 @@ static int answer(struct srv_conn *cn, const struct ibv_wc *wc)
 	return rdzv_rdma_post_msg(s->cm, cn->id, &cn->q, &s->c->auth, cn->ns, &m);
 }
 
+/* One completion: a failed one ends the connection, a RECV is a PING to answer, the PONG's
+ * SEND completion is nothing to do. */
+static int srv_wc(void *arg, const struct ibv_wc *wc)
+{
+	struct srv_conn *cn = arg;
+	int rc;
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		gx_debug("rdma server: connection closed: %s", rdzv_rdma_wc_str(wc->status));
+		return -EIO;
+	}
+	rc = wc->opcode == IBV_WC_RECV ? answer(cn, wc) : 0;
+	if (rc < 0)
+		gx_debug("rdma server: connection closed: %s", gx_strerror(rc));
+	return rc;
+}
+
 static void on_comp(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 {
 	struct srv_conn *cn = arg;
-	const struct rdzv_rdma_cm_ops *cm = cn->s->cm;
-	struct ibv_cq *cq = NULL;
-	struct ibv_wc wc;
-	int rc, n;
+	const char *what = NULL;
+	int rc;
 
 	(void)ev;
 	(void)fd;
 	(void)events;
-	memset(&wc, 0, sizeof(wc));
-	rc = cm->get_cq_event(cn->q.cc, &cq);
-	if (rc == -EAGAIN)
+	rc = rdzv_rdma_cq_drain(cn->s->cm, &cn->q, srv_wc, cn, &what);
+	if (rc >= 0)
 		return;
-	if (rc == 0) {
-		cm->ack_cq_events(cq, 1);
-		rc = cm->req_notify_cq(cn->q.cq);
-	}
-	while (rc == 0 && (n = cm->poll_cq(cn->q.cq, 1, &wc)) != 0) {
-		if (n < 0 || wc.status != IBV_WC_SUCCESS)
-			rc = n < 0 ? n : -EIO;
-		else if (wc.opcode == IBV_WC_RECV)
-			rc = answer(cn, &wc);
-	}
-	if (rc < 0) {
-		gx_debug("rdma server: connection closed: %s",
-			 rc == -EIO ? rdzv_rdma_wc_str(wc.status) : gx_strerror(rc));
-		conn_close(cn);
-	}
+	if (what) /* else srv_wc said why */
+		gx_debug("rdma server: connection closed: %s: %s", what, gx_strerror(rc));
+	conn_close(cn);
 }
 
 static int conn_accept(struct srv_conn *cn)

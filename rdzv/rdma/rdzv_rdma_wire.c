@@ -3,8 +3,8 @@
  * rdzv_rdma_wire.c - the RDMA-CM private-data and message codec (untrusted
  * bytes from the other side: every length, magic, version and size checked)
  * and one connection's verbs resources (PD, completion channel, CQ, QP, the
- * registered message slots and data buffer), shared by the client
- * (rdzv_rdma.c) and the server (rdzv_rdma_srv.c). Layouts: rdzv/PROTOCOL.md,
+ * registered message slots and data buffer) and its completion handling, shared by
+ * the client (rdzv_rdma.c) and the server (rdzv_rdma_srv.c). Layouts: rdzv/PROTOCOL.md,
  * "RDMA-CM".
  */
 #include "rdzv/rdma/rdzv_rdma_int.h"
@@ -346,6 +346,38 @@ void rdzv_rdma_qp_free(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,
 	free(q->buf);
 	free(q->msg);
 	memset(q, 0, sizeof(*q));
+}
+
+int rdzv_rdma_cq_drain(const struct rdzv_rdma_cm_ops *cm, struct rdzv_rdma_qp *q,
+		       rdzv_rdma_wc_fn *fn, void *arg, const char **what)
+{
+	struct ibv_cq *cq = NULL;
+	struct ibv_wc wc;
+	int rc, n;
+
+	*what = NULL;
+	rc = cm->get_cq_event(q->cc, &cq);
+	if (rc == -EAGAIN || rc == -EINTR)
+		return 0;
+	if (rc < 0) {
+		*what = "ibv_get_cq_event";
+		return rc;
+	}
+	cm->ack_cq_events(cq, 1);
+	rc = cm->req_notify_cq(q->cq);
+	if (rc < 0) {
+		*what = "ibv_req_notify_cq";
+		return rc;
+	}
+	/* every completion queued before the re-arm; later ones raise a new event */
+	while ((n = cm->poll_cq(q->cq, 1, &wc)) == 1) {
+		rc = fn(arg, &wc);
+		if (rc)
+			return rc;
+	}
+	if (n < 0)
+		*what = "ibv_poll_cq";
+	return n < 0 ? n : 0;
 }
 
 int rdzv_rdma_post_recv(const struct rdzv_rdma_cm_ops *cm, struct rdma_cm_id *id,

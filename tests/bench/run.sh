@@ -25,6 +25,12 @@
 #       side), then N=65536 REPS_64K times (default 3; 64 member processes of 1024, a relay
 #       and its children in one process): latency, the coordinator's peak open descriptors
 #       (sampled every 50 ms: held sessions plus the VERIFY connections in flight), resets
+#   (i) what --preflight adds: N gxboot init on loopback (N = 8, 64, 256), every pod its own
+#       127.0.9.k/32 on lo in a private netns (root; --iface that address, so that each pod's
+#       probe service has its own address), with and without --preflight alternated, REPS runs
+#       (N=256: 3): the latency after the last start, the preflight's own time (the
+#       coordinator's line), the job median of the streams and bytes / that median, against
+#       the target 1 s + bytes / throughput at N=64
 #   (h) the floor (issue 26): bare TCP exchanges on this loopback, no protocol at all
 #       (bench_floor 16384 32: connect, 100 bytes each way, close), 3 runs: what the kernel
 #       alone charges the server and all processes per connection. A member makes two
@@ -102,6 +108,30 @@ gx_run() {
   pids=()
   [ -n "${GX_TIMES:-}" ] && echo "$t_first $t_end" >"$GX_TIMES"
   [ $rc -eq 0 ] || { cat "$tmp"/err.* | tail -3 >&2; echo fail; return; }
+  echo $(($(now_us) - t_last))
+}
+
+# (i) one run of N gxboot init, pod k on its own 127.0.9.k/32 (the caller's netns has them),
+# extra options after N PORT; echoes the latency in us after the last start (or fail); the
+# coordinator logs to $tmp/err.1 and writes $tmp/out.1
+pf_run() {
+  local n=$1 port=$2 peers="" i t_last rc=0 q
+  shift 2
+  for i in $(seq 1 "$n"); do peers+="${peers:+,}$(gx_addr "$i")"; done
+  pids=()
+  rm -rf "$tmp"/out.*
+  for i in $(seq "$n" -1 1); do
+    q=-q
+    [ "$i" = 1 ] && q=-v
+    "$GXBOOT" init --peers "$peers" --self "$(gx_addr "$i")" --iface "$(gx_addr "$i")" \
+      --port "$port" --timeout 60 --out "$tmp/out.$i" --token-file "$tmp/token" "$q" "$@" \
+      2>"$tmp/err.$i" &
+    pids+=($!)
+  done
+  t_last=$(now_us)
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  pids=()
+  [ $rc -eq 0 ] || { cat "$tmp"/err.* | grep 'gxboot:' | sort | uniq -c | head -3 >&2; echo fail; return; }
   echo $(($(now_us) - t_last))
 }
 
@@ -454,6 +484,44 @@ if want g; then
   RES_65536+=" coordinator CPU $(grep -o 'coord_cpu_ms=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | sort -n | head -1) ms (best)"
   echo "  N=65536: median $LAT_65536 ms; $RES_65536; coordinator peak open descriptors $FDS_65536"
 fi
+PF_64=''
+if want i; then
+  echo
+  echo "(i) what --preflight adds (ring + chord; all pairs up to 4 pods): N gxboot init on loopback," \
+    "pod k on its own 127.0.9.k/32 (a private netns), with and without --preflight alternated; $(load)"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "  skipped: needs root (a network namespace with an address per pod)"
+  else
+    printf '  %6s %10s %10s %10s %14s %14s %16s %10s\n' N without_ms with_ms added_ms \
+      preflight_ms median_Gbit/s bytes/median_ms looked_again
+    for n in 8 64 256; do
+      reps=$REPS
+      [ "$n" -ge 256 ] && [ "$reps" -gt 3 ] && reps=3
+      port=$((port + 2))
+      out=$(GXBOOT=$GXBOOT tmp=$tmp unshare -n bash -c "$(declare -f gx_addr now_us pf_run);
+        ip link set lo up; ulimit -n \$(ulimit -Hn)
+        # netdetect reads 256 addresses a link: lo keeps only the pods'
+        ip addr del 127.0.0.1/8 dev lo; sysctl -qw net.ipv6.conf.lo.disable_ipv6=1
+        for i in \$(seq 1 $n); do ip addr add \$(gx_addr \$i)/32 dev lo; done
+        for r in \$(seq $reps); do
+          a=\$(pf_run $n $port); b=\$(pf_run $n $port --preflight)
+          pfm=\$(grep -o 'nobody named ([0-9]*' \$tmp/err.1 | grep -o '[0-9]*\$')
+          med=\$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d[\"median_bps\"][\"tcp\"], d[\"bytes\"])' \$tmp/out.1/preflight.json 2>/dev/null)
+          echo \"run \$a \$b \${pfm:--} \${med:-- -} \$(grep -c 'looked slow' \$tmp/err.1)\"
+        done" 2>&1)
+      echo "$out" | grep -v '^run ' | sed 's/^/  /'
+      row() { echo "$out" | awk -v k="$1" '$1 == "run" && $k != "fail" && $k != "-" {print $k}' | med; }
+      a=$(row 2) b=$(row 3) pfm=$(row 4) mbps=$(row 5) bytes=$(row 6) again=$(row 7)
+      [ "$a" = - ] || [ "$b" = - ] && { echo "  N=$n: failed"; continue; }
+      bm=$(awk -v b="$bytes" -v m="$mbps" 'BEGIN{if (m > 0) printf "%.0f", b * 8 / m * 1000; else print "-"}')
+      printf '  %6s %10.0f %10.0f %10.0f %14s %14s %16s %10s\n' "$n" "$((a / 1000))" "$((b / 1000))" \
+        "$(((b - a) / 1000))" "$pfm" "$(awk -v m="$mbps" 'BEGIN{printf "%.2f", m / 1e9}')" "$bm" "$again"
+      [ "$n" = 64 ] && PF_64="added $(((b - a) / 1000)) ms (the preflight itself $pfm ms) against 1 s + bytes / median = $((1000 + ${bm/-/0})) ms"
+    done
+    echo "  (medians of the runs; looked_again: pods whose first-pass figure was below half the median," \
+      "measured again one at a time)"
+  fi
+fi
 FLOOR_SRV='' FLOOR_TOT=''
 if want h; then
   echo
@@ -571,6 +639,7 @@ vs "N=16384 rendezvous (b), median, loaded" "$LAT_16384" 2000 ms
 vs "N=65536 relay tree (g), median" "${LAT_65536:-}" 10000 ms
 [ -n "${FDS_65536:-}" ] && echo "  N=65536 (g): coordinator peak open descriptors $FDS_65536 (target: a few hundred" \
   "connections; 255 relays + 255 direct members held, the rest VERIFY connections in flight); ${RES_65536:-}"
+[ -n "$PF_64" ] && echo "  --preflight at N=64 (i): $PF_64"
 [ -n "$FIRST" ] && echo "  exec -> first packet (d): $FIRST"
 [ -n "$DNS_LAG" ] && echo "  DNS late record (e): $DNS_LAG"
 vs "transport watcher's CPU, a job's start (i)" "${FABRIC_START_PCT:-}" 1 "%"

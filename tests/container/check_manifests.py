@@ -1011,10 +1011,10 @@ def dry_run_pod(gxboot, fname, doc, path, tpl, meet, skip, job_ids):
 
 # ---------------------------------------------------------------- TorchX
 # The component through the real TorchX (../shared/third_party/python, run by torchx_pods.py
-# with --workspace="" --dryrun): every `torchx run` line that README.md, container/README.md
-# and the component's docstring document, the pods of each request checked and dry-run with
-# the env TorchX and the job system give them (torchx_pods.py: Volcano's plugins from
-# job_env.json).
+# with --workspace="" --dryrun): every `torchx run` line that README.md, docs/torchx.md,
+# container/README.md and the component's docstring document, the pods of each request
+# checked and dry-run with the env TorchX and the job system give them (torchx_pods.py:
+# Volcano's plugins from job_env.json).
 MCAD_EXTRA_CFG = {"image_secret": "regcred", "priority": "5", "priority_class_name": "high",
                   "coscheduler_name": "cosched", "service_account": "trainer"}
 
@@ -1048,10 +1048,11 @@ def cfg_of(args):
 
 def torchx_runs(root):
     """{tuple(args): [where]} of the documented lines. container/README.md and the component
-    document both schedulers (FAIL otherwise); README.md shows one."""
+    document both schedulers (FAIL otherwise); README.md and docs/torchx.md show one."""
     comp = os.path.join(root, "container/torchx/gxboot_ddp.py")
-    docs = [(f, open(os.path.join(root, f), encoding="utf-8").read(), f != "README.md")
-            for f in ("README.md", "container/README.md")]
+    docs = [(f, open(os.path.join(root, f), encoding="utf-8").read(), every)
+            for f, every in (("README.md", False), ("docs/torchx.md", False),
+                             ("container/README.md", True))]
     docs.append(("the component's docstring", ast.get_docstring(ast.parse(
         open(comp, encoding="utf-8").read())) or "", True))
     runs = {}
@@ -1293,6 +1294,10 @@ MUTATIONS = [
      "                  mountPath: /run/other\n", "/run/gxboot"),
     ("../README.md", "torchx run -s kubernetes_mcad -cfg network=rdma-shared-net",
      "torchx run -s kubernetes_mcad", "net1 would not be attached"),
+    ("../../README.md", "torchx run -s kubernetes_mcad -cfg network=rdma-shared-net",
+     "torchx run -s kubernetes_mcad", "net1 would not be attached"),
+    ("../../docs/torchx.md", "torchx run -s kubernetes_mcad -cfg network=rdma-shared-net",
+     "torchx run -s kubernetes_mcad", "net1 would not be attached"),
     ("../torchx/gxboot_ddp.py", "        role.entrypoint = gxboot\n", "", "not gxboot"),
     ("../torchx/gxboot_ddp.py", ', "--require-token"]', "]", "--require-token"),
     ("../Dockerfile", "FROM scratch", "FROM debian:bookworm-slim", "scratch"),
@@ -1306,6 +1311,8 @@ MUTATIONS = [
 # Mutations of the dry-run (they need a gxboot binary; SKIP without one): the checker must
 # see that the plan gxboot prints is not what the workload needs.
 DRY_MUTATIONS = [
+    ("check-job.yaml", '        - "ck-{0..3}.ck"\n', '        - "ck-{0..4}.ck"\n',
+     "5 peers, the workload has 4"),
     ("statefulset-mpi.yaml", "--peers 'smpi-{0..2}.smpi' --slots 8 \\\n",
      "--peers 'smpi-{0..3}.smpi' --slots 8 \\\n", "4 peers, the workload has 3"),
     ("mpijob-serve.yaml", "            - /opt/gxboot/gxboot\n            - --token-file\n",
@@ -1339,6 +1346,7 @@ def self_test(root, gxboot):
             os.makedirs(os.path.join(tmp, "tests"))
             shutil.copy(os.path.join(root, "tests/deps.sh"), os.path.join(tmp, "tests"))
             shutil.copy(os.path.join(root, "README.md"), tmp)
+            shutil.copytree(os.path.join(root, "docs"), os.path.join(tmp, "docs"))
             path = os.path.normpath(os.path.join(tmp, "container/k8s", fname))
             text = open(path, encoding="utf-8").read()
             if old not in text:
@@ -1347,7 +1355,7 @@ def self_test(root, gxboot):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text.replace(old, new, 1))
             args = ["--root", tmp, "--gxboot", gxboot if dry else os.path.join(tmp, "no-gxboot")]
-            if fname.startswith(("../torchx/", "../README.md")):
+            if fname.startswith(("../torchx/", "../README.md", "../../")):
                 args += ["--only", "torchx"]
             elif fname == "../Dockerfile":
                 args += ["--only", "Dockerfile"]

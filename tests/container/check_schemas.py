@@ -167,6 +167,7 @@ MUTATIONS = [
      "Always"),
     ("statefulset-init.yaml", 1, ["spec", "replicas"], "four"),
     ("statefulset-init.yaml", 0, ["spec", "publishNotReadyAdresses"], True),
+    ("check-job.yaml", 1, ["spec", "backoffLimit"], "none"),
     ("indexed-job-tcp.yaml", 1, ["metadata", "lables"], {"a": "b"}),
     ("indexed-job-tcp.yaml", 1, ["spec", "template", "spec", "securityContext", "runAsUserr"], 1),
     ("networkpolicy.yaml", 0, ["spec", "ingress", 0, "port"], 29410),

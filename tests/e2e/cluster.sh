@@ -27,6 +27,8 @@
 #   cluster_net1_down i              link net1 down in pod i
 #   cluster_net1_other_subnet i      move pod i's net1 to another bridge + 192.168.<y+1>.0/24
 #   cluster_loss i PCT [IFACE]       drop PCT % of packets arriving on IFACE (net1) in pod i
+#   cluster_throttle i RATE          tbf on pod i's net1 both ways (in the pod and on the
+#                                    host-side veth): a slow link, e.g. 4mbit
 #   cluster_delay i MS               pod i's net1 becomes a tap whose frames are held MS each
 #                                    way (delay_link.py: no netem here; TCP stays end to end)
 #   cluster_router "BRIDGE ADDR/PLEN"...  a router: netns ${GX_P}-rt with a leg (veth) into
@@ -48,7 +50,11 @@
 #   GX_NET1_V6=1 gives net1 only a global IPv6 address (fd00:<x>::<10+i>/64, nodad),
 #   GX_KEEP=1 keeps GX_DIR after teardown, GX_STATE_ROOT (run.sh: where leftovers are swept).
 
-GX_SVC=job.default.svc.cluster.local # cluster_create: ${GX_SUBDOMAIN:-job}.default.svc...
+GX_SVC=job.default.svc.cluster.local
+# What a kubelet puts into every container of a pod, with or without service links: netdetect
+# takes eth0 for the pod network only in a Kubernetes pod (podman and docker name eth0, eth1 in
+# any order)
+export KUBERNETES_SERVICE_HOST=10.96.0.1 KUBERNETES_SERVICE_PORT=443 # cluster_create: ${GX_SUBDOMAIN:-job}.default.svc...
 # gxboot reads GXBOOT_<OPTION> from the environment: the cases set what they mean to
 while read -r _gxv; do unset "$_gxv"; done < <(compgen -e | grep '^GXBOOT_')
 GX_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -453,6 +459,11 @@ table inet gxloss {
   }
 }
 EOF
+}
+
+cluster_throttle() { # cluster_throttle i RATE (FIELD.md: netem is not in this kernel)
+  ip netns exec "$(pod_ns "$1")" tc qdisc add dev net1 root tbf rate "$2" burst 16kb latency 100ms &&
+    tc qdisc add dev "${GX_P}-n$1" root tbf rate "$2" burst 16kb latency 100ms
 }
 
 cluster_token() {

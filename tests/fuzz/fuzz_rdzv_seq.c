@@ -36,7 +36,7 @@
  *   6 PONG
  *   7 VFAIL len text...
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 
 #include <arpa/inet.h>
 #include <poll.h>

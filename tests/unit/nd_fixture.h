@@ -14,6 +14,7 @@
  *         port NUM ACTIVE|DOWN eth|ib mtu=N rate=N tbl=N
  *         gid INDEX ib|v1|v2 NDEV_IFINDEX GID
  *         memlock BYTES|unlimited     ipc_lock 0|1     rdma_err -ERRNO
+ *         kubernetes 0|1 (default 1: a pod, as the kubelet's KUBERNETES_SERVICE_HOST says)
  */
 #ifndef ND_FIXTURE_H
 #define ND_FIXTURE_H
@@ -323,6 +324,7 @@ static inline struct nd_inventory *fx_load_with(const char *name, struct fx *f)
 	}
 	memset(f, 0, sizeof(*f));
 	inv->memlock = ND_MEMLOCK_INF;
+	inv->kubernetes = 1;
 	while (fgets(line, sizeof(line), fp)) {
 		line[strcspn(line, "\r\n")] = '\0';
 		kw = strtok_r(line, " ", &save);
@@ -341,6 +343,8 @@ static inline struct nd_inventory *fx_load_with(const char *name, struct fx *f)
 			    !strcmp(save, "unlimited") ? ND_MEMLOCK_INF : strtoull(save, NULL, 0);
 		else if (!strcmp(kw, "ipc_lock"))
 			inv->ipc_lock = (int)strtol(save, NULL, 10);
+		else if (!strcmp(kw, "kubernetes"))
+			inv->kubernetes = (int)strtol(save, NULL, 10);
 		else if (!strcmp(kw, "rdma_err"))
 			f->list_err = (int)strtol(save, NULL, 10);
 	}

@@ -348,6 +348,51 @@ static void test_option_not_taken(void **state)
 	assert_int_equal(parse(run, env_json, &o), 0);
 }
 
+/* --preflight and its options, the GXBOOT_ twins, bad values, the commands that take them. */
+static void test_preflight_options(void **state)
+{
+	char *flags[] = {"gxboot",	"init",
+			 "--preflight", "--preflight-bytes",
+			 "1048576",	"--preflight-slow",
+			 "0.25",	"--preflight-shape",
+			 "all",		"--preflight-settle",
+			 "12",		NULL};
+	char *env[] = {"GXBOOT_PREFLIGHT=yes", "GXBOOT_PREFLIGHT_BYTES=65536",
+		       "GXBOOT_PREFLIGHT_SLOW=0.7", "GXBOOT_PREFLIGHT_SHAPE=ring", NULL};
+	char *run[] = {"gxboot", "--", "true", NULL};
+	char *slow0[] = {"gxboot", "--preflight-slow", "0", "--", "x", NULL};
+	char *slow1[] = {"gxboot", "--preflight-slow=1.5", "--", "x", NULL};
+	char *slowx[] = {"gxboot", "--preflight-slow=half", "--", "x", NULL};
+	char *bytes[] = {"gxboot", "--preflight-bytes", "67108865", "--", "x", NULL};
+	char *shape[] = {"gxboot", "--preflight-shape", "star", "--", "x", NULL};
+	char *check[] = {"gxboot", "check", "--preflight", NULL};
+	char *env_bad[] = {"GXBOOT_PREFLIGHT_SLOW=2", NULL};
+	struct agent_opts o;
+
+	(void)state;
+	assert_int_equal(parse(flags, NULL, &o), 0);
+	assert_true(o.preflight);
+	assert_int_equal(o.preflight_bytes, 1048576);
+	assert_true(o.preflight_slow > 0.24 && o.preflight_slow < 0.26);
+	assert_int_equal(o.preflight_shape, AGENT_PF_SHAPE_ALL);
+	assert_int_equal(o.preflight_settle, 12);
+	assert_int_equal(parse(run, env, &o), 0);
+	assert_true(o.preflight);
+	assert_int_equal(o.preflight_bytes, 65536);
+	assert_true(o.preflight_slow > 0.69 && o.preflight_slow < 0.71);
+	assert_int_equal(o.preflight_shape, AGENT_PF_SHAPE_RING);
+	assert_int_equal(parse(run, NULL, &o), 0);
+	assert_false(o.preflight); /* off unless asked */
+	expect_usage(slow0, NULL, "--preflight-slow");
+	expect_usage(slow1, NULL, "--preflight-slow");
+	expect_usage(slowx, NULL, "--preflight-slow: 'half'");
+	expect_usage(bytes, NULL, "--preflight-bytes");
+	expect_usage(shape, NULL, "--preflight-shape");
+	expect_usage(check, NULL,
+		     "'check' does not take --preflight (it is an option of: run, init, serve)");
+	expect_usage(run, env_bad, "GXBOOT_PREFLIGHT_SLOW");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +403,7 @@ int main(void)
 	    cmocka_unit_test(test_env_booleans),
 	    cmocka_unit_test(test_bad_values),
 	    cmocka_unit_test(test_option_not_taken),
+	    cmocka_unit_test(test_preflight_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,6 +73,31 @@ static int teardown(void **state)
 }
 
 /* Multus moved the default route onto net1: eth0 is still the pod network (rule 3). */
+/* Outside Kubernetes (podman kube play, docker: no KUBERNETES_SERVICE_HOST) eth0 is any of
+ * the pod's networks: the default route marks the primary (rule 4), and the reason says why
+ * rule 3 did not. */
+static void test_not_kubernetes(void **state)
+{
+	struct nd_request q = {0};
+	struct nd_result *r = detect("podman_two_nets.inv", NULL, &q, 0);
+
+	(void)state;
+	assert_string_equal(r->iface, "eth0");
+	assert_string_equal(r->addr4, "192.168.150.11");
+	assert_string_equal(r->primary, "eth1");
+	assert_int_equal(r->primary_rule, 4);
+	assert_non_null(strstr(r->reason, "rule 3 not applied: no KUBERNETES_SERVICE_HOST"));
+	nd_result_free(r);
+	/* the same links in a Kubernetes pod: eth0 is the pod network, eth1 the secondary */
+	nd_inventory_free(g_inv);
+	g_inv = fx_load("podman_two_nets.inv");
+	g_inv->kubernetes = 1;
+	r = detect(NULL, NULL, &q, 0);
+	assert_string_equal(r->iface, "eth1");
+	assert_int_equal(r->primary_rule, 3);
+	nd_result_free(r);
+}
+
 static void test_default_route_on_net1(void **state)
 {
 	struct nd_request q = {0};
@@ -384,6 +409,7 @@ static void test_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_not_kubernetes, teardown),
 	    cmocka_unit_test_teardown(test_default_route_on_net1, teardown),
 	    cmocka_unit_test_teardown(test_default_route_on_net1_network_status, teardown),
 	    cmocka_unit_test_teardown(test_eth0_entry_without_default, teardown),

@@ -14,7 +14,7 @@
  * are checked as "not before the bound, within the bound plus the timer's
  * period and slack" (DECISIONS 27: no speed assertions). ~45 s wall.
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 #include "rdzv/rdzv_member_int.h"
 #include "rdzv/rdma/rdzv_rdma_int.h"
 #include "tests/unit/rdzv_harness.h"

@@ -5,7 +5,7 @@
  * valgrind), late coordinator, restarts, wrong tokens, garbage and silent
  * connections, conflicts, missing and unreachable peers.
  */
-#include "rdzv/rdzv_int.h"
+#include "rdzv/rdzv_coord_int.h"
 #include "tests/unit/rdzv_harness.h"
 
 #include <arpa/inet.h>

@@ -89,6 +89,11 @@ struct fake {
 	struct rdzv_rdma_msg ping;	       /* the last PING it got, decoded */
 	int hangup;			       /* answer a SEND by disconnecting */
 	int reg_mr_rc;			       /* forced ibv_reg_mr failure */
+	/* the completion channel: get_cq_event says -EINTR this many times first (the event
+	 * stays); forced failures of the next get_cq_event, req_notify_cq (after notify_ok
+	 * more that succeed), poll_cq (once) */
+	int cq_intr, cq_event_rc, notify_rc, notify_ok, poll_rc;
+	int npolls;	       /* poll_cq calls */
 	uint32_t unreachable4; /* an IPv4 destination whose address never resolves */
 	int nresolves, resolve_ms;
 	enum ibv_mtu mtu;
@@ -454,8 +459,19 @@ static int f_destroy_cq(struct ibv_cq *cq)
 	return 0;
 }
 
+/* A forced failure, once. */
+static int once(int *rc)
+{
+	int v = *rc;
+
+	*rc = 0;
+	return v;
+}
+
 static int f_req_notify_cq(struct ibv_cq *cq)
 {
+	if (F->notify_rc && F->notify_ok-- <= 0)
+		return once(&F->notify_rc);
 	((struct fake_cq *)cq)->armed = 1;
 	return 0;
 }
@@ -465,6 +481,12 @@ static int f_get_cq_event(struct ibv_comp_channel *c, struct ibv_cq **cq)
 	struct fake_cc *cc = (struct fake_cc *)c;
 	char b;
 
+	if (F->cq_intr > 0) { /* a signal during the read: the event is still there */
+		F->cq_intr--;
+		return -EINTR;
+	}
+	if (F->cq_event_rc)
+		return once(&F->cq_event_rc);
 	if (read(cc->cc.fd, &b, 1) != 1)
 		return -EAGAIN;
 	*cq = &cc->cq->cq;
@@ -544,6 +566,9 @@ static int f_poll_cq(struct ibv_cq *c, int n, struct ibv_wc *wc)
 {
 	struct fake_cq *cq = (struct fake_cq *)c;
 
+	F->npolls++;
+	if (F->poll_rc)
+		return once(&F->poll_rc);
 	if (cq->n == 0 || n < 1)
 		return 0;
 	*wc = cq->q[0];
@@ -964,6 +989,110 @@ static void test_client_completion_error(void **state)
 	f->write_status = IBV_WC_REM_ACCESS_ERR;
 	probe(4096, 2000, &p);
 	expect_fail(&p, "completion", "completion: IBV_WC_REM_ACCESS_ERR on write");
+}
+
+/* A verbs call of the completion channel that fails ends the probe, named. */
+static void test_client_completion_calls(void **state)
+{
+	struct fake *f = *state;
+	struct rdzv_rdma_probe p;
+
+	f->poll_rc = -EIO;
+	probe(0, 2000, &p);
+	expect_fail(&p, "completion", "completion: ibv_poll_cq: Input/output error");
+	assert_int_equal(f->ndisconnects, 1);
+	f->notify_rc = -EINVAL;
+	f->notify_ok = 1; /* the first arms the new CQ (setup), the next re-arms it */
+	probe(0, 2000, &p);
+	expect_fail(&p, "completion", "completion: ibv_req_notify_cq: Invalid argument");
+	f->cq_event_rc = -EBADF;
+	probe(0, 2000, &p);
+	expect_fail(&p, "completion", "completion: ibv_get_cq_event: Bad file descriptor");
+	/* interrupted reads of the channel are no failure: the event is taken next time */
+	f->cq_intr = 3;
+	probe(0, 2000, &p);
+	assert_int_equal(p.ok, 1);
+	assert_int_equal(f->cq_intr, 0);
+}
+
+struct drained {
+	enum ibv_wc_opcode op[8];
+	int n, stop_at, stop_rc;
+};
+
+static int drained_wc(void *arg, const struct ibv_wc *wc)
+{
+	struct drained *d = arg;
+
+	d->op[d->n++] = wc->opcode;
+	return d->n == d->stop_at ? d->stop_rc : 0;
+}
+
+/* The helper itself: one event taken, acked and re-armed, then the queue handed out in order
+ * until the handler says stop; what failed is named; no event is no failure. */
+static void test_cq_drain(void **state)
+{
+	struct fake *f = *state;
+	struct ibv_comp_channel *cc = NULL;
+	struct ibv_cq *cq = NULL;
+	struct rdzv_rdma_qp q;
+	struct drained d = {.stop_at = -1};
+	const char *what = "x";
+	struct fake_cq *fcq;
+
+	assert_int_equal(fake_ops.create_comp_channel(&f->verbs, &cc), 0);
+	assert_int_equal(rdzv_rdma_nonblock(cc->fd), 0); /* as rdzv_rdma_qp_setup does */
+	assert_int_equal(fake_ops.create_cq(&f->verbs, 8, cc, &cq), 0);
+	memset(&q, 0, sizeof(q));
+	q.cc = cc;
+	q.cq = cq;
+	fcq = (struct fake_cq *)cq;
+	fcq->armed = 1;
+	/* nothing there: 0, nothing polled */
+	assert_int_equal(rdzv_rdma_cq_drain(&fake_ops, &q, drained_wc, &d, &what), 0);
+	assert_null(what);
+	assert_int_equal(f->npolls, 0);
+	/* three completions: all handed out, in order, and the CQ re-armed */
+	push_wc(fcq, IBV_WC_SEND, IBV_WC_SUCCESS, 0);
+	push_wc(fcq, IBV_WC_RECV, IBV_WC_SUCCESS, 72);
+	push_wc(fcq, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS, 0);
+	assert_int_equal(fcq->armed, 0);
+	f->cq_intr = 1;
+	assert_int_equal(rdzv_rdma_cq_drain(&fake_ops, &q, drained_wc, &d, &what), 0);
+	assert_int_equal(d.n, 0); /* interrupted: the event waits */
+	assert_int_equal(rdzv_rdma_cq_drain(&fake_ops, &q, drained_wc, &d, &what), 0);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(d.op[0], IBV_WC_SEND);
+	assert_int_equal(d.op[1], IBV_WC_RECV);
+	assert_int_equal(d.op[2], IBV_WC_RDMA_WRITE);
+	assert_int_equal(fcq->armed, 1);
+	/* the handler stops at the second: its value, the third stays queued */
+	d = (struct drained){.stop_at = 2, .stop_rc = -EPROTO};
+	push_wc(fcq, IBV_WC_SEND, IBV_WC_SUCCESS, 0);
+	push_wc(fcq, IBV_WC_RECV, IBV_WC_SUCCESS, 72);
+	push_wc(fcq, IBV_WC_RECV, IBV_WC_SUCCESS, 72);
+	assert_int_equal(rdzv_rdma_cq_drain(&fake_ops, &q, drained_wc, &d, &what), -EPROTO);
+	assert_null(what);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(fcq->n, 1);
+	/* each verbs call's failure, named */
+	d = (struct drained){.stop_at = -1};
+	push_wc(fcq, IBV_WC_SEND, IBV_WC_SUCCESS, 0); /* re-raises the event */
+	f->cq_event_rc = -EBADF;
+	assert_int_equal(rdzv_rdma_cq_drain(&fake_ops, &q, drained_wc, &d, &what), -EBADF);
+	assert_string_equal(what, "ibv_get_cq_event");
+	f->notify_rc = -EINVAL;
+	assert_int_equal(rdzv_rdma_cq_drain(&fake_ops, &q, drained_wc, &d, &what), -EINVAL);
+	assert_string_equal(what, "ibv_req_notify_cq");
+	assert_int_equal(d.n, 0);
+	push_wc(fcq, IBV_WC_SEND, IBV_WC_SUCCESS, 0);
+	fcq->armed = 1;
+	push_wc(fcq, IBV_WC_SEND, IBV_WC_SUCCESS, 0);
+	f->poll_rc = -EIO;
+	assert_int_equal(rdzv_rdma_cq_drain(&fake_ops, &q, drained_wc, &d, &what), -EIO);
+	assert_string_equal(what, "ibv_poll_cq");
+	assert_int_equal(fake_ops.destroy_cq(cq), 0);
+	assert_int_equal(fake_ops.destroy_comp_channel(cc), 0);
 }
 
 static void test_client_deadline(void **state)
@@ -1397,6 +1526,42 @@ static void test_server_answers(void **state)
 }
 
 /*
+ * A signal that interrupts the server's read of its completion channel is no failure of
+ * the connection: the event is still there, the loop comes back to it and the PING is
+ * answered (the server closed the member's connection here, and its RDMA-CM check failed).
+ */
+static void test_server_interrupted(void **state)
+{
+	struct fake *f = *state;
+	struct srv s;
+	struct rdma_cm_id *id;
+	struct rdzv_rdma_msg m;
+
+	srv_start(&s, 0);
+	id = request_write(0);
+	pump(s.ev);
+	push_ev(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	pump(s.ev);
+	f->cq_intr = 2;
+	ping(id, &f->auth, 1, 0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 1);
+	assert_int_equal(f->nsent, 1);
+	assert_int_equal(f->cq_intr, 0);
+	pong(id, &m);
+	assert_int_equal(m.rank, 1);
+	assert_int_equal(m.status, RDZV_RDMA_ST_OK);
+	assert_int_equal(rdzv_rdma_answered(s.c), 1);
+	/* a real failure of the channel still ends it */
+	f->poll_rc = -EIO;
+	ping(id, &f->auth, 1, 0);
+	pump(s.ev);
+	assert_int_equal(rdzv_rdma_nconns(s.c), 0);
+	assert_int_equal(f->nsent, 1);
+	srv_free(&s);
+}
+
+/*
  * Finding 10: a stranger without the key connects, PINGs under a wrong key, or
  * never PINGs: no write target is ever registered, the connection is closed (the
  * unproved one within RDZV_RDMA_PROOF_MS).
@@ -1696,6 +1861,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_client_rejected, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_unreachable, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_completion_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_completion_calls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cq_drain, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_deadline, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_hostile_accept, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_client_memlock, setup, teardown),
@@ -1704,6 +1871,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rails_gate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ops_check, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_answers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_server_interrupted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_stranger, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_pin_cap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_server_stranger_per_source, setup, teardown),

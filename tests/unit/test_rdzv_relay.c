@@ -6,6 +6,7 @@
  * starts late, one that dies, an abort, a full table, strangers at a relay (junk, a
  * flood before its session, 1,100 connections), a late coordinator, members that stay.
  */
+#include "rdzv/rdzv_coord_int.h"
 #include "rdzv/rdzv_member_int.h"
 #include "tests/unit/rdzv_harness.h"
 
