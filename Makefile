@@ -146,7 +146,7 @@ $(B)/bench/bench_%: $(B)/tests/bench/bench_%.o $(SUPPORT_OBJ) $(B)/libgx.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) 2> $@.ldlog || { cat $@.ldlog; exit 1; }
 
-# The static binary for arm64 (issue 18): build-arm64/gxboot, stripped.
+# The static binary for arm64 (GH200 and GB200 nodes): build-arm64/gxboot, stripped.
 arm64:
 	$(Q)$(MAKE) --no-print-directory ARCH=arm64 BUILD=build-arm64 MODE=release \
 		build-arm64/release/gxboot
@@ -166,7 +166,7 @@ tools: build/tools/mpi_allreduce
 build/tools/mpi_allreduce: tests/e2e/mpi_allreduce.c
 	@mkdir -p $(dir $@)
 	$(Q)mpicc -O2 -o $@ $<
-# the same program against MPICH (Hydra, ch4:ofi; issue 27): mpicc stays OpenMPI's
+# the same program against MPICH (Hydra, ch4:ofi; the Hydra e2e): mpicc stays OpenMPI's
 tools-mpich: build/tools/mpi_allreduce_mpich
 build/tools/mpi_allreduce_mpich: tests/e2e/mpi_allreduce.c
 	@mkdir -p $(dir $@)

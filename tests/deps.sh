@@ -14,13 +14,13 @@ PKGS=(
   # simulated cluster: namespaces, DNS, firewall, real torchrun and mpirun
   iproute2 util-linux procps dnsmasq-base nftables python3-torch python3-yaml
   time  # /usr/bin/time -f %M: the bench's peak RSS (not in a minimal Debian)
-  chromium  # check --report: the page is rendered in a real headless browser (issue 30)
+  chromium  # check --report: the page is rendered in a real headless browser, not parsed
   # TorchX (../shared/third_party/python) with Debian's python3: its dependencies
   python3-fsspec python3-tabulate python3-filelock python3-docker python3-kubernetes
-  # container image (make image, e2e image/kube_play) and manifest schemas (issue 28)
+  # container image (make image, e2e image/kube_play) and manifest schemas
   podman runc catatonit debootstrap busybox-static python3-jsonschema
   openmpi-bin libopenmpi-dev
-  # MPICH (Hydra) beside OpenMPI, for the Hydra e2e (issue 27)
+  # MPICH (Hydra) beside OpenMPI: Intel MPI and MPICH jobs launch through Hydra (e2e)
   mpich libmpich-dev
   # UCX's io_demo: the UCX job of the transport report's soft-RoCE case (rdma/case_fabric.sh)
   ucx-utils

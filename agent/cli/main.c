@@ -83,7 +83,7 @@ static enum agent_cmd help_topic(const struct agent_opts *o)
 
 /*
  * Called as ".../gxboot-rsh ARGS" (the --out link Hydra's launcher exec
- * names: one executable path, issue 27): "gxboot rsh ARGS". NULL otherwise.
+ * names: it takes one executable path, no arguments): "gxboot rsh ARGS". NULL otherwise.
  */
 static char **rsh_link_argv(int argc, char **argv)
 {
