@@ -113,7 +113,7 @@ void rdzv_rdma_pins(const struct rdzv_rdma_ctx *c, struct rdzv_rdma_pins *out);
 /* The outcome of the latest verification (ops check()); NULL when none ran. */
 const struct rdzv_rdma_probe *rdzv_rdma_last(const struct rdzv_rdma_ctx *c);
 /*
- * The fabric gate per HCA (a dead rail fails, not only a dead bootstrap rail). Each rail in
+ * The fabric gate per HCA (NCCL gets only the rails that passed). Each rail in
  * rdzv_peer.rails
  * ("dev:port/netdev/addr,...") is matched with the coordinator's rail on the
  * interface of the same name; the member's check() probes every matched rail

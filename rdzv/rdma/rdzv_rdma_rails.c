@@ -4,9 +4,8 @@
  * member's check() (the bootstrap rail, then every other rail to the
  * coordinator's rail of the same interface) and the coordinator's listen()
  * (the bootstrap address and every rail address): the fabric gate per HCA
- * (a dead rail fails the job, not only a dead bootstrap rail). The client and
- * server themselves: rdzv_rdma.c,
- * rdzv_rdma_srv.c. Steps: rdzv/PROTOCOL.md, "RDMA-CM".
+ * (NCCL gets only the rails that passed). The client and server themselves:
+ * rdzv_rdma.c, rdzv_rdma_srv.c. Steps: rdzv/PROTOCOL.md, "RDMA-CM".
  */
 #include "rdzv/rdma/rdzv_rdma_int.h"
 
