@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lint.sh [FILE...] - bans functions the house style forbids (STYLE.md 18) in the
+# lint.sh [FILE...] - bans functions the house style forbids (see msg below) in the
 # sources (every tracked .c/.h outside tests/, or the FILEs given, relative to
 # LINT_ROOT, default the tree). `lint.sh --selftest` plants one bad file per rule
 # and fails unless the lint catches each (so a rule cannot rot silently).
@@ -104,7 +104,7 @@ fi
 # shellcheck disable=SC2086
 lint_files $files
 bad=$?
-# include rules (issue 29): rdzv/gx is the base layer and the only part of rdzv that
+# include rules (the layering): rdzv/gx is the base layer and the only part of rdzv that
 # netdetect may include; rdzv never includes agent; rdzv/gx includes nothing of ours but itself;
 # agent/fabric (the transport watcher) is given plain data by the pipeline: of ours it
 # includes rdzv/gx and itself only.
@@ -120,7 +120,7 @@ for f in $files; do
     echo "lint: include rule broken in $f (netdetect, agent/fabric -> rdzv/gx only; rdzv -/-> agent)" >&2; bad=1
   fi
 done
-# module prefixes (issue 29): every symbol a module exports carries its prefix: agent_ in
+# module prefixes (one face per module): every symbol a module exports carries its prefix: agent_ in
 # agent/, rdzv_ or gx_ in rdzv/, nd_ or netdetect_ in netdetect/ (main is the program's).
 if [ -z "${LINT_NO_BUILD:-}" ]; then
   ${MAKE:-make} -s --no-print-directory MODE=debug build/debug/libgx.a \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: 500 connections that send nothing (slowloris) and 500 that send random bytes,
+# Fault: 500 connections that send nothing (slowloris) and 500 that send random bytes,
 # held against the coordinator's rendezvous port (its eth0 and net1 addresses) by a stranger
 # pod without the token, while a 16-pod rendezvous runs. Dropped connections are reopened at
 # once, so the 1,000 stay open for the whole run. eth0 closed but DNS + 29410 in the 16 pods.
@@ -8,7 +8,7 @@
 # Asserts: both runs complete: every pod exits 0 within --timeout 30, each CMD got its rank,
 # NNODES=16 and MASTER_ADDR=<coordinator's net1>:29500 (the stranger steered nothing); the
 # stranger really opened its connections (>= 80 % of them by the time the members start). The ratio faulty /
-# clean is printed (DECISIONS 27: no timing assertion; the issue's bar is 2x).
+# clean is printed (no timing assertion; the bar is 2x).
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 . "$(dirname "$0")/stranger.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 case 2: the coordinator pod runs gxboot -- mpirun -np 6 mpi_allreduce (no -hostfile
+# The coordinator pod runs gxboot -- mpirun -np 6 mpi_allreduce (no -hostfile
 # on the command line); the two other pods run gxboot in worker form (-- sleep). OpenMPI
 # reaches the workers through the test's netns rsh agent (plm_rsh_agent; `gxboot rsh` is a
 # later issue). eth0 is closed except DNS and 29410 in every pod.
