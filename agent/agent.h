@@ -82,7 +82,7 @@ struct agent_opts {
 	const char *dns_server;
 	int full_table;
 	int dry_run;
-	int elastic;		 /* --elastic: the coordinator never waits for others (Ray issue) */
+	int elastic;		 /* --elastic: the coordinator never waits for others (Ray) */
 	enum agent_ray_role ray; /* --ray head|worker */
 	/* interface and RDMA */
 	const char *iface;

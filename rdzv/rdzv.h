@@ -45,7 +45,7 @@ struct rdzv_peer {
 };
 
 #define RDZV_PF_FULL_TABLE 0x1u /* member asks for the whole table in COMMIT */
-#define RDZV_PF_SERVES 0x2u	/* member serves remote exec (rsh issue) */
+#define RDZV_PF_SERVES 0x2u	/* member serves remote exec */
 #define RDZV_PF_OBSERVER 0x8u	/* an observer's JOIN: no rank, gets the table at COMMIT */
 #define RDZV_PF_ELASTIC 0x10u	/* an elastic JOIN by name: the coordinator picks the rank */
 #define RDZV_PF_STAYS 0x20u /* coordinator keeps its sessions after the COMMIT (agent sets it) */

@@ -82,7 +82,7 @@ struct agent_peers {
 	long slots_hint;       /* this pod's slots from the source (MPI hostfile), 0 = none */
 	long *slots;	       /* each listed host's slots from the source (0: none), or NULL */
 	int observer;	       /* this pod is not a peer (MPI launcher) */
-	/* elastic (Ray issue): the coordinator never waits; a pod not listed
+	/* elastic (Ray): the coordinator never waits; a pod not listed
 	 * (self == AGENT_SELF_NONE, observer 0) joins by name and gets a rank */
 	int elastic;
 	long elastic_max;	 /* the most peers (world) */

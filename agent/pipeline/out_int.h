@@ -55,7 +55,7 @@ struct agent_env_input {
 	 * no secondary of its own (then iface is the peers' and mpirun's own
 	 * OMPI_MCA_oob_tcp_if_include is left out) */
 	int observer;
-	/* "<path to gxboot> rsh" when every peer serves (rsh issue), else NULL */
+	/* "<path to gxboot> rsh" when every peer serves (remote exec), else NULL */
 	const char *rsh_agent;
 	const char *rsh_key_file; /* GXBOOT_RSH_KEY_FILE for the agent, or NULL */
 	/* Hydra (MPICH, Intel MPI): the agent as ONE executable (the

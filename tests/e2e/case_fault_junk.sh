@@ -15,7 +15,7 @@ set -uo pipefail
 cluster_need_root
 gx_need_gxboot
 N=16
-IDLE=${GX_FAULT_IDLE:-500}           # the issue's figures; overridable to probe the limits
+IDLE=${GX_FAULT_IDLE:-500}           # 500 + 500; overridable to probe the limits
 RANDOM_CONNS=${GX_FAULT_RANDOM:-500}
 cluster_create $((N + 1)) || fail "cluster_create"
 T=$(cluster_token)
@@ -65,7 +65,7 @@ st=$(cat "$GX_DIR/junk.status" 2>/dev/null)
 kill "$junk" 2>/dev/null
 echo "stranger when the members started: $st0; at the end: $st; coordinator log lines: $(wc -l <"$GX_DIR/pod0.log")"
 echo "16 pods, clean: $clean ms; under $IDLE idle + $RANDOM_CONNS random-byte connections: $faulty ms" \
-  "(ratio $(awk -v a="$faulty" -v b="$clean" 'BEGIN { printf "%.1f", a / b }')x; issue bar 2x)"
+  "(ratio $(awk -v a="$faulty" -v b="$clean" 'BEGIN { printf "%.1f", a / b }')x; the bar is 2x)"
 for i in $ALL; do
   [ "${GX_RC[i]}" = 0 ] && continue
   # regression of fault-4 (fixed in e2ff587): the coordinator holds min(2N+64, ...) = 96 connection slots, each for up to
