@@ -92,7 +92,7 @@ step "unit tests (valgrind)" tests/run-unit.sh build/debug valgrind
 [ -x tests/e2e/rdma_vm.sh ] && step "RDMA end-to-end (soft-RoCE VM)" tests/e2e/rdma_vm.sh
 [ -x tests/bench/run.sh ] && step "bench smoke" tests/bench/run.sh --smoke
 
-# A test cannot turn into a skip (issue 23): a SKIP is accepted only when it matches this
+# A test cannot turn into a skip (a skip hides a broken test): a SKIP is accepted only when it matches this
 # allow-list (the soft-RoCE VM where QEMU cannot run at all); any other SKIP counts as a
 # failure. TorchX is not on it: the tests run it from ../shared/third_party/python.
 SKIP_ALLOWED='^SKIP (rdma_vm: QEMU could not start|RDMA end-to-end \(soft-RoCE VM\)$)'

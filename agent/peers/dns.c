@@ -2,7 +2,7 @@
 /*
  * dns.c - c-ares 1.18 has no event thread: its sockets go into a gx_ev loop
  * through ARES_OPT_SOCK_STATE_CB, and ares_timeout() schedules the timer.
- * Only the coordinator's name is ever looked up (DNS load O(N), FIELD.md).
+ * Only the coordinator's name is ever looked up (DNS load O(N), not O(N^2)).
  * agent_dns_start runs a lookup in the caller's loop (the rendezvous member
  * resolves that way, never blocking it; so does `check`).
  */
@@ -112,7 +112,7 @@ static void dns_done(void *arg, int status, int timeouts, struct ares_addrinfo *
 	}
 	d->done = 1;
 	if (status == ARES_SUCCESS && res) {
-		/* IPv4 first, then IPv6 (DECISIONS 17: dual-stack primaries) */
+		/* IPv4 first, then IPv6 (dual-stack and IPv6 primaries) */
 		for (fam = 0; fam < 2; fam++)
 			for (nd = res->nodes; nd; nd = nd->ai_next)
 				if (nd->ai_family == (fam ? AF_INET6 : AF_INET))

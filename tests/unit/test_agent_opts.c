@@ -334,7 +334,7 @@ static void test_bad_values(void **state)
 	expect_usage(plain, env_port, "GXBOOT_PORT");
 }
 
-/* Issue 23: a flag the command ignores is a usage error naming who takes it. */
+/* A flag the command ignores is a usage error naming who takes it. */
 static void test_option_not_taken(void **state)
 {
 	char *json_run[] = {"gxboot", "--json", "--", "true", NULL};
