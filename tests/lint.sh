@@ -56,8 +56,7 @@ lint_files() {
 # bugs are named with their repository ("NVIDIA/nccl#1580"). refs_pending: paths (bash
 # patterns) not swept yet, skipped for now; empty it once they are.
 refs_re='[Ii]ssue [0-9]+|DECISIONS [0-9]+'
-refs_pending=('agent/fabric/*' 'agent/cli/*' 'tests/bench/*' 'tests/e2e/case_*fabric*'
-  'tests/e2e/rdma/*fabric*' 'Makefile' 'tests/deps.sh')
+refs_pending=('tests/bench/*')
 # lint_refs FILE...: 1 and the lines when any of the files (pending ones left out) has one.
 lint_refs() {
   local f p n=0 skipped=0 out
@@ -123,7 +122,9 @@ selftest() {
       echo "lint selftest: the reference in $bad was not caught" >&2; fail=1
     fi
   done
-  if ! (cd "$tmp" && lint_refs agent/r_upstream.c agent/fabric/r_pending.c) >/dev/null 2>&1; then
+  # the pending list is the selftest's own, so that it holds whether the real one is empty
+  if ! (cd "$tmp" && refs_pending=('agent/fabric/*') &&
+    lint_refs agent/r_upstream.c agent/fabric/r_pending.c) >/dev/null 2>&1; then
     echo "lint selftest: an upstream's number or a pending path was refused" >&2; fail=1
   fi
   rm -rf "$tmp"

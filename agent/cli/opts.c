@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * opts.c - table-driven option parsing for every command of INTERFACE.md.
+ * opts.c - table-driven option parsing for every command gxboot has (what
+ * --help and gxboot.1 describe).
  * Each option also reads GXBOOT_<NAME> (upper case, '-' -> '_'); a flag wins.
  */
 #include "agent/agent.h"

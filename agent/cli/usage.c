@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* usage.c - --help texts, one per command (INTERFACE.md). */
+/* usage.c - --help texts, one per command. */
 #include "agent/agent.h"
 
 static const char usage_main[] =
