@@ -4,6 +4,8 @@
 #   make demo       4-pod simulated cluster, torchrun over net1
 #   make deps       apt-install everything build, tests and demo need (idempotent)
 #   make image      container/Dockerfile built with podman, offline (container/image.sh)
+#   make man        regenerate gxboot.1 from the binary's --help and 'help CMD' texts
+#   make install    build/gxboot and gxboot.1 under $(DESTDIR)$(PREFIX) (default /usr/local)
 #   make asan | debug | valgrind | fuzz | fuzz-bins | bench | fmt | lint | clean
 # V=1 shows the commands.
 
@@ -20,6 +22,7 @@ endif
 AR ?= ar
 Q := $(if $(V),,@)
 MODE ?= release
+PREFIX ?= /usr/local
 # BUILD and MODULES let parallel work build a subset out of the way of others.
 BUILD ?= build
 MODULES ?= rdzv netdetect agent
@@ -80,7 +83,7 @@ FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 .PHONY: all release debug asan check unit deps demo fmt fmt-check lint clean valgrind fuzz fuzz-bins arm64 \
-	bench tools image
+	bench tools image man install uninstall
 .DEFAULT_GOAL := all
 
 all: build/gxboot
@@ -122,6 +125,8 @@ $(B)/tests/test_%: $(B)/tests/unit/test_%.o $(SUPPORT_OBJ) $(HARNESS_OBJ) $(B)/l
 	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
 
 $(B)/tests/unit/test_support.o: MODE_CFLAGS += -Wno-missing-prototypes
+# counts c-ares' library init and cleanup calls: once per process, not once per lookup
+$(B)/tests/test_agent_dns: MODE_LDFLAGS += -Wl,--wrap=ares_library_init,--wrap=ares_library_cleanup
 
 .PRECIOUS: $(BUILD)/fuzz/tests/fuzz/%.o
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/tests/fuzz/fuzz_%.o $(SUPPORT_OBJ) $(B)/libgx.a
@@ -141,7 +146,7 @@ $(B)/bench/bench_%: $(B)/tests/bench/bench_%.o $(SUPPORT_OBJ) $(B)/libgx.a
 	@echo "  LD      $@"
 	$(Q)$(CC) $(MODE_LDFLAGS) -o $@ $^ $(LIBS) 2> $@.ldlog || { cat $@.ldlog; exit 1; }
 
-# The static binary for arm64 (issue 18): build-arm64/gxboot, stripped.
+# The static binary for arm64 (GH200 and GB200 nodes): build-arm64/gxboot, stripped.
 arm64:
 	$(Q)$(MAKE) --no-print-directory ARCH=arm64 BUILD=build-arm64 MODE=release \
 		build-arm64/release/gxboot
@@ -161,7 +166,7 @@ tools: build/tools/mpi_allreduce
 build/tools/mpi_allreduce: tests/e2e/mpi_allreduce.c
 	@mkdir -p $(dir $@)
 	$(Q)mpicc -O2 -o $@ $<
-# the same program against MPICH (Hydra, ch4:ofi; issue 27): mpicc stays OpenMPI's
+# the same program against MPICH (Hydra, ch4:ofi; the Hydra e2e): mpicc stays OpenMPI's
 tools-mpich: build/tools/mpi_allreduce_mpich
 build/tools/mpi_allreduce_mpich: tests/e2e/mpi_allreduce.c
 	@mkdir -p $(dir $@)
@@ -176,6 +181,19 @@ check:
 
 image:
 	$(Q)container/image.sh
+
+# gxboot.1 is made from the binary's help texts, their one source (tests/man.py); it is
+# committed so `man ./gxboot.1` works on a checkout, and `make check` fails when it and the
+# binary disagree.
+man: all
+	$(Q)tests/man.py build/gxboot > gxboot.1.tmp && mv gxboot.1.tmp gxboot.1
+
+# Where packagers expect them: DESTDIR for a staging root, PREFIX for the layout.
+install: all
+	install -D -m 0755 build/gxboot $(DESTDIR)$(PREFIX)/bin/gxboot
+	install -D -m 0644 gxboot.1 $(DESTDIR)$(PREFIX)/share/man/man1/gxboot.1
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/gxboot $(DESTDIR)$(PREFIX)/share/man/man1/gxboot.1
 
 unit: debug
 	$(Q)tests/run-unit.sh build/debug

@@ -2,7 +2,7 @@
 /*
  * agent.h - the agent module: CLI options, peer discovery, files, environment,
  * exec/supervise. It composes netdetect/ and rdzv/ into the commands of
- * shared/INTERFACE.md.
+ * README.md "The interface".
  */
 #ifndef AGENT_H
 #define AGENT_H
@@ -21,7 +21,7 @@ enum agent_cmd {
 	AGENT_CMD_SERVE,
 	AGENT_CMD_RSH,
 	AGENT_CMD_HOSTS,
-	AGENT_CMD_TOKEN, /* issue 25: print a fresh random token */
+	AGENT_CMD_TOKEN, /* print a fresh random token */
 	AGENT_CMD_VERSION,
 	AGENT_CMD_HELP,
 };
@@ -82,7 +82,7 @@ struct agent_opts {
 	const char *dns_server;
 	int full_table;
 	int dry_run;
-	int elastic;		 /* --elastic: the coordinator never waits for others (Ray issue) */
+	int elastic;		 /* --elastic: the coordinator never waits for others (Ray) */
 	enum agent_ray_role ray; /* --ray head|worker */
 	/* interface and RDMA */
 	const char *iface;

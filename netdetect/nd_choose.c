@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nd_choose.c - the bootstrap interface, by the rules of issue 4 in order
+ * nd_choose.c - the bootstrap interface, by these rules in order
  * (README.md "The choice"): 1 --iface / --rdma-dev, 2 network-status, 3 an up
  * secondary carrying an RDMA port, 4 any up addressed secondary, 5 nothing (or
  * the pod network with --allow-primary). Step 2 without network-status: a

@@ -167,7 +167,7 @@ const struct nd_verbs_ops *nd_verbs_real(void);
 
 /* ---- nd_rdma.c: device / port / GID model ----------------------------- */
 int nd_rdma_collect(const struct nd_verbs_ops *ops, struct nd_inventory *inv);
-/* 1 when the GID belongs to link l (DECISIONS 10: ifindex AND address). */
+/* 1 when the GID belongs to link l (ifindex AND address: ifindexes repeat across pods). */
 int nd_gid_owned(const struct nd_gid *g, const struct nd_link *l);
 /* The link this port serves (RoCE: owns a GID; IB: IPoIB lladdr), or NULL. */
 const struct nd_link *nd_port_link(const struct nd_inventory *inv, const struct nd_port *p);
@@ -299,7 +299,7 @@ void nd_overlap_check(struct nd_ctx *c);
 const struct nd_addr *nd_link_addr_of(const struct nd_link *l, const char *ip);
 /* Link speed for ranking: the larger of ethtool speed and an active port's rate (Mb/s). */
 int nd_link_rank_speed(const struct nd_inventory *inv, const struct nd_link *l);
-/* Steps 1-5 of issue 4 (nd_choose.c): sets ctx->chosen or returns an error. */
+/* Steps 1-5 of README.md "The choice" (nd_choose.c): sets ctx->chosen or returns an error. */
 int nd_choose_iface(struct nd_ctx *c);
 void nd_fill_passed(struct nd_ctx *c);
 /* RDMA of the chosen iface, rails, NCCL GID, memlock/uverbs (nd_rails.c). */

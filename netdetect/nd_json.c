@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nd_json.c - the result as JSON (jansson; issue 4's keys plus rails and
- * warnings) and as the human table of `gxboot netdetect`. README.md "Output".
+ * nd_json.c - the result as JSON (jansson; links, rdma, choice, passed_over,
+ * rails, warnings) and as the human table of `gxboot netdetect`. README.md "Output".
  */
 #include "netdetect/nd_int.h"
 #include "rdzv/gx/gx.h"

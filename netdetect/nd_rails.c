@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nd_rails.c - RDMA of the bootstrap interface, the rail set (issue 15,
- * DECISIONS 13), NCCL_IB_GID_INDEX (DECISIONS 11) and whether RDMA is usable
- * here at all (uverbs, memlock: DECISIONS 9). README.md "Rails".
+ * nd_rails.c - RDMA of the bootstrap interface, the rail set (a GPU node's HCAs,
+ * or --rdma-dev's list), NCCL_IB_GID_INDEX and whether RDMA is usable here at
+ * all (uverbs, memlock). README.md "Rails".
  */
 #include "netdetect/nd_int.h"
 #include "rdzv/gx/gx.h"
@@ -516,7 +516,8 @@ int nd_rails_netdevs(struct nd_result *r)
 	return rc < 0 ? rc : (int)r->nrails;
 }
 
-/* DECISIONS 11: one index that is the bootstrap family's RoCE v2 entry on every rail. */
+/* One index that is the bootstrap family's RoCE v2 entry on every rail, or none: NCCL
+ * applies NCCL_IB_GID_INDEX to every HCA, and RoCE v1 or IB entries are never exported. */
 static void nd_nccl_gid(struct nd_result *r)
 {
 	const char *fam = r->family == AF_INET6 ? "IPv6" : "IPv4";

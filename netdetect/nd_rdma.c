@@ -2,7 +2,7 @@
 /*
  * nd_rdma.c - the RDMA model: devices, ports and GID tables read through the
  * verbs ops seam (real: nd_verbs.c, tests: fakes), and the pure rules that bind
- * ports to this pod's netdevs and choose a GID (README.md "RDMA"; DECISIONS 10-12).
+ * ports to this pod's netdevs and choose a GID (README.md "RDMA").
  */
 #include "netdetect/nd_int.h"
 #include "rdzv/gx/gx.h"
@@ -26,7 +26,8 @@ void nd_gid_str(const unsigned char raw[16], char *buf, size_t len)
 		buf[0] = '\0';
 }
 
-/* The address of l the GID carries, or NULL (DECISIONS 10: ifindex AND address). */
+/* The address of l the GID carries, or NULL (ifindex AND address: ifindexes repeat across
+ * pods on one node, and the kernel's GID table has no namespace filter). */
 static const struct nd_addr *nd_gid_addr(const struct nd_gid *g, const struct nd_link *l)
 {
 	size_t i;
@@ -50,7 +51,7 @@ int nd_gid_owned(const struct nd_gid *g, const struct nd_link *l)
 	return nd_gid_addr(g, l) != NULL;
 }
 
-/* IB: the port GID (index 0) equals bytes 4..19 of the IPoIB lladdr (DECISIONS 12). */
+/* IB: the port GID (index 0) equals bytes 4..19 of the IPoIB lladdr (netlink, not sysfs). */
 static int nd_ib_port_serves(const struct nd_port *p, const struct nd_link *l)
 {
 	size_t i;

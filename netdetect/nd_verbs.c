@@ -3,7 +3,7 @@
  * nd_verbs.c - the real verbs ops table (README.md "Verbs seam"). The only file
  * that calls ibv_get_device_list, so the Makefile compiles it alone with
  * -DRDMA_STATIC_PROVIDERS in release: a static binary without the define finds
- * no device even on real hardware (STYLE.md). verbs' conventions (NULL+errno,
+ * no device even on real hardware. verbs' conventions (NULL+errno,
  * positive errno, -1+errno) become -errno here.
  */
 #include "netdetect/nd_int.h"

@@ -2,7 +2,7 @@
 /*
  * netdetect.h - the public API of netdetect/ (prefix nd_): find the secondary /
  * RDMA interface a job must use, its RDMA port and GID, every RDMA rail, and say
- * why (issues 4 and 15, DECISIONS 9-13). Design note: netdetect/README.md.
+ * why. Design note: netdetect/README.md.
  *
  * Library code: never prints, returns 0 / -errno / GX_E* with one line in err.
  */
@@ -41,7 +41,7 @@ enum nd_gid_type {
 
 struct nd_request {
 	const char *iface;	    /* NAME or CIDR (or a bare IP); NULL = auto */
-	const char *rdma_dev;	    /* DEV[:PORT][,...]: the rail set (DECISIONS 13); NULL = auto */
+	const char *rdma_dev;	    /* DEV[:PORT][,...]: the rail set as given; NULL = auto */
 	const char *network;	    /* Multus network name (with network_status) */
 	const char *network_status; /* file: JSON array or downward-API annotations file */
 	int allow_primary;	    /* accept the default-route link when nothing else exists */
@@ -97,7 +97,7 @@ struct nd_result {
 	int gid_type;  /* enum nd_gid_type */
 	int link_layer;
 	int rdma_usable; /* device opened, uverbs present, memlock fine, mode not off */
-	/* rails (issue 15), netdev-name order */
+	/* rails (a GPU node's HCAs), netdev-name order */
 	struct nd_rail *rails;
 	size_t nrails;
 	int nccl_gid_index; /* -1 = leave NCCL_IB_GID_INDEX unset */
@@ -137,7 +137,8 @@ int nd_detect_with(const struct nd_request *req, const struct nd_inventory *inv,
 		   struct nd_result **ret, char *err, size_t errlen);
 void nd_result_free(struct nd_result *r);
 
-/* JSON of issue 4 (links, rdma, choice, passed_over, rails, warnings); NULL on ENOMEM. */
+/* JSON: links, rdma, choice, passed_over, rails, warnings (README.md "Output"); NULL on
+ * ENOMEM. */
 json_t *nd_result_json(const struct nd_result *r);
 /* Human table. */
 void nd_result_print(FILE *f, const struct nd_result *r);

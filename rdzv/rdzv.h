@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdzv.h - the authenticated rendezvous of gxboot (issues 5 and 14): one
+ * rdzv.h - the authenticated rendezvous of gxboot: one
  * coordinator (peer 0) and N-1 members meet over the primary network, verify
  * each member on the secondary network, and hand out ranks and MASTER_ADDR.
  * The protocol, threat model and resource bounds are in rdzv/PROTOCOL.md.
@@ -32,19 +32,20 @@ struct rdzv_peer {
 	int gid_index; /* -1 = none */
 	int link_layer;
 	uint32_t slots;
-	int nd_err;	    /* 0, or the pod's own netdetect error (DECISIONS 4) */
+	int nd_err;	    /* 0, or the pod's own netdetect error: it joins anyway, to be named */
 	char nd_why[256];   /* its one line */
 	char seen_from[46]; /* coordinator: source address of the secondary VERIFY */
 	char primary[46];   /* coordinator: source address of the phase-1 JOIN */
 	int mtu;	    /* the secondary netdev's MTU, 0 unknown */
-	char rails[320];    /* "dev:port/netdev/addr,..." netdev-name order: 8 rails (issue 15) */
+	char rails[320];    /* "dev:port/netdev/addr,..." netdev-name order: 8 rails (a GPU node's
+			       HCAs) */
 	int plen4, plen6;   /* prefix lengths of addr4 / addr6 (0 unknown): named in route lines */
 	int64_t join_ms, verify_ms; /* coordinator's monotonic clock */
 	uint32_t flags;		    /* RDZV_PF_* */
 };
 
 #define RDZV_PF_FULL_TABLE 0x1u /* member asks for the whole table in COMMIT */
-#define RDZV_PF_SERVES 0x2u	/* member serves remote exec (rsh issue) */
+#define RDZV_PF_SERVES 0x2u	/* member serves remote exec */
 #define RDZV_PF_OBSERVER 0x8u	/* an observer's JOIN: no rank, gets the table at COMMIT */
 #define RDZV_PF_ELASTIC 0x10u	/* an elastic JOIN by name: the coordinator picks the rank */
 #define RDZV_PF_STAYS 0x20u /* coordinator keeps its sessions after the COMMIT (agent sets it) */
@@ -56,7 +57,7 @@ struct rdzv_peer {
 	      */
 
 /*
- * RDMA-CM verification seam (issue 5, phase 2). Called only when BOTH ends
+ * RDMA-CM verification seam (phase 2). Called only when BOTH ends
  * report a usable RDMA device and the ops pointer is not NULL; otherwise
  * phase 2 is TCP-only and rdzv_result.rdma_verified stays 0.
  * check() starts on a member once its phase-2 TCP connection is in session (after the
@@ -88,7 +89,7 @@ struct rdzv_rdma_ops {
 };
 
 /*
- * Observers (DECISIONS 1; MPI Operator's launcher): not in the peer list, no
+ * Observers (MPI Operator's launcher): not in the peer list, no
  * rank. self.index = RDZV_OBSERVER, self.name its own host name; it joins like
  * a member, skips phase 2 and gets the whole table with the COMMIT (rank -1).
  * The coordinator takes at most RDZV_MAX_OBSERVERS; an observer that arrives
@@ -98,7 +99,7 @@ struct rdzv_rdma_ops {
 #define RDZV_MAX_OBSERVERS 8
 
 /*
- * Elastic jobs (issue 12: Ray, `--nnodes MIN:MAX`): world is MAX, only the
+ * Elastic jobs (Ray, `--nnodes MIN:MAX`): world is MAX, only the
  * first nnames names are known up front (at least the coordinator's). The
  * coordinator COMMITs as soon as min_peers (>= 1, itself included) are
  * joined and verified, keeps serving, and hands every later pod a rank at
@@ -152,9 +153,9 @@ struct rdzv_config {
 	void *resolve_arg;
 	int64_t deadline_ms; /* monotonic (gx_now_ms) */
 	int full_table;	     /* member: ask for every peer's entry */
-	int keep_serving;    /* coordinator: keep answering after COMMIT (DECISIONS 8) */
+	int keep_serving;    /* coordinator: keep answering after COMMIT (restarted pods) */
 	/*
-	 * check (DECISIONS 22): a member whose netdetect or secondary VERIFY
+	 * check, which never aborts on a broken pair: a member whose netdetect or secondary VERIFY
 	 * fails still counts, flagged RDZV_PF_VFAILED with the why in nd_why, so
 	 * the COMMIT happens and the broken pod stays in over the primary network.
 	 */
@@ -166,7 +167,8 @@ struct rdzv_config {
 	union gx_sockaddr listen_addr;
 	socklen_t listen_addrlen;
 	/*
-	 * Issue 17 / DECISIONS 20: the job-end notice. A member with stay keeps
+	 * The job-end notice, so that servers exit with the job's status (StatefulSet and
+	 * Indexed-Job workers complete). A member with stay keeps
 	 * its phase-1 session open after the COMMIT (done() is still called
 	 * then); ended() follows once, with the status the coordinator sent in
 	 * END, or -1 and a why when the session dropped. A coordinator calls
@@ -178,7 +180,7 @@ struct rdzv_config {
 	/*
 	 * Coordinator, after the COMMIT: a pod got (or got back) its rank, e.g. an
 	 * elastic joiner or a restarted pod. tab / n: the peer table now (elastic:
-	 * the slots in use), valid during the call. For `gxboot hosts` (issue 17).
+	 * the slots in use), valid during the call. For `gxboot hosts`.
 	 */
 	void (*changed)(void *arg, const struct rdzv_peer *tab, size_t n);
 	void *changed_arg;
@@ -187,7 +189,7 @@ struct rdzv_config {
 	void (*fabric)(void *arg, uint32_t index, const struct rdzv_fabric *f);
 	void *fabric_arg;
 	/*
-	 * The relay tree (issue 26, PROTOCOL.md "Relays"): with relay_fanout F > 0 member i
+	 * The relay tree (PROTOCOL.md "Relays"): with relay_fanout F > 0 member i
 	 * makes its phase-1 connection to peer (i / F) * F, its relay, instead of to the
 	 * coordinator (relays and the first F members go to the coordinator). A relay listens
 	 * (relay_listen, or the wildcard addresses, on port) and carries its children's bytes
@@ -261,7 +263,7 @@ struct rdzv_result {
 	 */
 	int conn_err;
 	/* coordinator: secondary VERIFYs that came with the ASSIGN's ticket, no second
-	 * handshake (issue 26; a member falls back to one when its ticket fails) */
+	 * handshake (a member falls back to one when its ticket fails) */
 	uint32_t ntickets;
 	/* coordinator: unauthenticated connections it closed at a handshake deadline (a
 	 * HELLO or AUTH late, also after the grace for its own lag), evicted at the bound, and
@@ -269,7 +271,7 @@ struct rdzv_result {
 	uint32_t nhs_late, nevicted, nslow;
 	/* coordinator: relays that joined, sessions they carried (all, incl. strangers'), and
 	 * relays lost before the COMMIT; member: 1 when it joined through its relay, and for a
-	 * relay the children it carried (issue 26) */
+	 * relay the children it carried */
 	uint32_t nrelays, ncarried, nrelays_lost;
 	int via_relay;
 	/* the preflight's line when it left pods out (both sides: the COMMIT carries it) */

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* ---- nonces: a ChaCha20 keystream, one stream nonce per draw (issue 26) ---- */
+/* ---- nonces: a ChaCha20 keystream, one stream nonce per draw: no syscall per nonce ---- */
 struct rdzv_rng {
 	unsigned char key[crypto_stream_chacha20_KEYBYTES];
 	uint64_t ctr;
@@ -122,7 +122,7 @@ int rdzv_auth_key(const unsigned char *token, size_t len, const char *job_id,
  * Every keyed function of the protocol is BLAKE2b-256 keyed with a 32-byte key (protocol
  * 2; 1 had HMAC-SHA-256): a PRF, as HMAC is, and two compressions for a frame (the key
  * block, then the input) where HMAC takes four; at N=16384 HMAC was a quarter of the
- * coordinator's CPU (issue 26).
+ * coordinator's CPU.
  */
 static void mac_start(crypto_generichash_state *st, const unsigned char k[RDZV_KEY_LEN],
 		      const char *label)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdzv_carry.c - the coordinator's side of the relay tree (issue 26, PROTOCOL.md
- * "Relays"). A relay is a member whose JOIN said RDZV_PF_RELAY; its phase-1 session
- * then also carries CARRY frames: records (id, kind, bytes) of its children's TCP
- * streams. Each child is a cconn without an fd (rc.carried): its input is fed from
- * the records, its output is moved into records, and from there on it is a
+ * rdzv_carry.c - the coordinator's side of the relay tree, which lets a
+ * coordinator with few connections reach large jobs (PROTOCOL.md "Relays"). A relay is a member
+ * whose JOIN said RDZV_PF_RELAY; its phase-1 session then also carries CARRY frames: records (id,
+ * kind, bytes) of its children's TCP streams. Each child is a cconn without an fd (rc.carried): its
+ * input is fed from the records, its output is moved into records, and from there on it is a
  * connection like any other (handshake, deadlines, JOIN, COMMIT), end to end with
  * the child: the relay carries MAC'd frames it cannot forge.
  */

@@ -219,7 +219,7 @@ void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt,
 	finish(co, code);
 }
 
-/* ---- the job-end notice (issue 17) ---- */
+/* ---- the job-end notice: servers exit with the job's status ---- */
 int rdzv_coord_end(struct rdzv_coord *co, int status)
 {
 	struct cconn *cc, *next;
@@ -259,8 +259,8 @@ static void put_common(struct rdzv_coord *co, struct rdzv_buf *b, uint32_t rank)
 	rdzv_put_peer(b, T_PEER, &co->tab[0]);
 }
 
-/* ASSIGN, with a fresh phase-2 ticket (issue 26): the member may open phase 2 with one
- * VERIFY MAC'd under it instead of a second handshake; a new ASSIGN replaces it. */
+/* ASSIGN, with a fresh phase-2 ticket (a handshake less per member): the member may open phase 2
+ * with one VERIFY MAC'd under it instead of a second handshake; a new ASSIGN replaces it. */
 void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct cpeer *sp = &co->st[cc->peer];
@@ -420,7 +420,7 @@ static void report(struct rdzv_coord *co)
 }
 
 /* The coordinator's own line (not the members'): refusals before a proof, marked unproven
- * (issue 25 finding 6: a stranger must not choose whom the failure line blames). */
+ * (a stranger must not choose whom the failure line blames). */
 static void unauth_note(struct rdzv_coord *co)
 {
 	size_t n = strlen(co->res.err);
@@ -576,12 +576,12 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 
 /* ---- connection events ---- */
 /*
- * The pre-authentication budget (issue 25): at most RDZV_PREAUTH_PER_SRC unauthenticated
- * connections per source (and per IPv6 /64, gx_pa); at the connection bound the oldest
- * unauthenticated one goes. Connections from the table's addresses (a member's VERIFY from
- * its secondary address, its phase 1 again from its primary) are known: a stranger's
- * newcomer never closes one, and one of them closes a stranger's for its room (the budget
- * serve keeps for its table). Carried children have their own budget (rdzv_carry.c).
+ * The pre-authentication budget, so a stranger cannot crowd out members: at most
+ * RDZV_PREAUTH_PER_SRC unauthenticated connections per source (and per IPv6 /64, gx_pa); at the
+ * connection bound the oldest unauthenticated one goes. Connections from the table's addresses (a
+ * member's VERIFY from its secondary address, its phase 1 again from its primary) are known: a
+ * stranger's newcomer never closes one, and one of them closes a stranger's for its room (the
+ * budget serve keeps for its table). Carried children have their own budget (rdzv_carry.c).
  */
 static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 {
@@ -642,7 +642,8 @@ static void read_error(struct rdzv_coord *co, struct cconn *cc, int rc)
 	struct rdzv_buf b = {0};
 
 	if (rc == GX_EVERSION) {
-		/* anyone can send one: rate-limited as every pre-session warning (issue 25) */
+		/* anyone can send one: rate-limited as every pre-session warning, so a
+		 * stranger cannot flood the log */
 		gx_rl_log(
 		    &co->rl_pre, "rdzv: %s speaks protocol %u.%u, this coordinator %u.%u: dropped",
 		    cc->rc.peer_str, cc->rc.peer_vmaj, cc->rc.peer_vmin, RDZV_VMAJOR, RDZV_VMINOR);
@@ -678,7 +679,7 @@ static int relay_shut(struct rdzv_coord *co, struct cconn *cc)
 
 /*
  * Frames in buf for cc: every whole one handled (a partial one waits in the connection),
- * and what they answered written with one send at the end (issue 26: 17 recv and 7 send
+ * and what they answered written with one send at the end (17 recv and 7 send
  * per member before, most of them one frame each), or moved into the relay's records
  * when cc is carried. 1 when cc is gone.
  */
@@ -904,7 +905,7 @@ static int co_init(struct rdzv_coord *co, const struct rdzv_config *cfg,
 	if (nofile > 128 && (size_t)nofile - 64 < co->maxconns)
 		co->maxconns = (size_t)nofile - 64;
 	/* every member holds its session until the COMMIT, and one more connection verifies:
-	 * below world connections the star cannot commit (issue 26); with relays, the first F
+	 * below world connections the star cannot commit; with relays, the first F
 	 * members, a relay per F and the VERIFYs in flight */
 	need = co->world;
 	if (cfg->relay_fanout > 1 && need > 2 * cfg->relay_fanout + need / cfg->relay_fanout + 64)
@@ -966,7 +967,8 @@ int rdzv_coord_start(struct gx_ev *ev, const struct rdzv_config *cfg, rdzv_done_
 	if (rc < 0)
 		goto out;
 	if (self.nd_err && cfg->soft_verify) {
-		/* check (DECISIONS 22): no secondary here; members report that and stay in */
+		/* check never aborts on a broken pod: no secondary here; members report that
+		 * and stay in */
 		co->tab[0].flags |= RDZV_PF_VFAILED;
 		co->res.coord.flags |= RDZV_PF_VFAILED;
 	} else if (self.nd_err) {
@@ -980,8 +982,9 @@ out:
 	return rc;
 }
 
-/* RDMA-CM answers for the members' check() (DECISIONS 9); a failure here
- * means TCP-only verification, with one warning line in the result. */
+/* RDMA-CM answers for the members' check(); a device that cannot be used here
+ * means TCP-only verification, with one warning line in the result (a visible but
+ * unusable device is not a broken fabric). */
 static void co_rdma_listen(struct rdzv_coord *co)
 {
 	const struct rdzv_rdma_ops *ops = co->cfg.rdma;

@@ -41,7 +41,7 @@ struct cconn {
 	struct gx_pa_ent pa;  /* in co->pa until the session is up */
 	uint8_t ticketed;     /* session from a TVERIFY (RDMA pending): its VERIFY counts one */
 	uint8_t via_sec;      /* accepted on a secondary listener: it came in on that interface */
-	/* a carried connection: its relay and its id there (issue 26) */
+	/* a carried connection: its relay and its id there */
 	struct cconn *relay;
 	uint32_t kid;
 	uint8_t close_sent; /* its CK_CLOSE is queued: the relay ends the child's connection */
@@ -59,7 +59,7 @@ struct cpeer {
 	struct cconn *pending; /* newer connection with the same name */
 	uint8_t joined, verified, told;
 	uint8_t commit_sent; /* its COMMIT went out on a live session */
-	uint8_t vt;	     /* vkey holds an unused phase-2 ticket (issue 26) */
+	uint8_t vt;	     /* vkey holds an unused phase-2 ticket */
 	uint8_t final;	     /* its own route or family failed it (final VFAIL): rdzv_blame.c */
 	unsigned char vkey[RDZV_KEY_LEN];
 	char *note; /* why it is missing: rejection / verification failure */
@@ -98,7 +98,7 @@ struct rdzv_coord {
 	int final_rc, abort_code;
 	int rdma_listening;
 	uint32_t nobservers;
-	uint32_t npending;     /* slots with a newer JOIN waiting for the PING (DECISIONS 6) */
+	uint32_t npending;     /* slots with a newer JOIN waiting for the PING */
 	uint64_t njunk;	       /* connections dropped for malformed input */
 	char **enames;	       /* elastic: names[i] for every slot (listed, or tab[i].name) */
 	uint32_t nnames;       /* listed names; slots from here on are assigned by name */
@@ -106,7 +106,7 @@ struct rdzv_coord {
 	uint32_t nassigned;    /* elastic: slots in use, a prefix of at most world */
 	struct rdzv_buf table; /* encoded once, on the first full_table COMMIT */
 	struct rdzv_result res;
-	struct gx_pa pa; /* unauthenticated direct connections (issue 25) */
+	struct gx_pa pa; /* unauthenticated direct connections: a stranger's budget */
 	/* ... and carried ones, apart: a relay's children never take a direct connection's
 	 * room (VERIFYs and members' reconnects go direct) nor it theirs */
 	struct gx_pa pa_kids;
@@ -115,7 +115,7 @@ struct rdzv_coord {
 	struct gx_rl rl_star;	  /* members sent to a relay: the star had no room */
 	char unauth_note[300];	  /* the last refusal before a proof: never blamed on a peer */
 	uint64_t nunauth_refused; /* JOINs refused before authentication */
-	struct rdzv_rng *rng;	  /* challenge nonces (issue 26) */
+	struct rdzv_rng *rng;	  /* challenge nonces, no syscall each */
 	/* the key a TVERIFY for a slot without a ticket is MAC'd under: the same work */
 	unsigned char decoy[RDZV_KEY_LEN];
 	struct cconn *dirty;	  /* relays with records not yet in a CARRY (rdzv_co_carry_flush) */
@@ -181,7 +181,7 @@ int rdzv_co_listen_open(struct rdzv_coord *co);
 void rdzv_co_listen_resume(struct rdzv_coord *co);
 void rdzv_co_listen_close(struct rdzv_coord *co);
 
-/* ---- rdzv_carry.c: the coordinator's side of relays (issue 26) ---- */
+/* ---- rdzv_carry.c: the coordinator's side of relays ---- */
 /* A relay's JOIN was accepted on cc: it may carry children from now on. */
 int rdzv_co_relay_on(struct rdzv_coord *co, struct cconn *cc);
 /* A CARRY from a relay: 0, or 1 when the relay's connection is gone. */

@@ -4,7 +4,8 @@
  * keys and proofs are rdzv_auth.c's) and its answers to a session's messages:
  * JOIN (phase 1, a slot and an ASSIGN), VERIFY on the secondary address
  * (phase 2), the ticket VERIFY, VFAIL notes, PONG for the same-name check
- * (DECISIONS 6), and the soft failures of a check rendezvous (DECISIONS 22).
+ * (a restarted pod or a duplicate), and the soft failures of a check rendezvous
+ * (a broken pod stays in over the primary network).
  */
 #include "rdzv/rdzv_coord_int.h"
 
@@ -22,7 +23,8 @@ void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const cha
 	const char *who = cc->claimed > 0 ? co->names[cc->claimed] : "a peer";
 
 	/* a trace, not an error print: the agent reports the outcome. Before the session
-	 * anyone can cause it: rate-limited, and never a note on the claimed peer (issue 25) */
+	 * anyone can cause it: rate-limited, and never a note on the claimed peer (a
+	 * stranger must not choose whom the failure line blames) */
 	if (!cc->rc.session) {
 		gx_rl_log(&co->rl_pre, "rdzv: rejected JOIN of %s from %s: %s", who,
 			  cc->rc.peer_str, why);
@@ -278,7 +280,8 @@ static int co_join(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_ms
 		rdzv_co_accept_join(co, cc);
 		return 0;
 	}
-	/* DECISIONS 6: the same name is live on another connection */
+	/* the same name is live on another connection: PING the old one; no PONG within
+	 * RDZV_PING_MS and the new one replaces it (a restart), a PONG and it is a conflict */
 	if (sp->pending && sp->pending == cc->relay) {
 		/* it would close the relay that carries it (while its CARRY is being read) */
 		rdzv_co_reject(co, cc, GX_ECONFLICT, "a member cannot take its own relay's name");
@@ -308,7 +311,7 @@ static void verify_reply(struct rdzv_coord *co, struct cconn *cc, int code, cons
 	rdzv_buf_free(&b);
 	/* written now, not at the end of the event: the COMMIT this VERIFY may complete
 	 * goes out on phase 1 first otherwise, and a member that reads it closes phase 2
-	 * before VERIFIED arrives, which its kernel answers with a RST (issue 26); an error
+	 * before VERIFIED arrives, which its kernel answers with a RST; an error
 	 * is the flush's at the end of the event again */
 	(void)rdzv_conn_flush(&cc->rc);
 	cc->role = ROLE_VERIFY;
@@ -438,7 +441,7 @@ static int co_verify(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_
 		return 0;
 	}
 	if (co->committed) {
-		rdzv_co_commit_one(co, i); /* DECISIONS 8: a restarted pod gets its rank at once */
+		rdzv_co_commit_one(co, i); /* a restarted pod gets its rank at once */
 		co->res.ntable = co->cfg.elastic ? co->nassigned : co->world;
 		if (co->cfg.changed)
 			co->cfg.changed(co->cfg.changed_arg, co->tab, co->res.ntable);
@@ -481,7 +484,7 @@ const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m
 /*
  * A ticket is bound to the secondary address its member JOINed with: the VERIFY it opens
  * must come from there. The handshake proves a token holder wherever it connects from (a
- * mismatch is only a warning: NAT, DECISIONS 3), but a ticket proves only that its bytes
+ * mismatch is only a warning: NAT and relays), but a ticket proves only that its bytes
  * were seen, and a TVERIFY copied on the path and sent first from elsewhere would verify
  * a path the member never took. Refused with a VERIFIED error under the ticket's key and
  * not spent: the member's own TVERIFY still verifies, and a member behind NAT hears why
@@ -508,7 +511,7 @@ static int ticket_foreign(struct rdzv_coord *co, struct cconn *cc, uint32_t i, s
 }
 
 /*
- * Phase 2 with a ticket (issue 26, PROTOCOL.md "Phase-2 ticket"): the first frame of the
+ * Phase 2 with a ticket (PROTOCOL.md "Phase-2 ticket"): the first frame of the
  * connection is VERIFY MAC'd under the key the ASSIGN on the member's phase-1 session
  * handed out. The frame is decoded (bounded) before the MAC is checked, and only its
  * claimed index is used then, to pick the key; a ticket proves once. Anything wrong drops the
@@ -561,7 +564,7 @@ static size_t rail_count(const char *s)
 }
 
 /*
- * Issues 11 and 15: one slow or missing rail (or a smaller MTU) on one pod
+ * One slow or missing rail (or a smaller MTU) on one pod
  * slows the whole job. Warn once at COMMIT, naming the odd pods against the
  * coordinator's values.
  */

@@ -29,23 +29,23 @@
 /* A pre-authentication deadline that passes while the step it waits for sits unread in
  * the socket (our loop was behind: 16384 members on a loaded node) is extended once per
  * step by this much, so a stranger lives at most 1 + 1 + 2 + 1 s unauthenticated, no
- * longer than an authenticated peer's silence (RDZV_HANDSHAKE_MS) (issue 26). */
+ * longer than an authenticated peer's silence (RDZV_HANDSHAKE_MS). */
 #define RDZV_PREAUTH_GRACE_MS 1000
 /* A pre-authentication deadline that passes with nothing unread (the member is slow: its
  * node loaded, its process starved) is extended once per step to RDZV_HANDSHAKE_MS from
  * the step's start while fewer than 1/RDZV_PREAUTH_ROOM_DIV of the connection bound are
  * unauthenticated: closing it would only make the member reconnect (a RST and one more
- * handshake, issue 26). Past that share (a flood) the deadlines hold as above, and for
+ * handshake). Past that share (a flood) the deadlines hold as above, and for
  * RDZV_HANDSHAKE_MS after the last sweep that saw it (the tail of a flood gets none). */
 #define RDZV_PREAUTH_ROOM_DIV 4
 #define RDZV_HELLO_MS 1000	    /* accept -> HELLO (a member sends it at once) */
-#define RDZV_PROOF_MS 2000	    /* HELLO -> AUTH: the first proof (issue 25) */
+#define RDZV_PROOF_MS 2000	    /* HELLO -> AUTH: a stranger's time */
 #define RDZV_PREAUTH_PER_SRC 4	    /* unauthenticated connections per address (a member needs 2) */
 #define RDZV_MIN_CONNS 1024	    /* connection bound floor: junk cannot fill a small job's */
 #define RDZV_SWEEP_MS 250	    /* the one periodic timer */
 #define RDZV_REPORT_MS 5000	    /* progress line and WAITING push */
 #define RDZV_DEADLINE_GRACE_MS 3000 /* joined member waits this past --timeout */
-#define RDZV_PING_MS 2000	    /* DECISIONS 6 */
+#define RDZV_PING_MS 2000	    /* same name, new connection: the old one's PONG */
 #define RDZV_BACKOFF_MIN_MS 100
 #define RDZV_BACKOFF_MAX_MS 2000
 #define RDZV_REFUSED_MIN_MS 5	    /* a refused connect is retried every d, the first */
@@ -55,7 +55,7 @@
  * line is decided: the coordinator may be the odd one (rdzv_blame.c) */
 #define RDZV_BLAME_WAIT_MS 1500
 #define RDZV_FRAMES_PER_EVENT 16
-/* The relay tree (issue 26, PROTOCOL.md "Relays") */
+/* The relay tree (PROTOCOL.md "Relays") */
 #define RDZV_CARRY_MAX 65536 /* CARRY body: records of child bytes */
 #define RDZV_CARRY_REC 9     /* record header: id u32, kind u8, len u32 */
 #define RDZV_RELAY_KIDS 1024 /* carried connections per relay at once (2F at 512) */
@@ -88,12 +88,12 @@ enum rdzv_type {
 	RDZV_WAITING = 17,
 	RDZV_PING = 18,
 	RDZV_PONG = 19,
-	RDZV_END = 20, /* after COMMIT: the job ended (T_CODE status), both ways (issue 17) */
+	RDZV_END = 20, /* after COMMIT: the job ended (T_CODE status), both ways */
 	/* M->C, the first frame of a phase-2 connection: VERIFY MAC'd under the ticket key
-	 * from the ASSIGN, no handshake (PROTOCOL.md "Phase-2 ticket", issue 26) */
+	 * from the ASSIGN, no handshake (PROTOCOL.md "Phase-2 ticket") */
 	RDZV_TVERIFY = 21,
 	/* relay <-> coordinator, in the relay's phase-1 session after its JOIN: records of
-	 * carried connections (PROTOCOL.md "Relays", issue 26) */
+	 * carried connections (PROTOCOL.md "Relays") */
 	RDZV_CARRY = 22,
 	/* M->C after the COMMIT: the member's transport report (PROTOCOL.md "Fabric reports") */
 	RDZV_FABRIC = 23,
@@ -265,8 +265,8 @@ void rdzv_mac(const unsigned char s[RDZV_KEY_LEN], uint8_t dir, uint64_t seq, ui
 	      const unsigned char *body, size_t len, unsigned char out[RDZV_MAC_LEN]);
 int rdzv_mac_verify(const unsigned char s[RDZV_KEY_LEN], uint8_t dir, uint64_t seq, uint16_t type,
 		    const unsigned char *body, size_t len, const unsigned char mac[RDZV_MAC_LEN]);
-/* The phase-2 ticket key (issue 26): MAC(S1, "gxboot verify\0" | nonce), S1 the phase-1
- * session key of the connection that carried the ASSIGN with the nonce. */
+/* The phase-2 ticket key (a handshake less per member): MAC(S1, "gxboot verify\0" | nonce), S1 the
+ * phase-1 session key of the connection that carried the ASSIGN with the nonce. */
 void rdzv_ticket_key(const unsigned char s1[RDZV_KEY_LEN], const unsigned char vn[RDZV_TICKET_LEN],
 		     unsigned char out[RDZV_KEY_LEN]);
 
@@ -298,13 +298,13 @@ struct rdzv_conn {
 	uint64_t seq_tx, seq_rx;
 	uint8_t peer_vmaj, peer_vmin;
 	char peer_str[INET6_ADDRSTRLEN];
-	/* buffered (the coordinator's, issue 26): frames come from in/inlen, what one
-	 * recv per readiness brought (rdzv_conn_read never calls recv then); cork:
+	/* buffered (the coordinator's: fewer syscalls per member): frames come from in/inlen, what
+	 * one recv per readiness brought (rdzv_conn_read never calls recv then); cork:
 	 * rdzv_conn_send queues without writing, the caller flushes once per event */
 	int buffered, cork;
 	const unsigned char *in;
 	size_t inlen;
-	/* carried (the coordinator's side of a child behind a relay, issue 26): no fd; input
+	/* carried (the coordinator's side of a child behind a relay): no fd; input
 	 * comes buffered from the relay's CARRY records, output is moved into them */
 	int carried;
 };
@@ -328,7 +328,7 @@ static inline int rdzv_conn_pending(const struct rdzv_conn *c)
  * sequence goes on where rdzv_conn_session_tx started it). */
 void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN]);
 /*
- * The member's sending half of the session, right after its AUTH (issue 26): JOIN or
+ * The member's sending half of the session, right after its AUTH (a round trip less): JOIN or
  * VERIFY go out MAC'd in the same flight, before the coordinator's PROOF. Receiving
  * stays clear until rdzv_conn_session (after the PROOF is verified), so nothing from the
  * coordinator is accepted earlier; what is sent early is what a JOIN always carried
@@ -339,7 +339,7 @@ void rdzv_conn_session_tx(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LE
  * sequences from 0 (the coordinator's receiving one from 1: the ticket frame was its 0). */
 void rdzv_conn_session_ticket(struct rdzv_conn *c, const unsigned char vkey[RDZV_KEY_LEN]);
 
-/* ---- rdzv_auth.c: nonces without a syscall each (issue 26) --------------- */
+/* ---- rdzv_auth.c: nonces without a syscall each --------------------------- */
 /* A ChaCha20 keystream under a key from randombytes_buf, one stream nonce per call.
  * Its page is MADV_WIPEONFORK: a forked child finds it zeroed and draws a new key,
  * never the parent's stream. NULL (no memory, a kernel without WIPEONFORK): every
@@ -357,7 +357,7 @@ int64_t rdzv_backoff_ms(int attempt);
 /* The wait before retrying a refused connect (the coordinator is not listening yet):
  * quick for a small job, spread so that world members send ~2,000 SYN/s in all. The
  * first wait of a run of refusals is uniform in [0, d) (a random phase), the others are
- * d: the last member learns of the listen at most d after it, not 1.5 d (issue 26). */
+ * d: the last member learns of the listen at most d after it, not 1.5 d. */
 int64_t rdzv_refused_ms(uint32_t world, int first);
 
 #endif

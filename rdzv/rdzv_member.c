@@ -34,7 +34,7 @@ void rdzv_mb_close(struct rdzv_member *m, struct mconn *c)
 
 		gx_ev_del(m->ev, c->rc.fd);
 		/* a close with unread input sends a RST: the last member's VERIFIED often
-		 * waits unread on phase 2 when its COMMIT is read first (issue 26: the one
+		 * waits unread on phase 2 when its COMMIT is read first (it was the one
 		 * reset of every bench run) */
 		(void)recv(c->rc.fd, sink, sizeof(sink), MSG_DONTWAIT);
 	}
@@ -189,7 +189,8 @@ void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 	m->st = M_CONNECT;
 	if (!m->retry1_id) {
 		int a = m->attempt1++;
-		/* a RST costs nothing: retry soon, at a pace set by the job's size (issue 26) */
+		/* a RST costs nothing: retry soon, at a pace set by the job's size (no SYN
+		 * storm at N=16384) */
 		/* behind a relay, its F children share its listener, not the world */
 		int64_t d = m->nrefused
 				? rdzv_refused_ms(m->via_relay ? m->cfg.relay_fanout : m->cfg.world,
@@ -491,7 +492,7 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
  * Connected but never answered: we sit in its FIFO accept queue (N=16384 joining
  * at once), and reconnecting would only move us to its back: wait up to
  * M_SILENCE_MS. Once it proved the token (c->keepalive) it is never late: TCP
- * keepalive decides (issue 26).
+ * keepalive decides (a loaded coordinator is slow, not dead).
  */
 static int hs_late(const struct mconn *c, int64_t now)
 {

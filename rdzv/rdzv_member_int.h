@@ -31,7 +31,7 @@ struct mconn {
 	int64_t deadline; /* handshake (phase 1 until ASSIGN, phase 2 until VERIFIED) */
 	int64_t last_rx;
 	int64_t opened; /* connect() time: the handshake clock (see hs_late) */
-	int keepalive;	/* TCP keepalive watches the peer: no silence rule (issue 26) */
+	int keepalive;	/* TCP keepalive watches the peer: no silence rule (slow is not dead) */
 	char dst[64];
 };
 
@@ -54,16 +54,16 @@ struct rdzv_member {
 	int resolving;	   /* a resolve() answer is pending (rdzv_member_resolved) */
 	int rdma_checking; /* the RDMA-CM check() runs in the loop: VERIFY waits for it */
 	int nobind;	   /* SO_BINDTODEVICE was refused (EPERM): phase 2 bound to its address */
-	/* the phase-2 ticket of the last ASSIGN (issue 26), unused yet; none when RDMA-CM
+	/* the phase-2 ticket of the last ASSIGN, unused yet; none when RDMA-CM
 	 * must be checked (the check sits between the phase-2 handshake and VERIFY) */
 	int vt;
 	unsigned char vkey[RDZV_KEY_LEN];
 	uint64_t round;
 	char err1[300], err2[512];
-	char rejected[300]; /* a clear REJECT before the session (retried, issue 25), or "" */
+	char rejected[300]; /* a clear REJECT before the session (retried: forgeable), or "" */
 	int reject_code, reject_phase;
 	struct rdzv_result res;
-	/* the relay tree (issue 26): our relay's index (0: none), whether phase 1 still goes
+	/* the relay tree: our relay's index (0: none), whether phase 1 still goes
 	 * there, whether the open c1 does and reached a session; the relay's failures */
 	uint32_t relay_idx;
 	int via_relay, c1_relay, c1_up, c1_late;
@@ -75,7 +75,7 @@ struct rdzv_member {
 	int relay_only;
 };
 
-/* ---- rdzv_relay.c: a member that carries its children's sessions (issue 26) ---- */
+/* ---- rdzv_relay.c: a member that carries its children's sessions ---- */
 /* Listen for children (cfg.relay_listen or the wildcard, port): 0, or < 0 (no relay). */
 int rdzv_mb_relay_open(struct rdzv_member *m);
 void rdzv_mb_relay_free(struct rdzv_member *m);

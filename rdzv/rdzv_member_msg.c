@@ -48,7 +48,7 @@ static int rdma_check_due(const struct rdzv_member *m)
 }
 
 /*
- * AUTH, and in the same flight the first session message (issue 26: one round trip and one
+ * AUTH, and in the same flight the first session message (one round trip and one
  * coordinator wake-up less per connection): JOIN on phase 1, VERIFY on phase 2 unless the
  * RDMA-CM check must come first. MAC'd under the session key, which the member knows from
  * both nonces; the coordinator reads it only after AUTH verified (PROTOCOL.md "Handshake").
@@ -162,7 +162,7 @@ static int send_verify(struct rdzv_member *m, struct mconn *c)
 }
 
 /*
- * Phase 2 with the ASSIGN's ticket (issue 26): no HELLO, CHALLENGE, AUTH, PROOF. The
+ * Phase 2 with the ASSIGN's ticket: no HELLO, CHALLENGE, AUTH, PROOF. The
  * ticket key comes from the phase-1 session, which proved both sides, so a VERIFY MAC'd
  * under it proves this member and the VERIFIED MAC'd back proves the coordinator. Used
  * once; any phase-2 failure ends it (rdzv_mb_fail2): the retry does the full handshake.
@@ -198,7 +198,7 @@ static int on_proof(struct rdzv_member *m, struct mconn *c, const struct rdzv_ms
 	m->auth_failed = 0;
 	/*
 	 * The coordinator proved the token: from here its silence is slowness, not death
-	 * (issue 26). Reconnecting would put us at the back of its queue (N=16384: the
+	 * Reconnecting would put us at the back of its queue (N=16384: the
 	 * retry storm), and 512 pods on 2 cores lost 109 COMMITs to a 23 s COMMIT loop
 	 * after 16 s of silence. TCP keepalive finds a coordinator that went away.
 	 */
@@ -225,7 +225,7 @@ static int check_coord(struct rdzv_member *m, struct rdzv_msg *msg)
 	    rdzv_peer_check(co, why, sizeof(why)) == 0 && strcmp(co->name, m->cfg.names[0]) == 0 &&
 	    msg->world == m->cfg.world &&
 	    (m->self.index == RDZV_ELASTIC || msg->rank == m->self.index))
-		return 0; /* check: the coordinator has no secondary (DECISIONS 22) */
+		return 0; /* check: the coordinator has no secondary; it stays in, flagged */
 	if (!msg->has_peer || rdzv_peer_check(co, why, sizeof(why)) < 0 ||
 	    strcmp(co->name, m->cfg.names[0]) != 0 ||
 	    (m->self.index == RDZV_ELASTIC ? msg->rank < 1 || msg->rank >= m->cfg.world
@@ -478,7 +478,7 @@ int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 	c->last_rx = gx_now_ms();
 	if (type == RDZV_REJECT && m->has_token && !c->rc.session) {
 		/* in clear: anyone on the path can send it; it cannot end a member that holds a
-		 * token (issue 25): retried until the deadline, reported if it persists, its
+		 * token: retried until the deadline, reported if it persists, its
 		 * words quoted as someone else's */
 		reject_text(m->rejected, sizeof(m->rejected), msg);
 		m->reject_code = msg->code;

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdzv_relay.c - a member that is a relay of the tree (issue 26, PROTOCOL.md
- * "Relays"): it accepts its children's phase-1 connections and carries their bytes
- * on its own phase-1 session as CARRY records (OPEN, DATA, CLOSE), and writes what
- * the coordinator sends back to each child. It reads nothing of what it carries:
- * every child's handshake and session run end to end with the coordinator, MAC'd
- * under keys the relay does not have. Bounds: RDZV_RELAY_KIDS children at once,
- * RDZV_RELAY_KID_OUT bytes queued to one, RDZV_RELAY_UP_HIGH queued up before it
- * stops reading its children. A child is the coordinator's business from its first
- * byte (CK_OPEN goes then); before that it is a silent connection, which the relay
- * holds no longer than the coordinator's pre-authentication deadline, before its own
- * session is up as after (PROTOCOL.md "Relays", "Bounds (relay side)").
+ * rdzv_relay.c - a member that is a relay of the tree, which spares the
+ * coordinator a connection per member (PROTOCOL.md "Relays"): it accepts its children's phase-1
+ * connections and carries their bytes on its own phase-1 session as CARRY records (OPEN, DATA,
+ * CLOSE), and writes what the coordinator sends back to each child. It reads nothing of what it
+ * carries: every child's handshake and session run end to end with the coordinator, MAC'd under
+ * keys the relay does not have. Bounds: RDZV_RELAY_KIDS children at once, RDZV_RELAY_KID_OUT bytes
+ * queued to one, RDZV_RELAY_UP_HIGH queued up before it stops reading its children. A child is the
+ * coordinator's business from its first byte (CK_OPEN goes then); before that it is a silent
+ * connection, which the relay holds no longer than the coordinator's pre-authentication deadline,
+ * before its own session is up as after (PROTOCOL.md "Relays", "Bounds (relay side)").
  */
 #include "rdzv/rdzv_member_int.h"
 

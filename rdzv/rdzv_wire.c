@@ -432,7 +432,7 @@ const char *rdzv_peer_addr(const struct rdzv_peer *p, const char *master)
 	return master && strchr(master, ':') ? p->addr6 : p->addr4;
 }
 
-/* ---- validation of peer data (issue 14) ---- */
+/* ---- validation of peer data: it ends up in files and command lines ---- */
 static int check_addr(char *a, size_t alen, const char *what, char *why, size_t whylen)
 {
 	char tmp[INET6_ADDRSTRLEN];

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# lint.sh [FILE...] - bans functions the house style forbids (STYLE.md 18) in the
+# lint.sh [FILE...] - bans functions the house style forbids (see msg below) in the
 # sources (every tracked .c/.h outside tests/, or the FILEs given, relative to
-# LINT_ROOT, default the tree). `lint.sh --selftest` plants one bad file per rule
+# LINT_ROOT, default the tree), and issue or DECISIONS numbers in every tracked file
+# (lint_refs). `lint.sh --selftest` plants one bad file per rule
 # and fails unless the lint catches each (so a rule cannot rot silently).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +51,32 @@ lint_files() {
   return $bad
 }
 
+# References a reader who has only the repository cannot resolve: an issue number or a number
+# in a decisions list kept elsewhere. Write the reason itself, in place. Upstream projects'
+# bugs are named with their repository ("NVIDIA/nccl#1580"). refs_pending: paths (bash
+# patterns) not swept yet, skipped for now; empty it once they are.
+refs_re='[Ii]ssue [0-9]+|DECISIONS [0-9]+'
+refs_pending=('tests/bench/*')
+# lint_refs FILE...: 1 and the lines when any of the files (pending ones left out) has one.
+lint_refs() {
+  local f p n=0 skipped=0 out
+  local -a keep=()
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    for p in "${refs_pending[@]}"; do
+      # shellcheck disable=SC2053
+      [[ $f == $p ]] && { skipped=$((skipped + 1)); continue 2; }
+    done
+    keep+=("$f")
+  done
+  if [ ${#keep[@]} -gt 0 ]; then
+    out=$(grep -InE -- "$refs_re" "${keep[@]}")
+    [ -n "$out" ] && { printf '%s\n' "$out"; n=$(printf '%s\n' "$out" | wc -l); }
+  fi
+  echo "lint: $n issue/DECISIONS references in ${#keep[@]} files ($skipped pending files not checked)" >&2
+  [ "$n" -eq 0 ] || { echo "lint: write the reason in place of the number" >&2; return 1; }
+}
+
 selftest() {
   local tmp fail=0 bad ok
   tmp=$(mktemp -d /tmp/gxlint.XXXXXX) || return 1
@@ -83,6 +110,23 @@ selftest() {
       echo "lint selftest: $ok was refused" >&2; fail=1
     fi
   done
+  # references: caught in a source and a doc, an upstream's number and a pending path pass
+  mkdir -p "$tmp/docs" "$tmp/agent/fabric"
+  local ri=Issue rd=DECISIONS # (spelled apart, or this file would be caught itself)
+  printf '/* see %s %d */\n' "$ri" 26 >"$tmp/agent/r_issue.c"
+  printf 'as %s %d says\n' "$rd" 6 >"$tmp/docs/r_decisions.md"
+  printf '/* NCCL reads it once (NVIDIA/nccl#1580) */\n' >"$tmp/agent/r_upstream.c"
+  printf '/* %s %d */\n' "$ri" 12 >"$tmp/agent/fabric/r_pending.c"
+  for bad in agent/r_issue.c docs/r_decisions.md; do
+    if (cd "$tmp" && lint_refs "$bad") >/dev/null 2>&1; then
+      echo "lint selftest: the reference in $bad was not caught" >&2; fail=1
+    fi
+  done
+  # the pending list is the selftest's own, so that it holds whether the real one is empty
+  if ! (cd "$tmp" && refs_pending=('agent/fabric/*') &&
+    lint_refs agent/r_upstream.c agent/fabric/r_pending.c) >/dev/null 2>&1; then
+    echo "lint selftest: an upstream's number or a pending path was refused" >&2; fail=1
+  fi
   rm -rf "$tmp"
   [ $fail -eq 0 ] && echo "lint selftest: ok"
   # the layering's own plants (tests/layers.py: faces, ranks, unranked folders, circles)
@@ -104,7 +148,14 @@ fi
 # shellcheck disable=SC2086
 lint_files $files
 bad=$?
-# include rules (issue 29): rdzv/gx is the base layer and the only part of rdzv that
+# references, in every tracked file (sources, tests, docs) or the FILEs given
+if [ $# -gt 0 ]; then
+  lint_refs "$@" || bad=1
+else
+  mapfile -t all < <(git ls-files 2>/dev/null || find . -path ./build -prune -o -path ./.git -prune -o -type f -print | sed 's#^\./##')
+  lint_refs "${all[@]}" || bad=1
+fi
+# include rules (the layering): rdzv/gx is the base layer and the only part of rdzv that
 # netdetect may include; rdzv never includes agent; rdzv/gx includes nothing of ours but itself;
 # agent/fabric (the transport watcher) is given plain data by the pipeline: of ours it
 # includes rdzv/gx and itself only.
@@ -120,7 +171,7 @@ for f in $files; do
     echo "lint: include rule broken in $f (netdetect, agent/fabric -> rdzv/gx only; rdzv -/-> agent)" >&2; bad=1
   fi
 done
-# module prefixes (issue 29): every symbol a module exports carries its prefix: agent_ in
+# module prefixes (one face per module): every symbol a module exports carries its prefix: agent_ in
 # agent/, rdzv_ or gx_ in rdzv/, nd_ or netdetect_ in netdetect/ (main is the program's).
 if [ -z "${LINT_NO_BUILD:-}" ]; then
   ${MAKE:-make} -s --no-print-directory MODE=debug build/debug/libgx.a \

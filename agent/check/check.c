@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check.c - `gxboot check` (issue 8, DECISIONS 22): the run pipeline's
+ * check.c - `gxboot check` (never aborts on a broken pair): the run pipeline's
  * rendezvous on the check port with soft verification and the full table,
  * then the check service, this pod's probes, the reports and the result.
  * Every pod prints its own row and the summary; the coordinator prints the
@@ -98,7 +98,7 @@ static void rdma_setup(struct check_cmd *c)
 	c->rdma_state = CHECK_RDMA_OK;
 }
 
-/* check --rails (issue 15): probe every rail too; "none" (and no --rails) = not. */
+/* check --rails: probe every rail too; "none" (and no --rails) = not. */
 static int rails_wanted(const struct agent_opts *o)
 {
 	return o->rails && *o->rails && strcmp(o->rails, "none") != 0;
@@ -157,7 +157,7 @@ static void plan(struct check_cmd *c)
 		print_rails(c->r.nd);
 }
 
-/* Rendezvous; our own netdetect failure does not stop a check (DECISIONS 22). */
+/* Rendezvous; our own netdetect failure does not stop a check: it reports it. */
 static int meet(struct check_cmd *c, char *err, size_t errlen)
 {
 	int rc = agent_run_meet(&c->r, err, errlen);
@@ -186,7 +186,7 @@ static void run_until(struct check_cmd *c, const int *flag, int64_t deadline)
 			break;
 }
 
-/* The coordinator's name looked up in the run's loop (issue 29: no private loop). */
+/* The coordinator's name looked up in the run's loop (no private loop). */
 struct coord_dns {
 	struct check_net *n;
 	int rc, done;
@@ -367,15 +367,14 @@ static const struct check_probe *second_ok(struct check_cmd *c, uint32_t i,
 }
 
 /*
- * The second pass (issue 30): every pod that agent_check_blame blamed (no good
- * pair, or no report) is probed once more, with the retries, before `by`:
- * by the coordinator when it is known good, and through a known-good member
- * (a sealed PROBE on its report connection, answered by PROBED). A failure
- * confirmed from every vantage goes into the pod's row why (named, and shown
- * on every pod: the result carries it); a pod that a known-good pod reaches
- * now gets a warning and counts as reached (row second): agent_check_blame then
- * names the failed pairs' paths instead of it when it has no other failure.
- * A report that arrives meanwhile goes into the world and counts.
+ * The second pass (no false alarm from one lost probe): every pod that agent_check_blame blamed (no
+ * good pair, or no report) is probed once more, with the retries, before `by`: by the coordinator
+ * when it is known good, and through a known-good member (a sealed PROBE on its report connection,
+ * answered by PROBED). A failure confirmed from every vantage goes into the pod's row why (named,
+ * and shown on every pod: the result carries it); a pod that a known-good pod reaches now gets a
+ * warning and counts as reached (row second): agent_check_blame then names the failed pairs' paths
+ * instead of it when it has no other failure. A report that arrives meanwhile goes into the world
+ * and counts.
  */
 static void second_pass(struct check_cmd *c, int64_t by)
 {

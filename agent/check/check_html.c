@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_html.c - `gxboot check --report FILE.html` (issue 30): one
+ * check_html.c - `gxboot check --report FILE.html`: one
  * self-contained page (inline CSS, no script, nothing fetched) written by the
  * coordinator from the world it already holds: the run's parameters, the
  * summary, the blamed pods, the worst pairs and the N x N matrix as a

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_int.h - `gxboot check` (issue 8): after a rendezvous with soft
- * verification (DECISIONS 22) every pod opens the check service on the check
- * port, probes its targets over TCP (and RDMA-CM where both ends have a
- * device) from its secondary address, and reports its row to the
- * coordinator over the primary network; the coordinator answers every
- * member with the global result. The wire is described in agent/check/CHECK.md.
+ * check_int.h - `gxboot check`: after a rendezvous with soft
+ * verification (a broken pod stays in over the primary network) every pod opens the check service
+ * on the check port, probes its targets over TCP (and RDMA-CM where both ends have a device) from
+ * its secondary address, and reports its row to the coordinator over the primary network; the
+ * coordinator answers every member with the global result. The wire is described in
+ * agent/check/CHECK.md.
  *
  * check_report.c: the pure part (world of rows, report and result
  * (de)serialisation, frame MAC); check_render.c: summary, matrix, rows, JSON;
@@ -43,7 +43,7 @@
 #define CHECK_MAX_PROBE (1u << 20)   /* PROBE body cap (a target list) */
 #define CHECK_MATRIX_FULL 16	     /* full cells up to this N, one-char cells up to ... */
 #define CHECK_MATRIX_MAX 64	     /* ... this N; beyond: failures only */
-#define CHECK_MAX_RAILS 16	     /* rails probed (check --rails, issue 15) */
+#define CHECK_MAX_RAILS 16	     /* rails probed (check --rails) */
 #define CHECK_SAMPLE_MAX 64	     /* check --mode sampled: peers per pod at most */
 #define CHECK_RAIL_NAME 72	     /* a rail's name: its netdev, else "dev:port" */
 #define CHECK_OVERLOAD_MS 1000	     /* a pod whose loop stalled this long: overloaded */
@@ -66,7 +66,7 @@ enum check_type {
 };
 #define CHECK_STREAM_MAX (64u << 20) /* STREAM body cap (--preflight-bytes) */
 
-/* The second pass's verdict on a pod (issue 30), carried in the result's peers. */
+/* The second pass's verdict on a pod, carried in the result's peers. */
 enum check_second {
 	CHECK_SECOND_NONE = 0, /* not probed again */
 	CHECK_SECOND_OK = 1,   /* a known-good pod reached it in the second pass */
@@ -176,7 +176,7 @@ int agent_check_probe_timed_out(const struct check_probe *p);
  */
 void agent_check_world_overload(struct check_world *w);
 
-/* Who is to blame for the failed bootstrap TCP pairs (issue 30). */
+/* Who is to blame for the failed bootstrap TCP pairs. */
 enum agent_check_blame {
 	CHECK_BLAME_NONE = 0,
 	CHECK_BLAME_OWN = 1,	 /* failed its own checks (row why), overloaded included */
@@ -213,7 +213,7 @@ int agent_check_report_encode(const struct check_world *w, uint32_t rank, char *
 int agent_check_report_decode(struct check_world *w, uint32_t rank, const char *text, size_t len,
 			      char *why, size_t whylen);
 /*
- * The second pass through a member (issue 30): PROBE payload {"id", "targets": [rank...]}
+ * The second pass through a member: PROBE payload {"id", "targets": [rank...]}
  * (at most n targets, none the member itself), and its PROBED answer: the member's row of
  * a scratch world (the report document) with the same "id".
  */
@@ -244,7 +244,7 @@ int agent_check_open(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t 
 		     const unsigned char *body, size_t len, uint32_t *rank, const char **payload,
 		     size_t *plen);
 
-/* ---- check_rails.c: check --rails (issue 15) ---- */
+/* ---- check_rails.c: check --rails ---- */
 /* Rail `name` of a JOIN rails text ("dev:port/netdev/addr,..."); 0, -ENOENT, -EINVAL. */
 int agent_check_rails_find(const char *text, const char *name, struct check_rail *out);
 /* Item k of a rails text; 0, -ENOENT (no such item), -EINVAL (malformed). */
@@ -324,7 +324,7 @@ struct check_net {
 	uint32_t nreports; /* coordinator: member reports received */
 	int reports_done;
 	uint64_t sweep_id;
-	struct gx_pa pa; /* connections not (yet) holding a verified REPORT (issue 25) */
+	struct gx_pa pa; /* connections not (yet) holding a verified REPORT */
 	struct gx_rl rl; /* warnings about strangers */
 	size_t premac;	 /* body bytes buffered before a MAC is verified, all connections */
 	/* probes: from src (this pod's secondary address, bound to ifname) */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_probe.c - the clients of `gxboot check` (issue 8), in the gx_ev loop:
+ * check_probe.c - the clients of `gxboot check`, in the gx_ev loop:
  * TCP probes from this pod's secondary address (bound to its iface) to each
  * target's secondary address at the check port: connect, then CHECK_ECHO_K
  * echo round trips; at most 16 in flight, targets in ring order from this
@@ -631,7 +631,8 @@ static void ask_done(struct check_net *n)
 		rp->ask_timer = gx_ev_timer(n->ev, 0, ask_send, rp);
 }
 
-/* PROBE: the coordinator asks this member to probe some pods again (issue 30). */
+/* PROBE: the coordinator asks this member to probe some pods again (the second pass
+ * that finds whom to blame). */
 static void rep_probe(struct check_rep *rp)
 {
 	struct check_net *n = rp->n;

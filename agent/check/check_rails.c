@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_rails.c - `gxboot check --rails` (issue 15): every peer's rails come
+ * check_rails.c - `gxboot check --rails`: every peer's rails come
  * from its JOIN (rdzv_peer.rails, "dev:port/netdev/addr,..."; a netdev rail
  * without RDMA device is ":0/net2/10.0.2.5"). Rails are matched across pods
  * by name (the netdev, else "dev:port"): rail net3 of one pod is probed

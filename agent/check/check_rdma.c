@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_rdma.c - the RDMA-CM probes of `gxboot check` (issue 8), one at a
+ * check_rdma.c - the RDMA-CM probes of `gxboot check`, one at a
  * time, inside this pod's own event loop: each probe is an rdzv_rdma client
  * driven by the loop (its rdma_cm channel and completion channel fds), so the
  * pod keeps serving TCP echoes and RDMA-CM connects of others while it probes.
- * No fork (issue 24): a child that posts on verbs objects its parent opened
+ * No fork: a child that posts on verbs objects its parent opened
  * (librdmacm opens the uverbs device once per process) gets EACCES from the
  * kernel on real hardware and on rxe.
  */

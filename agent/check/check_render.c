@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_render.c - what `gxboot check` prints (issue 8): the summary, the N x N matrix
+ * check_render.c - what `gxboot check` prints: the summary, the N x N matrix
  * (rows = from, columns = to), each pod's own row, the failures, and the
  * --json result document that the coordinator also sends to every member.
  * Pure functions over struct check_world (unit tests drive them).
@@ -234,7 +234,7 @@ static void summary_line(const struct check_world *w, struct check_summary *s)
 	if (n < cap && s->missing)
 		n += (size_t)snprintf(s->line + n, cap - n, " (%u report%s missing)", s->missing,
 				      s->missing == 1 ? "" : "s");
-	/* issue 31: a star the user did not ask for says so */
+	/* a star the user did not ask for says so (it probes less than a full mesh) */
 	if (n < cap && w->star && w->star_default)
 		n += (size_t)snprintf(
 		    s->line + n, cap - n,

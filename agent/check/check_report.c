@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_report.c - the pure part of `gxboot check` (issue 8): the world of
+ * check_report.c - the pure part of `gxboot check`: the world of
  * rows, the MTU warning, the REPORT / RESULT payloads (jansson)
  * and the sealed frames (HMAC-SHA-256). Everything from the wire is bounded
  * and validated here; see agent/check/CHECK.md.

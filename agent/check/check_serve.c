@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check_serve.c - the check service of `gxboot check` (issue 8): a TCP
+ * check_serve.c - the check service of `gxboot check`: a TCP
  * listener on the wildcard address at the check port that echoes probe
  * frames and, on the coordinator, takes REPORT frames from members and
  * answers each on the same connection with the sealed RESULT. Bounded:
@@ -239,8 +239,9 @@ static struct check_sconn *premac_victim(struct check_net *n, const struct check
 	return NULL;
 }
 
-/* Bytes before the MAC (issue 25): at most CHECK_PREMAC_MAX in all; a REPORT from its rank's
- * own address pushes out the oldest one that is not, any other waits for none: it is closed. */
+/* Bytes before the MAC (what a stranger may make us hold): at most CHECK_PREMAC_MAX in all; a
+ * REPORT from its rank's own address pushes out the oldest one that is not, any other waits for
+ * none: it is closed. */
 static int premac_room(struct check_net *n, struct check_sconn *c, size_t more)
 {
 	struct check_sconn *v;
@@ -351,8 +352,9 @@ static int sconn_read(struct check_sconn *c)
 		if (c->hoff < CHECK_HDR_LEN)
 			return 0;
 		rc = agent_check_hdr_get(c->hdr, &c->type, &c->blen);
-		/* refused at the header: a RESULT or PROBE, a REPORT to a member (issue 25), a
-		 * PROBED on a connection that holds no verified REPORT */
+		/* refused at the header: a RESULT or PROBE, a REPORT to a member (only the
+		 * coordinator takes them), a PROBED on a connection that holds no verified REPORT
+		 */
 		if (rc < 0 || c->type == CHECK_RESULT || c->type == CHECK_PROBE ||
 		    c->type == CHECK_STREAMED || (c->type == CHECK_REPORT && !c->n->is_coord) ||
 		    (c->type == CHECK_PROBED && c->rank < 0))
@@ -465,7 +467,8 @@ static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 		return;
 	gx_addr_str(&sa, peer, sizeof(peer));
 	known = in_table(n, peer);
-	/* the budget (issue 25): per address, and the oldest from outside the table makes room */
+	/* the pre-authentication budget: per address, and the oldest from outside the table makes
+	 * room */
 	if (gx_pa_admit(&n->pa, peer, known, n->nconns >= n->maxconns, &old) < 0) {
 		gx_rl_log(&n->rl, "check: refused a connection from %s: %s", peer,
 			  gx_pa_why(&n->pa, peer, why, sizeof(why)));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmd_netdetect.c - `gxboot netdetect`: run netdetect with the options of
- * INTERFACE.md and print every candidate, the choice and why (issue 4), like
+ * cmd_netdetect.c - `gxboot netdetect`: run netdetect with the run command's
+ * interface options and print every candidate, the choice and why (a wrong pick is
+ * debugged from this output), like
  * ibdev2netdev plus an explanation. Exit 4 when no secondary interface fits.
  */
 #include "agent/cli/cmd_netdetect.h"

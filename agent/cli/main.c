@@ -7,6 +7,7 @@
 #include "agent/check/check_int.h"
 #include "agent/cli/cmd_netdetect.h"
 #include "agent/launch/exec_int.h"
+#include "agent/peers/dns_int.h"
 #include "agent/remote/rsh_int.h"
 #include "agent/pipeline/run_int.h"
 #include "rdzv/gx/gx.h"
@@ -82,7 +83,7 @@ static enum agent_cmd help_topic(const struct agent_opts *o)
 
 /*
  * Called as ".../gxboot-rsh ARGS" (the --out link Hydra's launcher exec
- * names: one executable path, issue 27): "gxboot rsh ARGS". NULL otherwise.
+ * names: it takes one executable path, no arguments): "gxboot rsh ARGS". NULL otherwise.
  */
 static char **rsh_link_argv(int argc, char **argv)
 {
@@ -142,7 +143,11 @@ int main(int argc, char **argv)
 		fputs(agent_usage(help_topic(&g_opts)), stdout);
 		exit(0);
 	}
-	rc = dispatch(&g_opts, err, sizeof(err));
+	rc = agent_dns_library_init();
+	if (rc == 0) {
+		rc = dispatch(&g_opts, err, sizeof(err));
+		agent_dns_library_cleanup();
+	}
 	if (rc < 0) {
 		/* a plain errno that no layer turned into its own line is our bug, not
 		 * a rendezvous outcome: say so instead of a bare strerror */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * opts.c - table-driven option parsing for every command of INTERFACE.md.
+ * opts.c - table-driven option parsing for every command gxboot has (what
+ * --help and gxboot.1 describe).
  * Each option also reads GXBOOT_<NAME> (upper case, '-' -> '_'); a flag wins.
  */
 #include "agent/agent.h"
@@ -86,8 +87,9 @@ static const struct opt_def opt_defs[] = {
 _Static_assert(sizeof(opt_defs) / sizeof(opt_defs[0]) <= 64, "options given: a 64-bit mask");
 
 /*
- * Which commands take an option given as a flag (issue 23: an option a command
- * would ignore is a usage error naming the commands that take it). GXBOOT_*
+ * Which commands take an option given as a flag (an option a command would
+ * ignore is a usage error naming the commands that take it, so a misplaced one is
+ * not silently dropped). GXBOOT_*
  * variables are pod-wide (an init container and the main container share
  * them), so only flags are checked. An option not listed here is taken by all.
  */
@@ -422,7 +424,9 @@ static int parse_positional(int argc, char **argv, int *i, struct agent_opts *o,
 		o->install_dir = a;
 		return 0;
 	}
-	if (o->cmd == AGENT_CMD_HELP && o->install_dir == NULL && find_cmd(a) != AGENT_CMD_NONE) {
+	/* "help run" too: the run command has no word of its own on the command line */
+	if (o->cmd == AGENT_CMD_HELP && o->install_dir == NULL &&
+	    (find_cmd(a) != AGENT_CMD_NONE || strcmp(a, cmd_names[AGENT_CMD_RUN]) == 0)) {
 		o->install_dir = a; /* "help CMD": reuse the slot for the topic */
 		return 0;
 	}
@@ -442,7 +446,7 @@ static int parse_positional(int argc, char **argv, int *i, struct agent_opts *o,
 	return GX_EUSAGE;
 }
 
-/* rsh takes ssh's flags and ignores them (DECISIONS 21). */
+/* rsh takes ssh's flags and ignores them: launchers call their rsh agent as they call ssh. */
 static int skip_ssh_flag(int argc, char **argv, int *i)
 {
 	const char *a = argv[*i];

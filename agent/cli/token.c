@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * token.c - the job token (issue 14): --token-file F (links followed: Secret
- * volumes are ..data symlinks) or GXBOOT_TOKEN; at least 16 bytes and an estimated
- * AGENT_TOKEN_MIN_BITS (128) bits of entropy (issue 25: a captured handshake allows
+ * token.c - the job token, which authenticates the rendezvous: --token-file F (links followed:
+ * Secret volumes are ..data symlinks) or GXBOOT_TOKEN; at least 16 bytes and an estimated
+ * AGENT_TOKEN_MIN_BITS (128) bits of entropy (a captured handshake allows
  * offline guessing of a human token); never logged; removed from the environment
  * CMD gets; wiped once the keys are derived. `gxboot token` prints a fresh one.
  */

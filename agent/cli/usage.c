@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* usage.c - --help texts, one per command (INTERFACE.md). */
+/* usage.c - --help texts, one per command. */
 #include "agent/agent.h"
 
 static const char usage_main[] =
@@ -17,15 +17,15 @@ static const char usage_main[] =
     "  gxboot rsh HOST CMD...              remote exec through a peer's gxboot (plm_rsh_agent)\n"
     "  gxboot hosts [--out DIR]            live peers as host:slots lines (Horovod)\n"
     "  gxboot token                        print a fresh random job token\n"
-    "  gxboot version | --help             'gxboot help CMD' for one command\n"
+    "  gxboot version | --help             'gxboot help CMD' for one (run, init, ...)\n"
     "\n"
     "Peers and rendezvous:\n"
     "  --peers LIST          peers in rank order, brace ranges {0..3}; first = coordinator\n"
     "  --nnodes N|MIN:MAX    number of peers        --self NAME   this pod's name\n"
-    "  --job-id ID           must match among peers --port P      rendezvous port (29410)\n"
-    "  --timeout SEC         give up after SEC (600) --token-file F shared job secret\n"
+    "  --job-id ID           must match among peers  --port P  rendezvous port (29410)\n"
+    "  --timeout SEC         give up after SEC (600)  --token-file F  shared job secret\n"
     "  --require-token       refuse to run without a token\n"
-    "  --dns-server IP[:PORT] ask this DNS server   --full-table  members get every peer\n"
+    "  --dns-server IP[:PORT]  ask this DNS server  --full-table  members get every peer\n"
     "  --dry-run             print the plan, use no network\n"
     "  --elastic             the coordinator never waits: pods join whenever they start\n"
     "  --ray head|worker     a Ray node (auto-detected in KubeRay pods): RAY_ADDRESS on net1\n"
@@ -55,14 +55,25 @@ static const char usage_main[] =
     "Output:\n"
     "  --json  -v  -q\n"
     "\n"
-    "Every option also reads GXBOOT_<NAME> (e.g. GXBOOT_PEERS); a flag wins.\n"
-    "Bare peer names (job-worker-1) are qualified with this pod's subdomain from /etc/hosts.\n"
-    "Exit: 0 ok (run: CMD's status), 1 check failed, 2 usage (also an option the command\n"
-    "does not take), 3 peers missing at --timeout, 4 no usable secondary interface,\n"
-    "5 rendezvous failed, 6 --expect-fabric ended the job, 7 preflight named another pod,\n"
-    "8 preflight named this pod, 126/127 CMD cannot run / not found, 128+n CMD killed by\n"
-    "signal n;\n"
-    "rsh: the remote status, 255 when the peer cannot be reached or refuses.\n";
+    "Environment:\n"
+    "  GXBOOT_<NAME>  every option, e.g. GXBOOT_PEERS, GXBOOT_TOKEN_FILE; a flag wins\n"
+    "  GXBOOT_TOKEN   the job token itself (instead of --token-file); never handed to CMD\n"
+    "Files:\n"
+    "  --out DIR      env, env.json, rendezvous.json, hostfile; failed.json when a run fails\n"
+    "  /etc/hosts     this pod's subdomain, which qualifies bare peer names (job-worker-1)\n"
+    "  /dev/termination-log  the failure line (kubectl describe pod shows it)\n"
+    "Exit status:\n"
+    "  0         ok (run: CMD's status; rsh: the remote status)\n"
+    "  1         check: a pair or rail failed\n"
+    "  2         usage (also an option the command does not take)\n"
+    "  3         peers missing at --timeout\n"
+    "  4         no usable secondary interface\n"
+    "  5         rendezvous failed\n"
+    "  6         --expect-fabric ended the job\n"
+    "  7, 8      --preflight named another pod, this pod\n"
+    "  126, 127  CMD cannot run, not found\n"
+    "  128+n     CMD killed by signal n\n"
+    "  255       rsh: the peer cannot be reached or refuses\n";
 
 static const char usage_run[] =
     "Usage: gxboot [OPTIONS] -- CMD [ARGS...]\n"
@@ -86,10 +97,10 @@ static const char usage_run[] =
 
 static const char usage_init[] =
     "Usage: gxboot init [OPTIONS]\n"
-    "Like the run command without exec: exit 0 once --out/{env,env.json,hostfile,\n"
-    "rendezvous.json} are written. Main container: gxboot exec -- CMD.\n"
+    "Like the run command without exec: exit 0 once the files are written in --out\n"
+    "(env, env.json, hostfile, rendezvous.json). Main container: gxboot exec -- CMD.\n"
     "It removes an earlier run's files first; when it fails, --out/failed.json says why.\n"
-    "Options: as for the run command (see gxboot --help).\n";
+    "Options: as for the run command (gxboot help run).\n";
 
 static const char usage_exec[] =
     "Usage: gxboot exec [--out DIR] -- CMD [ARGS...]\n"
@@ -106,14 +117,13 @@ static const char usage_netdetect[] =
     "List interfaces and RDMA devices, the chosen bootstrap interface, rails, and why.\n";
 
 static const char usage_check[] =
-    "Usage: gxboot check [OPTIONS] [--mode star|all] [--size BYTES] [--rails [auto|LIST]] "
-    "[--json]\n"
-    "                    [--report FILE.html]   (coordinator: the matrix as one HTML page)\n"
-    "                    [--mode sampled [--sample K]]  (K random peers per pod + the "
-    "coordinator)\n"
+    "Usage: gxboot check [OPTIONS] [--mode star|all|sampled] [--sample K] [--size BYTES]\n"
+    "                    [--rails [auto|LIST]] [--json] [--report FILE.html]\n"
     "All-pairs (or star) TCP and RDMA-CM reachability among the peers on the chosen\n"
-    "interface. --rails also probes rail k <-> rail k between every pair (TCP on each rail's\n"
-    "netdev, RDMA-CM on its device; without RDMA, auto = every up secondary netdev).\n"
+    "interface. --mode sampled: K random peers per pod and the coordinator. --rails also\n"
+    "probes rail k <-> rail k between every pair (TCP on each rail's netdev, RDMA-CM on its\n"
+    "device; without RDMA, auto = every up secondary netdev). --report: the coordinator\n"
+    "writes the matrix as one HTML page.\n"
     "Exit 1 when any pair or rail probe fails. Port: --check-port, else --port + 1.\n";
 
 static const char usage_serve[] =

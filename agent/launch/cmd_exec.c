@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd_exec.c - `gxboot exec`: the main container after `gxboot init`. Loads
- * --out/env, applies INTERFACE.md's variable rules against this environment,
+ * --out/env, applies README.md's variable rules against this environment,
  * execs CMD. No network use. The file is trusted only as far as gxboot wrote
- * it (issue 25): --out must be this user's own directory (or root's), not a symlink,
- * opened once where no other user can move it (agent_out_open) and its env read
- * relative to that descriptor, and only the variables gxboot writes are applied (a
- * file naming LD_PRELOAD or BASH_ENV is refused).
+ * it: --out must be this user's own directory (or root's), not a symlink, opened once where no
+ * other user can move it (agent_out_open) and its env read relative to that descriptor, and only
+ * the variables gxboot writes are applied (a file naming LD_PRELOAD or BASH_ENV is refused).
  */
 #include "agent/launch/exec_int.h"
 #include "agent/pipeline/out_int.h"
@@ -33,7 +32,7 @@ static const char *const written[] = {
     "GXBOOT_IFACE",
     "GXBOOT_ADDR",
     "GXBOOT_RSH_KEY_FILE",
-    "GXBOOT_RDMA_VERIFIED", /* run.c, after the rendezvous (issue 24) */
+    "GXBOOT_RDMA_VERIFIED", /* run.c, after the rendezvous */
     "PET_NNODES",
     "PET_NODE_RANK",
     "PET_MASTER_ADDR",
@@ -56,7 +55,7 @@ static const char *const written[] = {
     "RAY_ADDRESS",
     "RAY_IP",
     "FQ_RAY_IP",
-    /* MPICH / Intel MPI through Hydra (issue 27) */
+    /* MPICH / Intel MPI through Hydra */
     "HYDRA_HOST_FILE",
     "HYDRA_LAUNCHER",
     "HYDRA_LAUNCHER_EXEC",

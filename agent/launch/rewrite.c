@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rewrite.c - drop-in for torchrun command lines written for eth0 (issue 16).
+ * rewrite.c - drop-in for torchrun command lines written for eth0.
  *
  * Flags beat PET_* env, so a `--rdzv_endpoint host:29500` or `--master_addr host`
  * naming the coordinator keeps torchrun on eth0. Such values are rewritten to the
  * elected secondary address, and c10d becomes the static rendezvous (torch 1.13's
  * c10d decides who hosts the store from the hostname's resolution, which never
- * matches a net1 address: FIELD.md). `sh|bash -c STR` (TorchX) is split without
+ * matches a net1 address). `sh|bash -c STR` (TorchX) is split without
  * expansion, except that ${VAR:=def} / ${VAR:-def} / $VAR words are evaluated
- * against the environment to decide what they name (DECISIONS 18).
+ * against the environment to decide what they name (TorchX writes ${VAR:=default}).
  */
 #include "agent/launch/rewrite_int.h"
 #include "agent/peers/peers_int.h"
@@ -627,7 +627,7 @@ static int build_argv(const struct toks *ts, char ***out)
 	return 0;
 }
 
-/* ---- MPI launch lines (issue 27) ------------------------------------------------- */
+/* ---- MPI launch lines ------------------------------------------------------------ */
 
 #define LAUNCH_FILE_MAX (1 << 20)
 
@@ -1078,7 +1078,7 @@ static int hydra_launcher(const char *argv0, char **envp)
 /*
  * Hydra on an IPv6-only secondary: gxboot sets no HYDRA_IFACE there (Hydra's -iface
  * looks for an IPv4 address), so the proxies connect back to the launcher's host name,
- * which a kubelet's DNS does not resolve bare (FIELD.md): -localhost <this pod's FQDN>.
+ * which a kubelet's DNS does not resolve bare: -localhost <this pod's FQDN>.
  */
 static int hydra_localhost(struct toks *ts, const struct agent_rewrite_ctx *c, int given)
 {
@@ -1169,7 +1169,7 @@ static int rewrite_mpi(struct toks *ts, const struct agent_rewrite_ctx *c)
 	return rc < 0 ? rc : changed | rc;
 }
 
-/* ---- DeepSpeed's launcher (issue 27) --------------------------------------------- */
+/* ---- DeepSpeed's launcher -------------------------------------------------------- */
 
 static int toks_insert(struct toks *ts, size_t at, const char *val)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* rewrite_int.h - torchrun command-line rewriting (drop-in, issue 16). */
+/* rewrite_int.h - torchrun command-line rewriting (drop-in for lines written for eth0). */
 #ifndef AGENT_REWRITE_INT_H
 #define AGENT_REWRITE_INT_H
 
@@ -36,7 +36,7 @@ struct agent_rewrite_ctx {
 	 * override_env */
 	char **ours;
 	int override_env;
-	/* MPI launch lines (issue 27): every peer, or nhosts 0 when this pod does not
+	/* MPI launch lines: every peer, or nhosts 0 when this pod does not
 	 * know the table (then they are left alone); self: this pod's index, -1 none */
 	const struct agent_rw_host *hosts;
 	size_t nhosts;

@@ -2,7 +2,7 @@
 /*
  * dns.c - c-ares 1.18 has no event thread: its sockets go into a gx_ev loop
  * through ARES_OPT_SOCK_STATE_CB, and ares_timeout() schedules the timer.
- * Only the coordinator's name is ever looked up (DNS load O(N), FIELD.md).
+ * Only the coordinator's name is ever looked up (DNS load O(N), not O(N^2)).
  * agent_dns_start runs a lookup in the caller's loop (the rendezvous member
  * resolves that way, never blocking it; so does `check`).
  */
@@ -24,7 +24,7 @@ struct agent_dns {
 	agent_dns_fn *fn;
 	void *arg;
 	uint16_t port;
-	int lib, done, rc, freeing;
+	int done, rc, freeing;
 };
 
 static void dns_fd_cb(struct gx_ev *ev, int fd, uint32_t events, void *arg)
@@ -112,7 +112,7 @@ static void dns_done(void *arg, int status, int timeouts, struct ares_addrinfo *
 	}
 	d->done = 1;
 	if (status == ARES_SUCCESS && res) {
-		/* IPv4 first, then IPv6 (DECISIONS 17: dual-stack primaries) */
+		/* IPv4 first, then IPv6 (dual-stack and IPv6 primaries) */
 		for (fam = 0; fam < 2; fam++)
 			for (nd = res->nodes; nd; nd = nd->ai_next)
 				if (nd->ai_family == (fam ? AF_INET6 : AF_INET))
@@ -155,6 +155,21 @@ static int dns_channel(struct agent_dns *d, const char *server)
 	return 0;
 }
 
+/*
+ * c-ares' library state is process-wide, reference counted and not thread-safe: main takes
+ * it once before any command and gives it back at its end, so a lookup (the coordinator's
+ * name, again after each NXDOMAIN; a relay's) only makes and destroys a channel.
+ */
+int agent_dns_library_init(void)
+{
+	return ares_library_init(ARES_LIB_INIT_ALL) == ARES_SUCCESS ? 0 : GX_EDNS;
+}
+
+void agent_dns_library_cleanup(void)
+{
+	ares_library_cleanup();
+}
+
 int agent_dns_server_check(const char *server, char *err, size_t errlen)
 {
 	ares_channel ch = NULL;
@@ -162,8 +177,6 @@ int agent_dns_server_check(const char *server, char *err, size_t errlen)
 
 	if (!server)
 		return 0;
-	if (ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
-		return GX_EDNS;
 	if (ares_init(&ch) != ARES_SUCCESS) {
 		ch = NULL;
 		rc = GX_EDNS;
@@ -179,7 +192,6 @@ int agent_dns_server_check(const char *server, char *err, size_t errlen)
 out:
 	if (ch)
 		ares_destroy(ch);
-	ares_library_cleanup();
 	return rc;
 }
 
@@ -198,10 +210,7 @@ int agent_dns_start(struct gx_ev *ev, const char *name, const char *dns_server, 
 	d->arg = arg;
 	d->port = port;
 	d->rc = -ETIMEDOUT;
-	rc = ares_library_init(ARES_LIB_INIT_ALL) == ARES_SUCCESS ? 0 : GX_EDNS;
-	d->lib = rc == 0;
-	if (rc == 0)
-		rc = dns_channel(d, dns_server);
+	rc = dns_channel(d, dns_server);
 	if (rc < 0)
 		goto out;
 	ares_getaddrinfo(d->ch, name, NULL, &hints, dns_done, d);
@@ -227,7 +236,5 @@ void agent_dns_free(struct agent_dns *d)
 	gx_ev_timer_cancel(d->ev, d->deliver);
 	if (d->ch)
 		ares_destroy(d->ch); /* closes its sockets (sock_state_cb removes them) */
-	if (d->lib)
-		ares_library_cleanup();
 	free(d);
 }

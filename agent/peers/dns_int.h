@@ -13,6 +13,10 @@ struct agent_dns_answer {
 };
 
 struct agent_dns;
+
+/* c-ares' process-wide state: once before the first lookup, cleanup after the last (main). */
+int agent_dns_library_init(void);
+void agent_dns_library_cleanup(void);
 /* rc: 0 with ans->n > 0, -ENOENT (ans->nxdomain), -ETIMEDOUT, GX_EDNS. */
 typedef void agent_dns_fn(void *arg, int rc, const struct agent_dns_answer *ans);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * peers.c - the peer list (issue 6, INTERFACE.md --peers): bash-like brace
+ * peers.c - the peer list (--peers): bash-like brace
  * expansion, this pod's place in the list, the default job id, and the
  * discovery entry point (sources are in peers_detect.c).
  *

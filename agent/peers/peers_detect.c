@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * peers_detect.c - peers from what the job systems hand a pod, when --peers is
- * absent (issue 6, issue 18, shared/FIELD.md "What the job systems hand a
- * pod", DECISIONS 14-16). Sources in order, each logged:
+ * absent. Sources in order, each logged:
  *
  *   TorchX      TORCHX_* env; on Volcano the union of VC_*_HOSTS (one task
  *               per replica), else an indexed hostname <app>-<role>-<i>
@@ -204,7 +203,7 @@ void agent_detect_hosts_domain(const struct agent_detect *c, const char *host, c
 }
 
 /*
- * A bare sibling name (issue 23, FIELD.md): a kubelet puts the pod's namespace,
+ * A bare sibling name: a kubelet puts the pod's namespace,
  * not its subdomain, in the search list, so "job-worker-1" alone is NXDOMAIN.
  * The sibling lives in this pod's own subdomain, which /etc/hosts names:
  * "<name>.<this pod's domain>.", or NULL when this pod has no subdomain.

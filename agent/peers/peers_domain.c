@@ -4,7 +4,7 @@
  * --master_addr, gxboot rsh HOST) names a peer of this job.
  *
  * A kubelet's resolver expands a name with fewer than 5 dots through the pod's
- * search list "<ns>.svc.<cluster> svc.<cluster> <cluster>" (FIELD.md), so
+ * search list "<ns>.svc.<cluster> svc.<cluster> <cluster>", so
  * "w-1.job", "w-1.job.<ns>", "w-1.job.<ns>.svc" and the FQDN all reach the pod
  * w-1 of the headless Service job in this namespace, while "w-1.job.otherns"
  * is another namespace's pod that happens to share the first label. A name is

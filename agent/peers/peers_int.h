@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * peers_int.h - the peer list: --peers brace expansion, matching this pod in
- * the list, auto-detection from what job systems hand a pod (shared/FIELD.md,
- * DECISIONS 14-16), and the default job id.
+ * the list, auto-detection from what job systems hand a pod, and the default
+ * job id.
  *
  * Nothing here runs a shell or touches the network. File reads go through a
  * root prefix ("" in production) and the environment is an explicit envp, so
@@ -82,7 +82,7 @@ struct agent_peers {
 	long slots_hint;       /* this pod's slots from the source (MPI hostfile), 0 = none */
 	long *slots;	       /* each listed host's slots from the source (0: none), or NULL */
 	int observer;	       /* this pod is not a peer (MPI launcher) */
-	/* elastic (Ray issue): the coordinator never waits; a pod not listed
+	/* elastic (Ray): the coordinator never waits; a pod not listed
 	 * (self == AGENT_SELF_NONE, observer 0) joins by name and gets a rank */
 	int elastic;
 	long elastic_max;	 /* the most peers (world) */
@@ -201,7 +201,7 @@ int agent_src_lws(const struct agent_detect *c, struct agent_peers *p, char *why
 int agent_src_indexed(const struct agent_detect *c, struct agent_peers *p, char *why, size_t whylen,
 		      char *err, size_t errlen);
 /*
- * KubeRay (issue 12, verified in ray-project/kuberay common/pod.go): workers
+ * KubeRay (verified in ray-project/kuberay common/pod.go): workers
  * get FQ_RAY_IP (the head Service's FQDN; RAY_IP its short form), every Ray
  * container RAY_PORT, RAY_CLUSTER_NAME and KUBERAY_GEN_RAY_START_CMD (with
  * "--head" on the head). Peers: one logical name "<cluster>-head" (the

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * peers_k8s.c - peer sources that derive names from one address or the host
- * name (see peers_detect.c for the order): Kubeflow PyTorchJob, LeaderWorkerSet
- * (issue 18), and an indexed host name <base>-<i> (JobSet, Indexed Job,
+ * name (see peers_detect.c for the order): Kubeflow PyTorchJob, LeaderWorkerSet,
+ * and an indexed host name <base>-<i> (JobSet, Indexed Job,
  * StatefulSet, Kubeflow Trainer v2, TorchX on MCAD/Kueue).
  */
 #include "agent/peers/peers_int.h"

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * out.c - the environment handed to CMD (INTERFACE.md): gxboot's variable
+ * out.c - the environment handed to CMD (README.md "The interface"): gxboot's variable
  * set, the rules against the user's own variables, the envp for execve, and
  * the env file in both directions (writer; strict reader for `gxboot exec`,
  * no shell involved).
  *
  * OpenMPI spells the default hostfile differently by major version
- * (DECISIONS 19): 4.x registers orte_default_hostfile (ompi_info 4.1.4 here:
- * "MCA orte base: parameter orte_default_hostfile"), 5.x moved it to PRRTE as
- * prte_default_hostfile (read from PRTE_MCA_*; OMPI_MCA_* is also forwarded
- * by its ompi schizo). All three are set.
+ * (both are set, checked in each one's source): 4.x registers orte_default_hostfile
+ * (ompi_info 4.1.4 here: "MCA orte base: parameter orte_default_hostfile"), 5.x moved it to PRRTE
+ * as prte_default_hostfile (read from PRTE_MCA_*; OMPI_MCA_* is also forwarded by its ompi schizo).
+ * All three are set.
  */
 #include "agent/pipeline/out_int.h"
 #include "rdzv/gx/gx.h"
@@ -242,7 +242,7 @@ static int set_rails(const struct agent_env_input *in, struct agent_env *e)
 }
 
 /*
- * MPICH and Intel MPI start their proxies through Hydra (issue 27), which
+ * MPICH and Intel MPI start their proxies through Hydra, which
  * reads its host file ("host:slots" lines only), launcher and interface from
  * the environment: HYDRA_* (MPICH), I_MPI_HYDRA_* (Intel MPI). The launcher
  * exec is ONE executable path (Hydra execvp()s it whole, checked with
@@ -311,7 +311,7 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *
 	if (in->addr)
 		rc = rc ?: agent_env_set(e, "OMPI_MCA_oob_tcp_if_include", in->iface);
 	rc = rc ?: agent_env_set(e, "HOROVOD_GLOO_IFACE", in->iface);
-	if (in->addr && strchr(in->addr, ':')) /* an IPv6-only secondary (issue 15) */
+	if (in->addr && strchr(in->addr, ':')) /* an IPv6-only secondary */
 		rc = rc ?: agent_env_set(e, "NCCL_SOCKET_FAMILY", "AF_INET6");
 	rc = rc ?: set_rails(in, e);
 	/* TCP although a device serves iface: NCCL would try IB and fail where gxboot did
@@ -321,7 +321,7 @@ int agent_env_ours(const struct agent_env_input *in, struct agent_env *e, char *
 	if (in->rdma_unusable && (!in->rails || !*in->rails))
 		rc = rc ?: agent_env_set(e, "NCCL_IB_DISABLE", "1");
 	/* no rails: UCX's tcp transport (MPICH ch4:ucx, OpenMPI pml ucx) would use every
-	 * interface, eth0 included (issue 27: seen with Debian's mpich 4.0.2 + UCX 1.13) */
+	 * interface, eth0 included (seen with Debian's mpich 4.0.2 + UCX 1.13) */
 	if ((!in->rails || !*in->rails) && in->addr)
 		rc = rc ?: agent_env_set(e, "UCX_NET_DEVICES", in->iface);
 	if (rc == 0 && in->ray_port > 0) {
@@ -369,7 +369,7 @@ static int same_selection(const char *a, const char *b)
 	return strcmp(a + (*a == '='), b + (*b == '=')) == 0;
 }
 
-/* The user's u is ours without NCCL's '=': NCCL reads it as a prefix (FIELD.md). */
+/* The user's u is ours without NCCL's '=': NCCL reads it as a prefix, not an exact name. */
 static int prefix_form_of(const char *u, const char *ours)
 {
 	return ours[0] == '=' && u[0] != '=' && strcmp(u, ours + 1) == 0;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * out_files.c - the files gxboot writes to --out (INTERFACE.md): --out opened once
- * as a directory no other user can move (agent_out_open), atomic writes relative to
- * it that never follow a planted symlink, the hostfile formats, rendezvous.json, and
- * the default slot count (DECISIONS 16).
+ * out_files.c - the files gxboot writes to --out (README.md "Files written to --out"): --out opened
+ * once as a directory no other user can move (agent_out_open), atomic writes relative to it that
+ * never follow a planted symlink, the hostfile formats, rendezvous.json, and the default slot count
+ * (--slots, else NVIDIA_VISIBLE_DEVICES, else /dev/nvidia*, else 1).
  */
 #include "agent/pipeline/out_int.h"
 #include "rdzv/gx/gx.h"
@@ -514,7 +514,7 @@ int agent_write_file_at(int dfd, const char *dir, const char *name, const char *
 		snprintf(err, errlen, "cannot create a file in %s: %s", dir, strerror(-rc));
 		goto out;
 	}
-	/* No fsync (issue 26: 12 per pod, 3 ms on this machine's disk, ~30 ms with 64 pods
+	/* No fsync (12 per pod, 3 ms on this machine's disk, ~30 ms with 64 pods
 	 * writing at once, in every pod's start and in the serving coordinator's loop). The
 	 * rename alone makes a reader see the old file or the whole new one; durability over
 	 * a node crash buys nothing: every start writes these files again, and a pod whose

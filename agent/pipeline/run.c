@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * run.c - the pipeline of `gxboot -- CMD` and `gxboot init`: peers, token,
- * netdetect, rendezvous, files, then exec or supervise (issue 6).
+ * netdetect, rendezvous, files, then exec or supervise.
  */
 #include "agent/fabric/fabric_int.h"
 #include "agent/pipeline/run_int.h"
@@ -39,7 +39,8 @@ static const char dns_trap_hint[] =
     "--publish-not-ready-addresses; StatefulSet: publishNotReadyAddresses: true; "
     "PyTorchJob: use entrypoint mode)";
 
-/* A bare coordinator name on a pod without a subdomain (issue 23, FIELD.md). */
+/* A bare coordinator name on a pod without a subdomain: a kubelet puts the namespace,
+ * not the subdomain, in the search list, so the bare name is NXDOMAIN. */
 static const char nosub_hint[] =
     "; this pod has no subdomain (no full name for it in /etc/hosts), so a bare peer name "
     "resolves only as a Service of the namespace: give the pods spec.hostname and "
@@ -95,7 +96,7 @@ static void coord_resolved(void *arg, int rc, const struct agent_dns_answer *ans
 
 /*
  * rdzv's resolve hook: look the coordinator's name up again before each
- * connect, in our own loop (issue 29: no blocking DNS beside the loop).
+ * connect, in our own loop (no blocking DNS beside the loop).
  */
 static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 {
@@ -107,7 +108,7 @@ static int resolve_coord(void *arg, union gx_sockaddr *sa, socklen_t *len)
 		r->ever_resolved = 1; /* an IP needs no DNS */
 		return 0;
 	}
-	/* a fresh answer serves the next attempts for COORD_DNS_REUSE_MS (issue 30: 512
+	/* a fresh answer serves the next attempts for COORD_DNS_REUSE_MS (512
 	 * members retrying a refused connect every ~256 ms asked dnsmasq ~2,000 times a
 	 * second, and its timeouts kept 159 of them out of the check); a coordinator that
 	 * moved is asked for again once it is older */
@@ -196,7 +197,7 @@ void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *
 }
 
 /*
- * The relay tree (issue 26, PROTOCOL.md "Relays"): past AGENT_RELAY_WORLD pods, member i
+ * The relay tree (PROTOCOL.md "Relays"): past AGENT_RELAY_WORLD pods, member i
  * joins through pod (i / F) * F. GXBOOT_RELAY_FANOUT sets F (0: never; the peers must
  * agree). Our relay's name is qualified as the coordinator's is: the coordinator's full
  * name with its listed name replaced (one headless Service), else as listed.
@@ -303,12 +304,14 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 
 	memset(self, 0, sizeof(*self));
 	randombytes_buf(&self->incarnation, sizeof(self->incarnation));
-	/* --slots, else the job system's (MPI Operator's slots=N), else DECISIONS 16 */
+	/* --slots, else the job system's (MPI Operator's slots=N), else
+	 * NVIDIA_VISIBLE_DEVICES, /dev/nvidia*, 1 */
 	self->slots = (uint32_t)agent_slots_self(r->o->slots, r->peers.slots_hint, environ, "");
 	self->flags = r->self_flags;
 	self->gid_index = -1;
 	if (r->peers.observer) {
-		/* DECISIONS 1: no rank; a secondary of its own is optional */
+		/* an observer (MPI Operator's launcher): no rank; a secondary of its own is
+		 * optional */
 		gx_strlcpy(self->name, r->o->self ? r->o->self : r->hostname, sizeof(self->name));
 		if (!gx_valid_hostname(self->name))
 			gx_strlcpy(self->name, "observer", sizeof(self->name));
@@ -316,7 +319,7 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 		if (r->nd_rc < 0 || !nd)
 			return;
 	} else if (r->peers.self == AGENT_SELF_NONE) {
-		/* elastic (issue 12): joins by its own name, the coordinator picks the rank */
+		/* elastic (Ray): joins by its own name, the coordinator picks the rank */
 		const char *id = getenv("RAY_CLOUD_INSTANCE_ID"); /* KubeRay: the pod name */
 
 		gx_strlcpy(self->name,
@@ -352,7 +355,7 @@ static void fill_self(struct agent_run *r, struct rdzv_peer *self)
 }
 
 /*
- * DECISIONS 9: where this pod's chosen iface has a usable RDMA port, phase 2
+ * Where this pod's chosen iface has a usable RDMA port, phase 2
  * also completes an RDMA-CM connect + send/recv to the coordinator (the
  * coordinator listens); when both ends have one and it fails, exit 5.
  */
@@ -368,7 +371,7 @@ static const struct rdzv_rdma_ops *rdma_ops(struct agent_run *r)
 	if (rc < 0) {
 		rdzv_rdma_ctx_free(r->rdma_ctx);
 		r->rdma_ctx = NULL;
-		r->rdma_ctx_rc = rc; /* rdma_verdict says so, once (issue 24) */
+		r->rdma_ctx_rc = rc; /* rdma_verdict says so, once */
 		return NULL;
 	}
 	/* check probes its rails itself: the rendezvous gates only run/init/serve's */
@@ -473,8 +476,8 @@ static int start_rdzv(struct agent_run *r)
 	cfg.resolve = resolve_coord;
 	cfg.resolve_arg = r;
 	cfg.deadline_ms = gx_now_ms() + r->o->timeout * 1000;
-	/* a hostfile on every pod that uses one (issue 27): a launcher in CMD or an
-	 * explicit --hostfile-format; other members stay small (DECISIONS 1) */
+	/* a hostfile on every pod that uses one: a launcher in CMD or an
+	 * explicit --hostfile-format; other members stay small (no O(N) table each) */
 	cfg.full_table = r->o->full_table || r->full_table ||
 			 r->o->hostfile_format != AGENT_HF_DEFAULT ||
 			 agent_cmd_is_launcher(r->o->argv, r->o->argc) ||
@@ -526,7 +529,7 @@ static int start_rdzv(struct agent_run *r)
 	return rc;
 }
 
-/* Issue 24 item 4: NCCL_IB_HCA only with the rails that verified; the others named once. */
+/* NCCL_IB_HCA only with the rails that verified; the others named once. */
 static void rdma_gate(struct agent_run *r)
 {
 	const struct rdzv_rdma_rail *rails = NULL;
@@ -545,7 +548,7 @@ static void rdma_gate(struct agent_run *r)
 }
 
 /*
- * Issue 24 / issue 31 item 5: was this pod's RDMA-CM path to the coordinator
+ * Was this pod's RDMA-CM path to the coordinator
  * really exercised? One line either way; with --rdma require, not verified is
  * a failure (exit 4 for a local cause, 5 otherwise). check has its own RDMA
  * probes and report: not judged here.
@@ -587,7 +590,7 @@ static int rdma_verdict(struct agent_run *r, char *err, size_t errlen)
 
 /* The one line and code for a failed rendezvous; our own netdetect failure wins (exit 4). */
 /*
- * Issue 18: an Istio sidecar redirects the pod's traffic through its proxy,
+ * An Istio sidecar redirects the pod's traffic through its proxy,
  * which is not running yet while init containers run: their connections are
  * refused or reset although DNS works. Seen in the downward-API annotations
  * file (sidecar.istio.io/status) or the injected env (ISTIO_META_*).
@@ -677,7 +680,7 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 	if (rc < 0) {
 		long port = r->port ? r->port : r->o->port;
 
-		if (rc == -EADDRINUSE) { /* issue 18: hostNetwork pods of two jobs on one node */
+		if (rc == -EADDRINUSE) { /* hostNetwork pods of two jobs on one node */
 			snprintf(err, errlen,
 				 "port %ld is already in use on this node (another job with "
 				 "hostNetwork?): give each job its own --port",
@@ -830,7 +833,7 @@ static json_t *rendezvous_json(struct agent_run *r, char *err, size_t errlen)
 		peer_info(&r->res.coord, 0, &pi[0]);
 		n = 1;
 	} else {
-		/* a member knows itself and the coordinator (DECISIONS 1) */
+		/* a member knows itself and the coordinator (the table stays there) */
 		peer_info(&r->res.coord, 0, &pi[0]);
 		peer_info(&r->self, r->res.rank, &pi[1]);
 		n = r->res.rank == 0 ? 1 : 2;
@@ -909,7 +912,7 @@ static int build_env(struct agent_run *r, struct agent_env *ours, struct agent_e
 	rc = agent_env_ours(&in, ours, err, errlen);
 	if (rc == 0)
 		rc = agent_env_merge(ours, environ, in.override_env, env);
-	/* issue 24: whether this pod's RDMA-CM path was really exercised */
+	/* whether this pod's RDMA-CM path was really exercised */
 	if (rc == 0 && r->rdma_v.state >= 0)
 		rc = agent_env_set(env, "GXBOOT_RDMA_VERIFIED", r->rdma_v.state == 1 ? "1" : "0");
 	return rc;
@@ -999,7 +1002,7 @@ static int store_files(struct agent_run *r, const struct agent_env *env, char *e
 /*
  * Coordinator after the COMMIT: a pod got its rank late (elastic joiner,
  * restarted pod). Keep the table and rewrite hostfile + rendezvous.json so
- * `gxboot hosts` and the hostfile list the live peers (issue 17). env stays.
+ * `gxboot hosts` and the hostfile list the live peers. env stays.
  */
 static void table_changed(void *arg, const struct rdzv_peer *tab, size_t n)
 {
@@ -1117,10 +1120,10 @@ static void detect(struct agent_run *r, int quiet)
 }
 
 /*
- * FIELD.md / issue 16: the downward-API file can lack the network-status
+ * The downward-API file can lack the network-status
  * annotation at first, and the interface it names may not be up yet: with
  * --network-status, re-read and re-check while waiting instead of deciding at
- * start (bounded; then the pod joins with its netdetect error, DECISIONS 4).
+ * start (bounded; then the pod joins with its netdetect error, to be named).
  */
 static int late_netstatus(const struct agent_run *r)
 {

@@ -19,12 +19,12 @@ struct agent_token {
 /* Load the token (--token-file or GXBOOT_TOKEN, which is then removed from environ). */
 int agent_token_load(const struct agent_opts *o, struct agent_token *t, char *err, size_t errlen);
 void agent_token_free(struct agent_token *t);
-/* Estimated secret bits of a token (issue 25): the characters that repeat neither of the
- * two before them x the bits per character of its alphabet (hex 4, base64 6, else 8),
- * capped by length x its empirical Shannon entropy; a drawn-looking token of one-case hex
- * (4 bits a character) or standard base64 of 16+ bytes (6 bits) gets full credit. */
+/* Estimated secret bits of a token (a weak token is warned about): the characters that repeat
+ * neither of the two before them x the bits per character of its alphabet (hex 4, base64 6, else
+ * 8), capped by length x its empirical Shannon entropy; a drawn-looking token of one-case hex (4
+ * bits a character) or standard base64 of 16+ bytes (6 bits) gets full credit. */
 int agent_token_bits(const unsigned char *t, size_t len);
-/* The relay tree (issue 26): past this many pods, members join through relays of F. */
+/* The relay tree: past this many pods, members join through relays of F. */
 #define AGENT_RELAY_WORLD 8192
 #define AGENT_RELAY_FANOUT 256
 #define AGENT_TOKEN_MIN_BITS 128
@@ -41,10 +41,10 @@ int agent_token_draw(void (*fill)(void *buf, size_t len), char *text, size_t tex
 /*
  * The pipeline shared by run, init, check and serve. prepare: peers, job id,
  * token, netdetect (its failure is kept in nd_rc / nd_err: a pod still meets
- * and reports it, DECISIONS 4). meet: the rendezvous in r->ev. free: all of it.
+ * and reports it, so that everyone names it). meet: the rendezvous in r->ev. free: all of it.
  */
 /*
- * ---- run_rdma.c: was RDMA-CM really exercised? (issue 24; `--rdma require`) ----
+ * ---- run_rdma.c: was RDMA-CM really exercised? (`--rdma require`) ----
  * The facts after a successful rendezvous; strings non-NULL ("" when unknown).
  */
 struct agent_rdma_facts {
@@ -75,8 +75,8 @@ void agent_rdma_verdict(const struct agent_rdma_facts *f, struct agent_rdma_verd
  */
 int agent_rdma_unusable(const struct nd_result *nd, int mode);
 /*
- * The fabric gate per HCA (issue 24 item 4): hca ("dev:port,...", netdetect's rails) with
- * the rails that did not verify left out: a member's rail whose RDMA-CM probe to the
+ * The fabric gate per HCA (NCCL gets only the rails that passed): hca ("dev:port,...", netdetect's
+ * rails) with the rails that did not verify left out: a member's rail whose RDMA-CM probe to the
  * coordinator's rail of the same interface failed or had no partner; a coordinator's rail
  * with no listener or no member verified on it. The bootstrap rail always stays (the
  * rendezvous failed otherwise). *gid: a member's SGID index that carried every kept rail's
@@ -110,7 +110,7 @@ struct agent_run {
 	struct rdzv_member *member;
 	struct agent_dns *dns; /* the coordinator's name being looked up, or NULL */
 	int coord_as_given;    /* NXDOMAIN for coord_fqdn: try names[0] as written next */
-	/* the relay tree (issue 26): our relay's name as looked up, and its lookup */
+	/* the relay tree: our relay's name as looked up, and its lookup */
 	long relay_fanout; /* GXBOOT_RELAY_FANOUT, -1 unset (then past AGENT_RELAY_WORLD: F) */
 	char *relay_lookup;
 	struct agent_dns *rdns;
@@ -128,15 +128,15 @@ struct agent_run {
 	int soft_verify; /* rdzv_config.soft_verify (check) */
 	int full_table;	 /* ask for every entry even without --full-table */
 	const struct rdzv_rdma_ops *rdma;
-	struct rdzv_rdma_ctx *rdma_ctx;	  /* RDMA-CM verification (issue 5), owned */
+	struct rdzv_rdma_ctx *rdma_ctx;	  /* RDMA-CM verification, owned */
 	int rdma_ctx_rc;		  /* why rdma_ctx could not be made */
-	struct agent_rdma_verdict rdma_v; /* issue 24: verified or not, and why */
+	struct agent_rdma_verdict rdma_v; /* RDMA verified or not, and why */
 	int rdma_gated;			  /* rdma_hca / rdma_gid replace netdetect's */
 	char rdma_hca[1024];		  /* the rails that verified (NCCL_IB_HCA) */
 	int rdma_gid;			  /* NCCL_IB_GID_INDEX that carried the traffic */
 	char rdma_dropped[1024];	  /* the rails left out, and why */
 	uint32_t self_flags;		  /* RDZV_PF_* added to our JOIN (serve: RDZV_PF_SERVES) */
-	/* remote exec (issue 17, run_serve.c) */
+	/* remote exec (run_serve.c) */
 	int serving;		   /* serve / --serve */
 	unsigned char rsh_key[32]; /* derived from the token for "rsh:<job id>" */
 	int have_rsh_key;

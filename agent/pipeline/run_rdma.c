@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * run_rdma.c - what the rendezvous proved about this pod's RDMA (issue 24,
- * issue 31 item 5): `--rdma require` means an RDMA-CM connect + send/recv
+ * run_rdma.c - what the rendezvous proved about this pod's RDMA, so that RDMA
+ * cannot silently fall back to TCP: `--rdma require` means an RDMA-CM connect + send/recv
  * between this pod and the coordinator really went through, not that a
  * device is present. Pure: the facts in, the verdict out (run.c gathers the
  * facts and acts on it; tests/unit/test_agent_run_rdma.c covers every case).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * run_serve.c - remote exec in the run pipeline (issue 17, DECISIONS 20/21):
+ * run_serve.c - remote exec in the run pipeline (MPI without sshd; opt-in):
  * a serving pod flags its JOIN, keeps its rendezvous session for the job-end
  * notice and answers `gxboot rsh` on its secondary address (port + 2); the
  * coordinator or observer that runs mpirun hands it `<self> rsh` as the
@@ -225,7 +225,8 @@ static int serve_start(struct agent_run *r, struct ctl *c, char **envp, char *er
 	cfg.port = (uint16_t)((r->port ? r->port : r->o->port) + RSH_PORT_OFFSET);
 	cfg.key = r->rsh_key;
 	cfg.envp = envp;
-	/* the addresses that keep their pre-authentication slots (issue 25): the table when
+	/* the addresses that keep their pre-authentication slots (strangers cannot push
+	 * them out): the table when
 	 * this pod has it, else at least the coordinator's (a member without the table
 	 * counted every client as a stranger, and a stranger's churn through the shared
 	 * unknown slots then reset the coordinator's first rsh: case_rsh_flood) */
@@ -271,13 +272,13 @@ out:
 	return rc;
 }
 
-/* ---- `serve` after `init` (DECISIONS 20): no second rendezvous ---- */
+/* ---- `serve` after `init`: no second rendezvous ---- */
 
 /*
  * 1 when --out/rendezvous.json is this run's: this job's id, written by
  * `init` (which every init-container run repeats first). A file another
  * command wrote (an earlier `serve` or run with a reused --out) or another
- * job's: 0, meet again (issue 31).
+ * job's: 0, meet again (never serve another run's table).
  */
 static int init_done(const struct agent_run *r)
 {

@@ -8,7 +8,7 @@
  * GXBOOT_RSH_KEY_FILE (else --out/rsh.key): never the job token. Output is
  * written with blocking writes to our stdout / stderr (they are shared with
  * mpirun: never switched to non-blocking), which is the back-pressure.
- * Everything else runs in one gx_ev loop (issue 29): the connect and its
+ * Everything else runs in one gx_ev loop: the connect and its
  * retries (timers), the handshake, the signalfd, stdin and the socket.
  */
 #include "agent/remote/rsh_int.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rsh_int.h - remote exec for MPI launchers (issue 17): `gxboot serve` /
+ * rsh_int.h - remote exec for MPI launchers (no sshd, kubectl or RBAC): `gxboot serve` /
  * `--serve` answers on the secondary address (port --port + 2), `gxboot rsh`
  * is the ssh-like client mpirun calls, `gxboot hosts` prints host:slots.
  * The wire (rdzv/PROTOCOL.md "Remote exec"): a clear mutual handshake over a
@@ -33,8 +33,8 @@
 #define RSH_MAX_SESSIONS 64    /* commands running at once */
 #define RSH_MAX_CONNS 128      /* connections, handshakes included */
 #define RSH_HANDSHAKE_MS 10000 /* accept -> EXEC */
-#define RSH_PROOF_MS 3000      /* accept -> the client's proof checked (issue 25) */
-#define RSH_PREAUTH_PER_SRC 4  /* unauthenticated connections per address (issue 25) */
+#define RSH_PROOF_MS 3000      /* accept -> the client's proof: a stranger's time */
+#define RSH_PREAUTH_PER_SRC 4  /* unauthenticated connections per address */
 #define RSH_EVICT_PER_EVENT 4  /* oldest unauthenticated ones closed per accept turn */
 #define RSH_LEARNED 16	       /* addresses outside the table that proved the key, kept */
 #define RSH_UNKNOWN_POOL 8     /* unauthenticated ones from the rest, all together */
@@ -118,7 +118,7 @@ struct agent_serve_cfg {
 	const unsigned char *key; /* RSH_KEY_LEN */
 	char **envp;		  /* the sessions' environment */
 	/* the peers this pod knows (its table): their addresses' handshakes cannot be pushed
-	 * out by a stranger's connections (issue 25); copied at start */
+	 * out by a stranger's connections; copied at start */
 	const struct rdzv_peer *table;
 	size_t ntable;
 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * serve.c - the remote-exec server (issue 17): listens on the secondary
+ * serve.c - the remote-exec server: listens on the secondary
  * address only, authenticates each client with the job's rsh key (the client
  * proves first), runs one command per connection under /bin/sh -c in its own
  * session (process group), and streams stdin / stdout / stderr with bounded
@@ -65,7 +65,7 @@ struct agent_serve {
 	uint64_t sweep_id;
 	int stopping;
 	unsigned char *buf; /* RSH_MAX_PLAIN scratch */
-	struct gx_pa pa;    /* unauthenticated connections (issue 25) */
+	struct gx_pa pa;    /* unauthenticated connections: a stranger's budget */
 	char (*known)[46];  /* the table's addresses (addr4, addr6 per peer) */
 	size_t nknown;
 	char learned[RSH_LEARNED][46]; /* sources that proved the key (an MPI launcher that is
@@ -624,12 +624,12 @@ static void pipe_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 
 /* ---- listening ---- */
 /*
- * The pre-authentication budget (issue 25): at most RSH_PREAUTH_PER_SRC unauthenticated
- * connections per address; at RSH_MAX_CONNS the oldest unauthenticated one is closed (1).
- * Table peers and learned launchers keep the slots; every other address shares a pool of
- * RSH_UNKNOWN_POOL, whose oldest is closed for a newcomer from outside, so strangers
- * cannot hold the peers' slots. Not a strict filter: the MPI Operator's launcher is an
- * observer outside the table and must get in once to be learned.
+ * The pre-authentication budget (strangers cannot crowd out peers): at most RSH_PREAUTH_PER_SRC
+ * unauthenticated connections per address; at RSH_MAX_CONNS the oldest unauthenticated one is
+ * closed (1). Table peers and learned launchers keep the slots; every other address shares a pool
+ * of RSH_UNKNOWN_POOL, whose oldest is closed for a newcomer from outside, so strangers cannot hold
+ * the peers' slots. Not a strict filter: the MPI Operator's launcher is an observer outside the
+ * table and must get in once to be learned.
  */
 static int is_known(const struct agent_serve *sv, const char *peer)
 {

@@ -49,7 +49,7 @@ enum gx_err {
 /* Text for 0, a negative errno or a GX_E* code. Never NULL. */
 const char *gx_strerror(int err);
 
-/* Exit code (INTERFACE.md) for an error code: 2, 3, 4, 5, 6, 1 ... */
+/* Exit code (README.md "Exit codes") for an error code: 2, 3, 4, 5, 6, 1 ... */
 int gx_exit_code(int err);
 
 /* ---- logging / traces --------------------------------------------------- */

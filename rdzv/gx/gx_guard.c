@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gx_guard.c - what a stranger without the token may cost a listening service
- * (issue 25): the pre-authentication budget (oldest first, counted per source
+ * (connections, CPU, log lines): the pre-authentication budget (oldest first, counted per source
  * address and per IPv6 /64, SipHash buckets under a random key so a stranger cannot
  * aim at one chain) and rate-limited warnings for the events anyone can cause.
  */

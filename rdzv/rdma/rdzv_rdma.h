@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdzv_rdma.h - RDMA-CM for the rendezvous' phase-2 verification (issue 5)
- * and for `gxboot check`'s RDMA probes (issue 8): librdmacm + verbs, in the
+ * rdzv_rdma.h - RDMA-CM for the rendezvous' phase-2 verification
+ * and for `gxboot check`'s RDMA probes: librdmacm + verbs, in the
  * rping idiom, behind an ops table so that unit tests replace every rdma_* /
  * ibv_* call with recorded shapes (this machine has no RDMA device).
  *
  * Server and client run inside the caller's gx_ev loop (the rdma_cm event
  * channel fd and the completion channel fds are non-blocking and polled), the
- * member's verification too (issue 29: no private loop).
+ * member's verification too (no private loop).
  * Steps and the private-data layout: rdzv/PROTOCOL.md, "RDMA-CM".
  */
 #ifndef RDZV_RDMA_H
@@ -77,7 +77,7 @@ struct rdzv_rdma_ctx; /* server state; owns no global state */
 /* The largest max_write a context accepts (a buffer per server connection). */
 #define RDZV_RDMA_MAX_WRITE (64u << 20)
 /*
- * Wire v2 (issue 25 finding 10): a server registers a write target only for a
+ * Wire v2 (a stranger cannot make it pin memory): a server registers a write target only for a
  * PING whose MAC proves the job's key, at most RDZV_RDMA_PIN_MAX bytes at once
  * (a PONG says so past it); a connection has RDZV_RDMA_PROOF_MS to prove, and
  * one source address holds at most RDZV_RDMA_PREAUTH_PER_SRC unproved ones (at
@@ -113,7 +113,8 @@ void rdzv_rdma_pins(const struct rdzv_rdma_ctx *c, struct rdzv_rdma_pins *out);
 /* The outcome of the latest verification (ops check()); NULL when none ran. */
 const struct rdzv_rdma_probe *rdzv_rdma_last(const struct rdzv_rdma_ctx *c);
 /*
- * The fabric gate per HCA (issue 24 item 4). Each rail in rdzv_peer.rails
+ * The fabric gate per HCA (NCCL gets only the rails that passed). Each rail in
+ * rdzv_peer.rails
  * ("dev:port/netdev/addr,...") is matched with the coordinator's rail on the
  * interface of the same name; the member's check() probes every matched rail
  * (RDMA-CM connect + send/recv from its rail address to the coordinator's),

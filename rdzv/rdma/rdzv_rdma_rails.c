@@ -4,8 +4,8 @@
  * member's check() (the bootstrap rail, then every other rail to the
  * coordinator's rail of the same interface) and the coordinator's listen()
  * (the bootstrap address and every rail address): the fabric gate per HCA
- * (issue 24 item 4). The client and server themselves: rdzv_rdma.c,
- * rdzv_rdma_srv.c. Steps: rdzv/PROTOCOL.md, "RDMA-CM".
+ * (NCCL gets only the rails that passed). The client and server themselves:
+ * rdzv_rdma.c, rdzv_rdma_srv.c. Steps: rdzv/PROTOCOL.md, "RDMA-CM".
  */
 #include "rdzv/rdma/rdzv_rdma_int.h"
 
@@ -70,7 +70,8 @@ static void rail_peer(const struct rdzv_peer *p, const struct rail_item *r, stru
 }
 
 /*
- * Member: the check() in the caller's loop (issue 29), a state machine over
+ * Member: the check() in the caller's loop (one event loop, no private
+ * one), a state machine over
  * probes: the bootstrap rail, then each other rail in turn.
  */
 struct rdzv_rdma_chk {

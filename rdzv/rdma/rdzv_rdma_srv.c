@@ -3,7 +3,8 @@
  * rdzv_rdma_srv.c - the RDMA-CM server inside the caller's gx_ev loop: the
  * listening id on self's secondary address, one connection per CONNECT_REQUEST
  * (QP, a posted recv, a fresh nonce in the accept), a WRITE target registered
- * only once a PING proves the job's key (wire v2, issue 25 finding 10) and
+ * only once a PING proves the job's key (wire v2: a stranger
+ * cannot make it pin memory) and
  * under RDZV_RDMA_PIN_MAX in all, an answer to every proved PING; at most
  * RDZV_RDMA_MAX_CONNS at once, RDZV_RDMA_PREAUTH_PER_SRC unproved per source,
  * RDZV_RDMA_PROOF_MS to prove, each for at most RDZV_RDMA_CONN_MS.

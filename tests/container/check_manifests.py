@@ -383,7 +383,7 @@ def check_pod(fname, doc, path, tpl, all_docs):
             mp = [m for m in c.get("volumeMounts") or [] if m.get("mountPath") == out]
             if not mp or "emptyDir" not in vols.get(mp[0].get("name"), {}):
                 errs.append(f"{c['name']}: no emptyDir mounted at {out}")
-    # issue 25: one Secret per job, named after it (one job's rsh.key must not open another's)
+    # one Secret per job, named after it (one job's rsh.key must not open another's)
     job = (doc.get("metadata") or {}).get("name")
     for v in vols.values():
         sn = (v.get("secret") or {}).get("secretName")

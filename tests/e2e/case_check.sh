@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 7 case 8 / issue 8: `gxboot check` on 4 pods.
+# `gxboot check` on 4 pods.
 #  a) all pairs OK: every pod exits 0 and prints "12/12 pairs OK over TCP"; the coordinator
 #     prints the matrix; --json on the coordinator is one document with 12 TCP probes.
-#  b) job-worker-2's net1 down: every pod exits 1 (DECISIONS 22: the broken pod stays in over
+#  b) job-worker-2's net1 down: every pod exits 1 (check never aborts: the broken pod stays in over
 #     the primary network), every pod's output names job-worker-2, the coordinator's matrix
 #     shows ✗ in row and column 2, and the exit line names job-worker-2.
 set -uo pipefail

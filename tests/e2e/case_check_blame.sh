@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 30: blame the broken pod, not both ends. 6 pods; job-worker-3 drops what arrives on
+# Blame the broken pod, not both ends. 6 pods; job-worker-3 drops what arrives on
 # its net1 for the check port (nftables): its rendezvous and secondary verification pass
 # (they connect out), but nobody reaches its check service. Every pod exits 1 and the exit
 # line names job-worker-3 alone, confirmed by the second pass from two vantages: the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8 / DECISIONS 22, the coordinator's own net1 is down: `gxboot check` on 3 pods with
+# The coordinator's own net1 is down: `gxboot check` on 3 pods with
 # job-worker-0's net1 down still meets over the primary network and never aborts.
 # Asserts: every pod exits 1 (not 4/5), the coordinator's line names job-worker-0 and the
 # members' pairs with it fail while job-worker-1 <-> job-worker-2 are OK.

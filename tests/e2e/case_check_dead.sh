@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8: a dead peer shows as ✗ and never hangs the check. job-worker-3 is stopped
+# A dead peer shows as ✗ and never hangs the check. job-worker-3 is stopped
 # (SIGSTOP) right after its rendezvous: the other pods' probes to it fail (no echo), and if
 # its report had not gone out yet the coordinator marks it "no report" at its deadline.
 # Either way job-worker-0..2 exit 1 naming job-worker-3 (as the failing pod, or in the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 30: no false failures under CPU load. 65 healthy pods check all pairs (--mode all)
+# No false failures under CPU load. 65 healthy pods check all pairs (--mode all)
 # while two busy loops per core (started here, killed by PID) compete for the CPU: every pod
 # must exit 0 with "4160/4160 pairs OK" (c43d6af failed it at 64: every pod probed pod 1, 2, ... in rank order, 16
 # at a time, so each target took up to 63 x 16 probes at once with fixed 1 s timeouts, and
@@ -10,7 +10,7 @@
 # default: 64 x 63 entries overflow it and connects time out, a harness artifact that a
 # real cluster of nodes does not have): the thresholds are raised for the case, never
 # lowered, and put back on exit when this case raised them.
-# Then issue 31 item 7: without --mode, 65 pods are checked in star mode, and every pod's
+# Then, without --mode, 65 pods are checked in star mode, and every pod's
 # summary line says so (c43d6af printed "128/128 pairs OK" and nothing about the mode).
 # CHECK_LOAD_N / CHECK_LOAD_BUSY (loops per core) change the size.
 # gx-timeout: 240
@@ -64,7 +64,7 @@ for round in $(seq 1 "${CHECK_LOAD_ROUNDS:-1}"); do
   for i in $all; do gx_expect_in "$i" "^$((N * (N - 1)))/$((N * (N - 1))) pairs OK over TCP"; done
 done
 echo "OK: $N pods all pairs under load, 0 false failures in ${CHECK_LOAD_ROUNDS:-1} round(s)"
-# issue 31 item 7: the default mode above 64 pods, said in the summary line
+# The default mode above 64 pods, said in the summary line
 for i in $(seq $((N - 1)) -1 0); do
   pod_bg "$i" "$GX_DIR/pod$i.log" "$GXBOOT" check --peers "job-worker-{0..$((N - 1))}" \
     --token-file "$T" --timeout 30

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8: `gxboot check` with job-worker-3's net1 MTU lower (1400) than the others' (1500):
+# `gxboot check` with job-worker-3's net1 MTU lower (1400) than the others' (1500):
 # every pair is still reachable (exit 0 everywhere) and the MTU warning names job-worker-3
 # on the coordinator and on the members; --mode star probes 6 pairs only.
 set -uo pipefail

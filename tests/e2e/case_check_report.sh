@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 30: check --report FILE.html. 4 pods, everything arriving on job-worker-2's net1 is
+# check --report FILE.html. 4 pods, everything arriving on job-worker-2's net1 is
 # dropped; the coordinator writes the page. It is rendered by a real headless chromium
 # (Debian package "chromium"; skipped without it): --dump-dom must show every pod's name,
 # the summary, job-worker-2 blamed, and a ✗ cell for the pair job-worker-0 -> job-worker-2;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 case 7: the coordinator is killed (SIGKILL) mid-rendezvous, after job-worker-1
+# The coordinator is killed (SIGKILL) mid-rendezvous, after job-worker-1
 # joined and before job-worker-2 started, and restarted under the same name 1 s later.
 # Asserts: the restarted coordinator and both members exit 0 within --timeout 20; each CMD
 # got its rank, NNODES=3 and MASTER_ADDR=<coordinator's net1>:29500.

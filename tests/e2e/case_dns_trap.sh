@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, the init-container DNS trap: the coordinator's record is never published (a
+# The init-container DNS trap: the coordinator's record is never published (a
 # headless Service that hides not-ready pods, with the coordinator stuck in its own init).
 # job-worker-1 runs `gxboot init` with --timeout 34.
 # Asserts: it exits 3; after 30 s of NXDOMAIN it printed the hint once as a warning, and its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 25 finding 9: `gxboot exec` trusts --out/env only as far as gxboot wrote it. No
+# `gxboot exec` trusts --out/env only as far as gxboot wrote it. No
 # network: a directory on this machine.
 # Asserts: an env file that also sets LD_PRELOAD, BASH_ENV or PATH is refused (exit 2, the
 # name in the line, CMD not run); --out reached through a symlink, an env file writable by

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: two live pods claim the same peer name (DECISIONS 6). job-worker-3 (not in
+# Fault: two live pods claim the same peer name (the old one answers the PING: a conflict). job-worker-3 (not in
 # --peers) runs with --self job-worker-1 while the real job-worker-1 is joined and alive;
 # job-worker-2 is not started, so no COMMIT can come first.
 # Asserts: the coordinator and both claimants exit 5; the coordinator's last line is

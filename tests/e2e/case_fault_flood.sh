@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 25 finding 1: a stranger without the token holds thousands of connections to the
+# A stranger without the token holds thousands of connections to the
 # coordinator's rendezvous port, each sending a HELLO with the right job id (it is a hash of
 # public names and travels in clear; here read from the clean run's rendezvous.json) and then
 # never proving anything; every connection the coordinator closes is reopened at once. The
@@ -9,9 +9,9 @@
 # Asserts: the 3-pod job with a token comes up (every pod exits 0 with its rank, NNODES=3 and
 # MASTER_ADDR = the coordinator's net1) while the stranger holds its connections, and the
 # stranger really held them (>= 1000 open when the members start). Printed: the job's time
-# clean and under attack (no timing assertion, DECISIONS 27), and the coordinator's log size
+# clean and under attack (no timing assertion), and the coordinator's log size
 # (warnings are rate-limited: first 3, then one summary line per 10 s).
-# On c43d6af (before issue 25) the members log "never answered" and every pod exits 3.
+# On c43d6af (before the pre-authentication budget) the members log "never answered" and every pod exits 3.
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 . "$(dirname "$0")/stranger.sh"

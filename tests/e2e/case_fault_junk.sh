@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: 500 connections that send nothing (slowloris) and 500 that send random bytes,
+# Fault: 500 connections that send nothing (slowloris) and 500 that send random bytes,
 # held against the coordinator's rendezvous port (its eth0 and net1 addresses) by a stranger
 # pod without the token, while a 16-pod rendezvous runs. Dropped connections are reopened at
 # once, so the 1,000 stay open for the whole run. eth0 closed but DNS + 29410 in the 16 pods.
@@ -8,14 +8,14 @@
 # Asserts: both runs complete: every pod exits 0 within --timeout 30, each CMD got its rank,
 # NNODES=16 and MASTER_ADDR=<coordinator's net1>:29500 (the stranger steered nothing); the
 # stranger really opened its connections (>= 80 % of them by the time the members start). The ratio faulty /
-# clean is printed (DECISIONS 27: no timing assertion; the issue's bar is 2x).
+# clean is printed (no timing assertion; the bar is 2x).
 set -uo pipefail
 . "$(dirname "$0")/cluster.sh"
 . "$(dirname "$0")/stranger.sh"
 cluster_need_root
 gx_need_gxboot
 N=16
-IDLE=${GX_FAULT_IDLE:-500}           # the issue's figures; overridable to probe the limits
+IDLE=${GX_FAULT_IDLE:-500}           # 500 + 500; overridable to probe the limits
 RANDOM_CONNS=${GX_FAULT_RANDOM:-500}
 cluster_create $((N + 1)) || fail "cluster_create"
 T=$(cluster_token)
@@ -65,7 +65,7 @@ st=$(cat "$GX_DIR/junk.status" 2>/dev/null)
 kill "$junk" 2>/dev/null
 echo "stranger when the members started: $st0; at the end: $st; coordinator log lines: $(wc -l <"$GX_DIR/pod0.log")"
 echo "16 pods, clean: $clean ms; under $IDLE idle + $RANDOM_CONNS random-byte connections: $faulty ms" \
-  "(ratio $(awk -v a="$faulty" -v b="$clean" 'BEGIN { printf "%.1f", a / b }')x; issue bar 2x)"
+  "(ratio $(awk -v a="$faulty" -v b="$clean" 'BEGIN { printf "%.1f", a / b }')x; the bar is 2x)"
 for i in $ALL; do
   [ "${GX_RC[i]}" = 0 ] && continue
   # regression of fault-4 (fixed in e2ff587): the coordinator holds min(2N+64, ...) = 96 connection slots, each for up to

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 25 finding 5: a stranger cannot flood the log. A 2-pod job whose member never starts;
+# A stranger cannot flood the log. A 2-pod job whose member never starts;
 # a stranger sends 3000 HELLOs with a wrong job id (each on a new connection, as fast as the
 # coordinator answers), first to a coordinator started plainly, then to one started with -q.
 # Asserts: the plain coordinator prints at most 3 "job id mismatch" lines plus summary lines

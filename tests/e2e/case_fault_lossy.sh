@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: 20 % packet loss and 200 ms delay on net1 (DECISIONS 28: no netem here).
+# Fault: 20 % packet loss and 200 ms delay on net1 (no netem in this kernel: nftables numgen drops, a relay delays).
 # 3 pods; in every pod nftables drops 20 % of the packets arriving on net1 (numgen random);
 # each member's net1 is a tap bridged in user space to its veth (tests/e2e/delay_link.py) that
 # holds every frame 200 ms in each direction, so TCP stays end to end on net1 (a TCP relay

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: a member restarts with a new incarnation mid-rendezvous (DECISIONS 6).
+# Fault: a member restarts with a new incarnation mid-rendezvous (same name, new connection: PING the old one).
 # A. job-worker-1 joins, is SIGKILLed, and starts again (a fresh process: new incarnation)
 #    before job-worker-2 starts.
 # B. (port 29420) job-worker-1 joins and is frozen (SIGSTOP: its connection stays open but
@@ -55,7 +55,7 @@ kill -CONT "$frozen" 2>/dev/null
 wait "$frozen" 2>/dev/null
 # regression of fault-3 (fixed in e2ff587): job-worker-2 joins within the 2 s PING window; the coordinator COMMITs with the
 # frozen (old) incarnation of job-worker-1 and closes the pending new one, which exits 3 "no
-# COMMIT from the coordinator". Expected (DECISIONS 6): no COMMIT while a replacement is
+# COMMIT from the coordinator". Expected: no COMMIT while a replacement is
 # pending; after 2 s without PONG the new incarnation replaces the old (rdzv/rdzv_coord.c
 # co_check_commit ignores st[i].pending).
 if [ "${GX_RC[1]}" != 0 ] && grep -q 'COMMIT' "$GX_DIR/pod0.log"; then

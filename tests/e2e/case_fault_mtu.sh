@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: MTU mismatch on net1 during a run (not check: case_check_mtu covers that).
+# Fault: MTU mismatch on net1 during a run (not check: case_check_mtu covers that).
 # job-worker-2's net1 has MTU 1400, the others 1500. The job still comes up (the rendezvous'
 # small messages fit), and the coordinator warns once, naming the pod and its MTU.
 # Asserts: all 3 pods exit 0 with their ranks and MASTER_ADDR = the coordinator's net1; the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: net1 without carrier. job-worker-2's net1 is administratively up, but its
+# Fault: net1 without carrier. job-worker-2's net1 is administratively up, but its
 # veth peer on the secondary bridge is down (the cable is out): NO-CARRIER inside the pod.
 # (case_net1_down covers net1 set down inside the pod.)
 # Asserts: job-worker-2 exits 4 and its last line says "net1 is down (no carrier)" (README

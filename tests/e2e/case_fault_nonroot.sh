@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11: TCP mode needs no privilege. In 3 pods, `gxboot -- CMD` runs as uid/gid 65534 with
+# TCP mode needs no privilege. In 3 pods, `gxboot -- CMD` runs as uid/gid 65534 with
 # no supplementary groups, no capability (effective, permitted, inheritable, ambient and
 # bounding sets empty: setpriv), eth0 closed but DNS + 29410.
 # Asserts: every pod exits 0; each CMD got its rank, NNODES=3 and MASTER_ADDR=<coordinator's

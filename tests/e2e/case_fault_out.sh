@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: --out unusable, on loopback (a one-pod job: --peers 127.0.0.1 --iface lo).
+# Fault: --out unusable, on loopback (a one-pod job: --peers 127.0.0.1 --iface lo).
 # 1. --out on a read-only filesystem (a tmpfs remounted ro): `init` and `gxboot -- CMD` exit 2,
 #    one line naming the --out dir and "Read-only file system"; CMD never runs.
 # 2. --out missing under that read-only filesystem (mkdir fails): exit 2, the line names it.

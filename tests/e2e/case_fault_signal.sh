@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: SIGTERM / SIGKILL during the wait, on loopback (peers 127.0.9.1-3, --iface lo,
+# Fault: SIGTERM / SIGKILL during the wait, on loopback (peers 127.0.9.1-3, --iface lo,
 # no namespaces needed).
 # 1. A member waiting for a coordinator that never comes gets SIGTERM: exit 143, --out empty.
 # 2. Coordinator and member mid-rendezvous (member joined, a third peer missing) both get

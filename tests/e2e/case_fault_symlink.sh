@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 fault: symlinks planted in --out are not followed, on loopback (one-pod job).
+# Fault: symlinks planted in --out are not followed, on loopback (one-pod job).
 # Before `gxboot init`, --out/env, env.json, hostfile and rendezvous.json are symlinks to files
 # outside --out ("victims"), and a dangling symlink points where no file exists.
 # Asserts: exit 0; every victim keeps its bytes and mtime; the dangling target is not created;

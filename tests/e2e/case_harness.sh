@@ -10,7 +10,7 @@ cluster_need_root
 GX_UNPUBLISHED="2" cluster_create 3 || fail "cluster_create"
 
 [ "$(pod_exec 1 hostname)" = job-worker-1 ] || fail "pod hostname"
-# a kubelet's DNS (FIELD.md): the sibling's bare name is NXDOMAIN, <name>.<subdomain> resolves
+# a kubelet's DNS: the sibling's bare name is NXDOMAIN, <name>.<subdomain> resolves
 pod_exec 1 getent hosts job-worker-0 >/dev/null && fail "bare job-worker-0 resolves: not a kubelet's search list"
 got=$(pod_exec 1 getent hosts job-worker-0.job | awk '{print $1}')
 [ "$got" = "$(pod_eth0 0)" ] || fail "job-worker-0.job resolves to '$got', want $(pod_eth0 0)"

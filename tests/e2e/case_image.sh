@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28: the container image, built (container/image.sh, podman, offline) and run for real:
+# The container image, built (container/image.sh, podman, offline) and run for real:
 # a 3-pod job whose pods' containers are podman containers, each pod's containers in its
 # network namespace (--network ns:/run/netns/<pod>), its hostname, and the kubelet's
 # /etc/hosts and /etc/resolv.conf of that pod mounted read-only.

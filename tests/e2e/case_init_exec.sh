@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 case 3, init-container flow: `gxboot install` into a shared dir, `gxboot init` in
+# Init-container flow: `gxboot install` into a shared dir, `gxboot init` in
 # every pod (eth0 closed except DNS + 29410), then `gxboot exec -- env` in each pod inside a
 # network namespace with no interface at all (exec uses no network).
 # Asserts: install: DIR/gxboot is a 0755 copy of the binary; init: exit 0 in all pods, env,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, an IPv6-only secondary network: net1 has only a global IPv6 address (nodad), eth0
+# An IPv6-only secondary network: net1 has only a global IPv6 address (nodad), eth0
 # stays IPv4 (DNS, rendezvous phase 1) and is closed except DNS + 29410. 2 pods run
 # gxboot -- torchrun --nproc_per_node 2 allreduce.py (torch 1.13, gloo, static rendezvous).
 # Asserts: both exit 0; the 4 ranks sum to 10 over MASTER_ADDR = the coordinator's IPv6 net1
@@ -37,7 +37,7 @@ for i in 0 1; do
 done
 want=$(printf '%s slots=2\n' "$(pod_net1 0)" "$(pod_net1 1)")
 [ "$(cat "$GX_DIR/out0/hostfile")" = "$want" ] || fail "hostfile" "$GX_DIR/out0/hostfile"
-# issue 27: `gxboot hosts` brackets v6 ("host:slots" cannot be split otherwise) and honours
+# `gxboot hosts` brackets v6 ("host:slots" cannot be split otherwise) and honours
 # --hostfile-format; Hydra's file (which splits at every ':') names such peers
 want=$(printf '[%s]:2\n' "$(pod_net1 0)" "$(pod_net1 1)")
 got=$("$GXBOOT" hosts --out "$GX_DIR/out0")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18, a service mesh: the member's downward-API annotations file shows an injected Istio
+# A service mesh: the member's downward-API annotations file shows an injected Istio
 # sidecar (sidecar.istio.io/status) and the coordinator's name resolves but its port refuses
 # (as a sidecar's iptables redirect to a proxy that is not up yet makes it look).
 # Asserts: exit 3 with one line that names the mesh and the annotations that exclude the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28 item 4: `podman kube play` of a Pod manifest with init containers, end to end, for 3
+# `podman kube play` of a Pod manifest with init containers, end to end, for 3
 # pods, each on two podman (CNI bridge) networks: a primary one with the default route (pod
 # names resolve to it through hostAliases, as DNS would) and an --internal secondary one with
 # no route (the "net1"). Init containers `gxboot install` (into an emptyDir) and `gxboot init

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 23: the README's headline, bare pod names, on exactly the DNS a kubelet gives a pod
+# The README's headline, bare pod names, on exactly the DNS a kubelet gives a pod
 # with hostname + subdomain: search <ns>.svc.cluster.local svc.cluster.local cluster.local,
 # ndots:5, /etc/hosts "<eth0> job-worker-<i>.job.default.svc.cluster.local job-worker-<i>".
 # The subdomain is not in the search list, so job-worker-0 alone is NXDOMAIN in every pod.

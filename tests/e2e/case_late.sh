@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 case 4a, late peers: the coordinator's DNS record is published 3 s after the
+# Late peers: the coordinator's DNS record is published 3 s after the
 # members start (they see NXDOMAIN first, negative TTL 2 s) and the coordinator pod is
 # started last, 1 s after that. eth0 closed except DNS + 29410.
 # Asserts: all 3 pods exit 0 within --timeout 20 and each CMD got its own rank, NNODES=3,

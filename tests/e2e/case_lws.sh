@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18, LeaderWorkerSet: a group of a leader and 2 workers with the env LWS sets
+# LeaderWorkerSet: a group of a leader and 2 workers with the env LWS sets
 # (LWS_LEADER_ADDRESS=<lws>-<group>.<lws>.<ns>, LWS_GROUP_SIZE, LWS_WORKER_INDEX; verified in
 # kubernetes-sigs/lws) and the pods' host names lws-0, lws-0-1, lws-0-2; no --peers. The
 # leader's name resolves (cluster DNS) to its eth0 address; eth0 is closed except DNS + 29410.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 case 4b, a missing peer: 4 pods, job-worker-3 never starts (and, as in Kubernetes,
+# A missing peer: 4 pods, job-worker-3 never starts (and, as in Kubernetes,
 # has no DNS record). The others run with --timeout 6.
 # Asserts: pods 0-2 exit 3, each within --timeout + 10 s, each one's output names
 # job-worker-3; none of them wrote env/env.json/hostfile/rendezvous.json.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 7 case 2: the coordinator pod runs gxboot -- mpirun -np 6 mpi_allreduce (no -hostfile
+# The coordinator pod runs gxboot -- mpirun -np 6 mpi_allreduce (no -hostfile
 # on the command line); the two other pods run gxboot in worker form (-- sleep). OpenMPI
-# reaches the workers through the test's netns rsh agent (plm_rsh_agent; `gxboot rsh` is a
-# later issue). eth0 is closed except DNS and 29410 in every pod.
+# reaches the workers through the test's netns rsh agent (plm_rsh_agent; `gxboot rsh` has
+# its own cases: case_rsh*). eth0 is closed except DNS and 29410 in every pod.
 # Asserts: coordinator exits 0; its hostfile is exactly "<net1 of pod k> slots=2" for k=0..2;
 # its env sets OMPI_MCA_orte_default_hostfile to that file, OMPI_MCA_btl_tcp_if_include and
 # OMPI_MCA_oob_tcp_if_include to net1; mpirun started daemons on exactly the net1 addresses of

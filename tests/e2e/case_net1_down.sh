@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 case 5a (DECISIONS 4): job-worker-2's net1 is down. That pod's netdetect finds no
+# job-worker-2's net1 is down. That pod's netdetect finds no
 # secondary interface; it still joins over the primary network and reports why; the
 # coordinator aborts everyone.
 # Asserts: job-worker-2 exits 4; job-worker-0 and -1 exit 5 and their output names

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 case 5b: job-worker-2's net1 is up but on another bridge and subnet
+# job-worker-2's net1 is up but on another bridge and subnet
 # (192.168.<y+1>.0/24), so it cannot reach the coordinator's net1 address (packets to it
 # leave by eth0's default route and are dropped silently: the host does not forward).
 # Asserts: all 3 pods exit 5 within --timeout + 10 s; every pod's output names job-worker-2;

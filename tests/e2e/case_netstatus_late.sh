@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, network-status that arrives late (FIELD.md: the downward-API file is updated after
+# network-status that arrives late (the downward-API file is updated after
 # the container starts): 2 pods run `gxboot init --network secnet --network-status FILE` with
 # FILE empty at start; the Multus network-status JSON naming net1 for default/secnet is
 # written into it 2 s later.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14: a coordinator started without any token, members holding one.
+# A coordinator started without any token, members holding one.
 # Asserts: the members accept nothing from it (no ASSIGN, no COMMIT, no address): they keep
 # retrying until --timeout, then exit 5 saying the coordinator failed authentication, and
 # write no files. The coordinator (no token) never completes either.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 / DECISIONS 1, the MPI Operator launcher as an observer: /etc/mpi/hostfile lists
+# The MPI Operator launcher as an observer: /etc/mpi/hostfile lists
 # job-worker-1..3 (the launcher, job-worker-0, is not in it). The workers meet with
 # --peers 'job-worker-{1..3}' --slots 2 --supervise (the coordinator keeps serving while its
 # command runs); the launcher starts 1 s after them, takes its peers from /etc/mpi/hostfile

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18, hostNetwork: two jobs on one node collide on the rendezvous port. In one pod a
+# hostNetwork: two jobs on one node collide on the rendezvous port. In one pod a
 # listener already holds 29410 (the other job's coordinator); this job's coordinator starts.
 # Asserts: exit 2 at once with one line naming the port and --port; no files written. The same
 # when the holder is another job's gxboot coordinator (part B).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12, Ray on the secondary network, elastic: 3 pods shaped as KubeRay makes them (env
+# Ray on the secondary network, elastic: 3 pods shaped as KubeRay makes them (env
 # from ray-project/kuberay common/pod.go: RAY_PORT, RAY_CLUSTER_NAME, the head's
 # KUBERAY_GEN_RAY_START_CMD with --head, the workers' FQ_RAY_IP = the head Service's FQDN), no
 # --peers. eth0 is closed except DNS and the rendezvous port. The head starts alone and runs a
@@ -51,7 +51,7 @@ for i in 1 2; do
   ranks="$ranks $(sed -n 's/.*rank=\([0-9]*\)$/\1/p' "$GX_DIR/pod$i.log")"
 done
 [ "$(echo $ranks | tr ' ' '\n' | sort | tr '\n' ' ')" = "1 2 " ] || fail "worker ranks:$ranks"
-# issue 17: the head's hostfile / `gxboot hosts` follow the live table (it started alone)
+# The head's hostfile / `gxboot hosts` follow the live table (it started alone)
 want=$(printf '%s:1\n' "$H" "$(pod_net1 1)" "$(pod_net1 2)" | sort)
 got=$("$GXBOOT" hosts --out "$GX_DIR/out0" | sort)
 [ "$got" = "$want" ] || fail "gxboot hosts on the head: got '$got', want '$want'" "$GX_DIR/pod0.log"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 26 item 4, the relay tree with real gxboot processes: 8 pods, GXBOOT_RELAY_FANOUT=3,
+# The relay tree with real gxboot processes: 8 pods, GXBOOT_RELAY_FANOUT=3,
 # so job-worker-3 and job-worker-6 relay (4, 5 join through 3; 7 through 6) and 1, 2 join
 # the coordinator. eth0 closed except DNS + 29410 (the rendezvous port, the relays' too).
 # A. Everyone exits 0 with its own rank and MASTER_ADDR on the coordinator's net1; the

@@ -7,7 +7,7 @@
 # at once; then the other 5 pods start.
 # Asserts: every pod exits 0 with its rank (report), and the stranger really held its
 # connections (>= 1,500 open when the late pods start). Printed: the job's time clean and
-# under attack and their ratio (no timing assertion, DECISIONS 27), the stranger's counts.
+# under attack and their ratio (no timing assertion), the stranger's counts.
 # On 9740b38 every pod exited 3: the relays held the silent connections with no deadline
 # until their slots were full and carried each one to the coordinator as a known entry of
 # its pre-authentication budget, which then refused direct connections, VERIFYs included

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17: `gxboot rsh` behaves like ssh as mpirun uses it, through pods running
+# `gxboot rsh` behaves like ssh as mpirun uses it, through pods running
 # `gxboot serve`; eth0 closed except DNS and the rendezvous port in every pod.
 # Asserts: `serve` without a token exits 2 naming the token; then from the coordinator's CMD:
 # HOST as a peer name, as its eth0 FQDN, as its eth0 address and as its net1 address all reach
@@ -58,7 +58,7 @@ p=\$!; sleep 1
 ip netns exec $(pod_ns 2) $PY $GX_DIR/relay.py $(pod_net1 2) 29413 29412 >\$R/relay.log 2>&1 &
 r=\$!; wait \$p; echo \$? >\$R/rclate; kill \$r 2>/dev/null
 EOS
-# a serve that opens its port a moment after the client tries (issue 23: serve starts
+# a serve that opens its port a moment after the client tries (serve starts
 # listening after its own rendezvous, the launcher's mpirun starts at once): one relay from
 # port 29413 to the real serve, started 1 s after the client
 cat >"$GX_DIR/relay.py" <<'EOP'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 27: MPICH's Hydra (mpiexec.mpich, ch4:ofi) with no sshd and no flags on mpiexec. Every
+# MPICH's Hydra (mpiexec.mpich, ch4:ofi) with no sshd and no flags on mpiexec. Every
 # pod's eth0 is closed except DNS and the rendezvous port. Pods 1 and 2 run `gxboot serve`; the
 # coordinator runs `gxboot -- mpiexec.mpich -n 6 mpi_allreduce_mpich`: gxboot hands Hydra its
 # host file (HYDRA_HOST_FILE, "net1-addr:slots"), its launcher (HYDRA_LAUNCHER=ssh,
@@ -119,7 +119,7 @@ done
 no_leftovers 0 1 2
 echo "mpiexec.mpich -n 6 through gxboot rsh / serve on net1 OK (no ssh, no mpiexec flags)"
 
-# ---- part 2: a launch line written for eth0 names (issue 27): `-f FILE` of pod names ----
+# ---- part 2: a launch line written for eth0 names: `-f FILE` of pod names ----
 printf 'job-worker-0:2\njob-worker-1.%s:2\njob-worker-2:2\n' "$GX_SVC" >"$GX_DIR/user_hosts"
 for i in 1 2; do rm -rf "$GX_DIR/out$i"; gx_start "$i" serve "${P[@]}"; done
 pod_bg 0 "$GX_DIR/pod0.log" env UCX_TLS=tcp,self "$GXBOOT" --out "$GX_DIR/out0" "${P[@]}" -- \
@@ -142,7 +142,7 @@ echo "mpiexec.mpich -f <pod names> rewritten onto net1 OK"
 # only: hostfile.hydra names the pods (gxboot-rsh maps the names to net1), HYDRA_IFACE is left
 # out, so Hydra's control connection uses eth0, which stays open here; MPI's data is on net1.
 # The proxies connect back to the launcher by its host name, which a kubelet's DNS does not
-# resolve bare (FIELD.md): gxboot adds -localhost <its FQDN> to mpiexec's line itself.
+# resolve bare: gxboot adds -localhost <its FQDN> to mpiexec's line itself.
 GX_NET1_V6=1 cluster_create 2 || fail "cluster_create (IPv6)"
 export GX_NET1_V6=1
 T=$(cluster_token)

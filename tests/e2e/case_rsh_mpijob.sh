@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Issue 17 / issue 9, the MPI Operator v2 shape without sshd: /etc/mpi/hostfile lists
+# The MPI Operator v2 shape without sshd: /etc/mpi/hostfile lists
 # job-worker-1..3 (the launcher, job-worker-0, is not in it). The workers run `gxboot serve`
 # (worker 1 is the coordinator, and serves too); the launcher takes its peers from
 # /etc/mpi/hostfile as an observer and runs `gxboot -- mpirun -np 6 mpi_allreduce`, with no
 # plm_rsh_agent from the test. eth0 closed except DNS and the rendezvous port everywhere.
 # The workers get no --slots (a CPU MPIJob: they detect 1); the launcher's hostfile takes
-# slotsPerWorker from /etc/mpi/hostfile's slots=2 (issue 27), so mpirun fits 6 ranks.
+# slotsPerWorker from /etc/mpi/hostfile's slots=2, so mpirun fits 6 ranks.
 # Asserts: the launcher exits 0, its hostfile says slots=2 for each worker, every rank ran in
 # the worker pods (2 per worker: their
 # hostnames) with sum=21; the launcher's END reaches the coordinator, which tells the others:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17: MPI with no sshd, kubectl or RBAC. Every pod's eth0 is closed except DNS and the
+# MPI with no sshd, kubectl or RBAC. Every pod's eth0 is closed except DNS and the
 # rendezvous port. Pods 1 and 2 run `gxboot serve`; the coordinator runs
 # `gxboot -- mpirun -np 6 mpi_allreduce` with NO plm_rsh_agent from the test: gxboot hands
 # mpirun `<gxboot> rsh` (every other peer serves) and mpirun starts its daemons through it.
@@ -46,7 +46,7 @@ done
 # the servers end with the job's status, by themselves; each logged its orted session from
 # the coordinator's net1 address. How orted ended is mpirun's race, not the job's result: it
 # exits 0, or mpirun's teardown signal (forwarded by gxboot rsh) ends it first, which serve
-# logs as a normal end, or mpirun drops its rsh client first (issue 23)
+# logs as a normal end, or mpirun drops its rsh client first
 gx_wait_all 20 1 2
 gx_expect_rc 0 1 2
 for i in 1 2; do

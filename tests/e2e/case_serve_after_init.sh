@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 31 items 1 and 6: `serve` after `init` (DECISIONS 20) on 2 pods, eth0 closed except DNS
+# `serve` after `init` (it loads init's rendezvous.json) on 2 pods, eth0 closed except DNS
 # and the rendezvous port. Pod 1 runs `init`, then `serve` (no second rendezvous); pod 0, the
 # coordinator, runs only `init` and exits after the rendezvous: it is not serving, so pod 1's
 # serve must end with exit 5 and a line saying so and how to fix it (--serve, --supervise or
@@ -38,7 +38,7 @@ gx_expect_in 1 "the job ended with status 0"
 gx_expect_in 1 "rendezvous.json is left from an earlier 'serve' of this job \(round [0-9a-f]{16}\), not from 'init': meeting again"
 echo "serve with a stale rendezvous.json from an earlier run: met again, the job came up"
 
-# Run 3, DECISIONS 20 unchanged: `init --serve` on both pods, then `serve` in pod 1 loads
+# Run 3, the plain form: `init --serve` on both pods, then `serve` in pod 1 loads
 # rendezvous.json without a second rendezvous (the coordinator is gone) until SIGTERM (143).
 for i in 0 1; do mv "$GX_DIR/pod$i.log" "$GX_DIR/pod$i-run2.log"; done
 gx_start 1 init --serve "${P[@]}"

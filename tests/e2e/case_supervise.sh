@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6: exec and PID-1 duties, on loopback (a one-pod job: --peers 127.0.0.1 --iface lo).
+# Exec and PID-1 duties, on loopback (a one-pod job: --peers 127.0.0.1 --iface lo).
 # Asserts: CMD's exit code comes back (and 128+n for a signal); SIGTERM to gxboot reaches
 # CMD's process group and its exit code comes back, and so does every other signal (SIGALRM);
 # an inherited SIGCHLD SIG_IGN changes nothing; CMD gets the terminal; as PID 1 of a PID

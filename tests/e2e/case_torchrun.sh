@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 case 1: 3 pods run gxboot -- torchrun --nproc_per_node 2 allreduce.py (gloo).
+# 3 pods run gxboot -- torchrun --nproc_per_node 2 allreduce.py (gloo).
 # Every pod's eth0 is closed by nftables except DNS and the rendezvous port (29410) from the
 # start, so the torch all_reduce can only succeed over net1.
 # Asserts: all gxboot/torchrun exit 0; 6 ranks print sum=21 OK; every rank saw

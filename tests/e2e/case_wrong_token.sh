@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 7 case 6 (DECISIONS 5): job-worker-2 has a different token.
-# Asserts: job-worker-2 exits 5 at its --timeout (12 s; issue 25 finding 8: the REJECT comes
+# job-worker-2 has a different token.
+# Asserts: job-worker-2 exits 5 at its --timeout (12 s; the REJECT comes
 # in clear, so a member holding a token retries it until the deadline), its output names the
 # reject reason (the token), it wrote no files; job-worker-0 and -1 exit 3 at --timeout and
 # name job-worker-2; the coordinator's line also says why (mentions token), marked unproven.

@@ -172,7 +172,7 @@ gx_pod_create() { # gx_pod_create i
   ip link add "${GX_P}-n$i" type veth peer name net1 netns "$ns"
   ip link set "${GX_P}-n$i" master "${GX_P}-b1" up
   net=$(pod_net1 "$i")
-  if [ "${GX_NET1_V6:-0}" = 1 ]; then # IPv6-only secondary (issue 15); DECISIONS 29: nodad
+  if [ "${GX_NET1_V6:-0}" = 1 ]; then # IPv6-only secondary; nodad: no address still tentative when the test starts
     # no link-local address: gloo takes an interface's first address, and a
     # scope-less fe80:: would be unusable to its peers
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.net1.addr_gen_mode=1
@@ -185,7 +185,7 @@ gx_pod_create() { # gx_pod_create i
     ip -n "$ns" addr add "$net/${GX_PLEN:-24}" dev net1
   fi
   ip -n "$ns" link set net1 up
-  # exactly what a kubelet writes into a pod with hostname + subdomain (FIELD.md): the
+  # exactly what a kubelet writes into a pod with hostname + subdomain: the
   # search list holds the namespace, NOT the subdomain, so a bare sibling name is NXDOMAIN
   mkdir -p "/etc/netns/$ns"
   printf 'search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver %s\noptions ndots:5\n' \
@@ -461,7 +461,7 @@ table inet gxloss {
 EOF
 }
 
-cluster_throttle() { # cluster_throttle i RATE (FIELD.md: netem is not in this kernel)
+cluster_throttle() { # cluster_throttle i RATE (tbf: netem is not in this kernel)
   ip netns exec "$(pod_ns "$1")" tc qdisc add dev net1 root tbf rate "$2" burst 16kb latency 100ms &&
     tc qdisc add dev "${GX_P}-n$1" root tbf rate "$2" burst 16kb latency 100ms
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # nd_netns.sh - `gxboot netdetect` against real netlink in a network namespace
-# this test creates (issue 4). A "pod" namespace gets eth0 (veth, default route)
+# this test creates. A "pod" namespace gets eth0 (veth, default route)
 # and net1/net2 (veth); their peers live in a second namespace so carrier is real.
 #   1 eth0 + net1                    -> chooses net1
 #   2 net1's peer down (no carrier)  -> exit 4 naming net1
@@ -8,7 +8,7 @@
 #   4 only eth0                      -> exit 4 "no secondary interface: only eth0 ..."
 #   5 only eth0, --allow-primary     -> eth0 with a warning
 #   6 100 extra links, --json        -> completes; prints the time it took
-#   7 hostNetwork shape (issue 18): ens2f0 (default route) + ens1f0np0, no net1
+#   7 hostNetwork shape: ens2f0 (default route) + ens1f0np0, no net1
 #                                    -> ens1f0np0, the physical link without the default route
 #   8 an IPv6-only secondary, and a link-local-only one -> the global one; the
 #                                    link-local-only link is passed over with a reason

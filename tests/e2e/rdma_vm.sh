@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rdma_vm.sh - the RDMA end-to-end suite on real soft-RoCE (issue 24). Boots ONE QEMU VM with
+# rdma_vm.sh - the RDMA end-to-end suite on real soft-RoCE (this machine has no RDMA device). Boots ONE QEMU VM with
 # ../shared/tools/rdma-vm (a Debian kernel with rdma_rxe; this machine's root filesystem
 # read-only plus a RAM overlay, so build/gxboot and tests/e2e/cluster.sh run there as built
 # here) and runs tests/e2e/rdma/run.sh inside: every tests/e2e/rdma/case_*.sh (or the ones

@@ -1,4 +1,4 @@
-# stranger.py - the connection-holding stranger of the flood cases (issue 25): one tool, so
+# stranger.py - the connection-holding stranger of the flood cases: one tool, so
 # case_fault_flood, case_fault_junk and case_rsh_flood hold their connections the same way.
 #
 #   stranger.py hold STATUS PORT CONNS PAYLOAD TARGET...

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz_preauth.c - libFuzzer target for the bounds of issue 25: the pre-authentication
+ * fuzz_preauth.c - libFuzzer target for the bounds against strangers: the pre-authentication
  * budget (gx_pa) driven by an op sequence against its invariants, and the token entropy
  * estimate on arbitrary bytes.
  *

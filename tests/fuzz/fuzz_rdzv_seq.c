@@ -61,7 +61,7 @@ struct fconn {
 	char name[32];
 	uint64_t round;
 	int has_round;
-	unsigned char vkey[RDZV_KEY_LEN]; /* the ticket of its last ASSIGN (issue 26) */
+	unsigned char vkey[RDZV_KEY_LEN]; /* the ticket of its last ASSIGN */
 	int has_ticket;
 };
 
@@ -115,8 +115,8 @@ static void stop_now(struct gx_ev *ev, uint64_t id, void *arg)
 /*
  * GX_FUZZ_STRICT=1: also stop on a COMMIT made while a member's replacement
  * waits for the PING of its old connection, checked when the COMMIT happens
- * (later JOINs may legitimately wait then) (DECISIONS 6; bug fault-3 in
- * /work/notes/fault.md, seed corpus/rdzv_seq/stale_commit).
+ * (later JOINs may legitimately wait then). Such a stale COMMIT was once sent; its
+ * reproducer is the seed corpus/rdzv_seq/stale_commit.
  */
 static void check_strict(struct fz *z)
 {

@@ -432,7 +432,7 @@ static void test_row_order(void **state)
 }
 
 /*
- * Issue 30: a timed-out probe from or to a pod whose loop stalled (its
+ * A timed-out probe from or to a pod whose loop stalled (its
  * report's lag_ms) blames that pod as overloaded, not the network; the lag
  * survives the report round trip; a timeout between healthy pods stays one.
  */
@@ -502,7 +502,7 @@ static void test_blame_common_end(void **state)
 }
 
 /*
- * Issue 30 item 2: star mode, 0 <-> 2 fails both ways, 0 <-> 1 passes. Pod 2 has no good
+ * Star mode, 0 <-> 2 fails both ways, 0 <-> 1 passes. Pod 2 has no good
  * pair: it is blamed. When a known-good third pod reached it in the second pass (row
  * second, "reached" in the result), the failed pairs are the path's, not pod 2's; the
  * result carries "reached" to the members, whose blame then agrees.
@@ -635,7 +635,7 @@ static void test_probe_request(void **state)
 	agent_check_world_free(&w);
 }
 
-/* Issue 31 item 7: a star chosen by default (N > 64) says so in the summary line. */
+/* A star chosen by default (N > 64) says so in the summary line. */
 static void test_star_default_line(void **state)
 {
 	struct check_world w;
@@ -655,7 +655,7 @@ static void test_star_default_line(void **state)
 	agent_check_world_free(&w);
 }
 
-/* Issue 30: check --report's page: self-contained, names, ✗ for the failed pair, blame. */
+/* check --report's page: self-contained, names, ✗ for the failed pair, blame. */
 static void test_html(void **state)
 {
 	struct check_world w;
@@ -709,7 +709,7 @@ static void test_html(void **state)
 }
 
 /*
- * Issue 30: --mode sampled: k offsets from the seed (the same on every pod),
+ * --mode sampled: k offsets from the seed (the same on every pod),
  * every pod probes k peers and the coordinator, is probed by k; the coverage
  * counted matches the pairs probed; the line states it.
  */

@@ -195,7 +195,7 @@ static void send_report(struct cf_pod *m)
 }
 
 /*
- * Issue 30: a REPORT that arrives while the coordinator runs its second pass
+ * A REPORT that arrives while the coordinator runs its second pass
  * counts: it goes into the coordinator's world (n->late counts it), not into
  * the second pass's scratch world, which gets only the second probes (before:
  * the second pass swapped n->w, and the report was decoded into the scratch
@@ -243,7 +243,7 @@ static void test_late_report_in_second_pass(void **state)
 }
 
 /*
- * Issue 30 item 2: the coordinator asks a known-good member, over its report
+ * The second pass: the coordinator asks a known-good member, over its report
  * connection, to probe pods again (sealed PROBE); the member probes them and
  * answers PROBED on the same connection, into the coordinator's scratch world.
  * Pod 2 has no address in the member's table: that probe fails there. A

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_agent_check_rails.c - `gxboot check --rails` (issue 15), the pure
+ * test_agent_check_rails.c - `gxboot check --rails`, the pure
  * part: the JOIN rails text ("dev:port/netdev/addr,..."), the rail set of a
  * world (union by name, strverscmp order, bounded), rail probes through the
  * report and result documents (rails travel by name, so two pods' indices may

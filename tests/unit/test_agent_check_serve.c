@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* test_agent_check_serve.c - the check service's budgets against a stranger (issue 25
- * finding 2): a member refuses a REPORT at its header; the coordinator buffers at most
- * CHECK_PREMAC_MAX bytes of REPORTs whose MACs are not verified yet (64 connections that
- * each declare 4 MiB and send 1 MiB: before issue 25 all 64 MiB were buffered); a REPORT
- * claiming the coordinator's own rank is refused after its first 36 bytes. */
+/* test_agent_check_serve.c - the check service's budgets against a stranger: a member refuses a
+ * REPORT at its header; the coordinator buffers at most CHECK_PREMAC_MAX bytes of REPORTs whose
+ * MACs are not verified yet (64 connections that each declare 4 MiB and send 1 MiB: before these
+ * budgets all 64 MiB were buffered); a REPORT claiming the coordinator's own rank is refused after
+ * its first 36 bytes. */
 #include <errno.h>
 #include <arpa/inet.h>
 #include <poll.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_agent_exec.c - what `gxboot exec` trusts (issue 25 finding 9): every variable
+ * test_agent_exec.c - what `gxboot exec` trusts: every variable
  * agent_env_ours() writes, over all its input combinations, is on exec's allow-list
  * (property), the loader's dangerous names are not; --out and its env file must be this
  * user's own, not group/world-writable, and not symlinks.

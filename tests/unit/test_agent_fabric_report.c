@@ -119,7 +119,7 @@ static void test_primary(void **state)
 		"fabric: primary: no NCCL/UCX lines; CMD's TCP: 252 MB on eth0, 8.1 kB on net1");
 }
 
-/* The example line, from the facts it describes. */
+/* A typical RDMA line (NCCL on two HCAs), from the facts it describes. */
 static void test_rdma_nccl(void **state)
 {
 	struct fabric_facts f;

@@ -168,6 +168,26 @@ static void test_every_option(void **state)
 	assert_int_equal(parse(fabric_init, NULL, &o), GX_EUSAGE);
 }
 
+/* "help CMD" takes every command's name, "run" included (the man page prints each). */
+static void test_help_topics(void **state)
+{
+	char *h_run[] = {"gxboot", "help", "run", NULL};
+	char *h_check[] = {"gxboot", "help", "check", NULL};
+	char *h_bad[] = {"gxboot", "help", "bogus", NULL};
+	struct agent_opts o;
+
+	(void)state;
+	assert_int_equal(parse(h_run, NULL, &o), 0);
+	assert_int_equal(o.cmd, AGENT_CMD_HELP);
+	assert_string_equal(o.install_dir, "run");
+	assert_int_equal(parse(h_check, NULL, &o), 0);
+	assert_string_equal(o.install_dir, "check");
+	expect_usage(h_bad, NULL, "unexpected argument 'bogus' for 'help'");
+	/* each topic has its own text, and the run command's is not the overview */
+	assert_ptr_not_equal(agent_usage(AGENT_CMD_RUN), agent_usage(AGENT_CMD_NONE));
+	assert_non_null(strstr(agent_usage(AGENT_CMD_NONE), "Exit status:"));
+}
+
 static void test_commands_and_positionals(void **state)
 {
 	char *a1[] = {"gxboot", "install", "/opt/bin", NULL};
@@ -314,7 +334,7 @@ static void test_bad_values(void **state)
 	expect_usage(plain, env_port, "GXBOOT_PORT");
 }
 
-/* Issue 23: a flag the command ignores is a usage error naming who takes it. */
+/* A flag the command ignores is a usage error naming who takes it. */
 static void test_option_not_taken(void **state)
 {
 	char *json_run[] = {"gxboot", "--json", "--", "true", NULL};
@@ -399,6 +419,7 @@ int main(void)
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_every_option),
 	    cmocka_unit_test(test_commands_and_positionals),
+	    cmocka_unit_test(test_help_topics),
 	    cmocka_unit_test(test_env_fallback_and_flag_wins),
 	    cmocka_unit_test(test_env_booleans),
 	    cmocka_unit_test(test_bad_values),

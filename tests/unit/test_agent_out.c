@@ -87,7 +87,7 @@ static void test_env_set_exact(void **state)
 	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), 0);
 	assert_int_equal(e.n, 22);
 	assert_null(agent_env_get(&e, "NCCL_IB_HCA"));
-	/* no rails: UCX's tcp transport stays on the bootstrap interface (issue 27) */
+	/* no rails: UCX's tcp transport stays on the bootstrap interface, not eth0 */
 	assert_string_equal(agent_env_get(&e, "UCX_NET_DEVICES"), "net1");
 	assert_null(agent_env_get(&e, "NCCL_IB_GID_INDEX"));
 	assert_null(agent_env_get(&e, "OMPI_MCA_orte_default_hostfile"));
@@ -100,7 +100,7 @@ static void test_env_set_exact(void **state)
 	agent_env_free(&e);
 }
 
-/* DECISIONS 1: an observer gets no rank variables; without a secondary of its
+/* An observer (MPI Operator's launcher) gets no rank variables; without a secondary of its
  * own, mpirun's oob is not pinned to an interface it does not have. */
 static void test_env_observer_and_rsh(void **state)
 {
@@ -134,7 +134,7 @@ static void test_env_observer_and_rsh(void **state)
 	assert_int_equal(agent_env_build(&in, user, &e, err, sizeof(err)), GX_EUSAGE);
 }
 
-/* Issue 27: MPICH and Intel MPI (Hydra) read their host file, launcher and
+/* MPICH and Intel MPI (Hydra) read their host file, launcher and
  * interface from HYDRA_* / I_MPI_HYDRA_*; libfabric's tcp / sockets
  * providers from FI_*_IFACE. */
 static void test_env_hydra(void **state)
@@ -197,7 +197,7 @@ static void test_env_hydra(void **state)
 	assert_int_equal(agent_env_build(&in, NULL, &e, err, sizeof(err)), GX_EUSAGE);
 }
 
-/* Issue 12: Ray gets the head's secondary address as its GCS address. */
+/* Ray gets the head's secondary address as its GCS address. */
 static void test_env_ray(void **state)
 {
 	struct agent_env_input in = input();
@@ -234,7 +234,7 @@ static size_t count(const char *hay, const char *needle)
 	return n;
 }
 
-/* Issue 31 item 3: each variable once in env and env.json, IPv6-only and IPv4. */
+/* Each variable once in env and env.json, IPv6-only and IPv4. */
 static void expect_each_once(const struct agent_env_input *in)
 {
 	struct agent_env e = {0};
@@ -930,7 +930,7 @@ static void test_rendezvous_json(void **state)
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(j, "rank")), 1);
 	assert_string_equal(json_string_value(json_object_get(j, "master")), "192.168.9.10");
-	/* issue 31: serve after init trusts only what init wrote, with its round */
+	/* serve after init trusts only what init wrote, with its round */
 	assert_string_equal(json_string_value(json_object_get(j, "written_by")), "init");
 	assert_string_equal(json_string_value(json_object_get(j, "round")), "0123456789abcdef");
 	assert_int_equal(
@@ -1002,7 +1002,7 @@ static void test_slots(void **state)
 	assert_int_equal(agent_slots_detect(0, nv_void, tmpdir), 1);
 	assert_int_equal(agent_slots_detect(0, nv_empty, tmpdir), 1);
 	assert_int_equal(agent_slots_detect(2, list, tmpdir), 2);
-	/* issue 27: the job system's slots (MPI Operator slotsPerWorker) beat
+	/* the job system's slots (MPI Operator slotsPerWorker) beat
 	 * detection, --slots beats them */
 	assert_int_equal(agent_slots_self(0, 1, list, tmpdir), 1);
 	assert_int_equal(agent_slots_self(0, 4, none, tmpdir), 4);
@@ -1010,7 +1010,7 @@ static void test_slots(void **state)
 	assert_int_equal(agent_slots_self(0, 0, list, tmpdir), 3);
 }
 
-/* Issue 27: the launcher's files carry the job system's per-host slots (a CPU
+/* The launcher's files carry the job system's per-host slots (a CPU
  * MPIJob's workers report 1), --slots replacing them; else what peers report. */
 static void test_slots_peer(void **state)
 {

@@ -235,7 +235,7 @@ static void expect_names(const struct agent_peers *p, const char *want)
 }
 
 /*
- * Issue 23: a kubelet's search list has the namespace, not the subdomain, so a
+ * A kubelet's search list has the namespace, not the subdomain, so a
  * bare sibling name is qualified with this pod's subdomain from /etc/hosts; a
  * name with a dot is used as given; a pod without a subdomain is flagged.
  */
@@ -348,7 +348,7 @@ static int fake_loopback(const char *ip)
 	return strcmp(ip, "127.0.0.1") == 0;
 }
 
-/* Issue 31 item 2: the pod's name wins over a local IP listed earlier. */
+/* The pod's name wins over a local IP listed earlier. */
 static void test_self_name_beats_local_ip(void **state)
 {
 	char *names[] = {"127.0.0.1", "peer-b", "peer-c.job", NULL};
@@ -577,7 +577,7 @@ static void test_discover_mpi(void **state)
 	assert_int_equal(p.slots[2], 8);
 	assert_string_equal(p.coord_fqdn, "mj-worker-0.mj.default.svc.cluster.local.");
 	agent_peers_free(&p);
-	/* issue 27: each host's own slots (slots=N, host:N, none), this pod's own as the hint */
+	/* each host's own slots (slots=N, host:N, none), this pod's own as the hint */
 	assert_int_equal(discover(&o, env, FIX "mpi-slots", "mj-worker-1", &p), 0);
 	expect_names(&p, "mj-worker-0.mj.default.svc mj-worker-1.mj.default.svc "
 			 "mj-worker-2.mj.default.svc");
@@ -642,7 +642,7 @@ static void test_discover_lws(void **state)
 	assert_int_equal(p.self, 2);
 	assert_string_equal(p.coord_fqdn, "lws-0.lws.default.svc.cluster.local.");
 	agent_peers_free(&p);
-	/* issue 18: LWS + Ray, --ray outside KubeRay keeps the role, LWS gives the peers */
+	/* LWS + Ray, --ray outside KubeRay keeps the role, LWS gives the peers */
 	o.ray = AGENT_RAY_WORKER;
 	assert_int_equal(discover(&o, env, FIX "k8s", "lws-0-2", &p), 0);
 	assert_string_equal(p.source, "LeaderWorkerSet");
@@ -651,7 +651,7 @@ static void test_discover_lws(void **state)
 	agent_peers_free(&p);
 }
 
-/* Issue 12: KubeRay's env (ray-project/kuberay common/pod.go) and elastic --peers. */
+/* KubeRay's env (ray-project/kuberay common/pod.go) and elastic --peers. */
 static void test_discover_ray(void **state)
 {
 	struct agent_opts o;

@@ -188,7 +188,7 @@ static void test_shell_too_complex(void **state)
 	assert_null(rw(argv, 3, 0, 0));
 }
 
-/* ---- MPI launch lines (issue 27) ---- */
+/* ---- MPI launch lines ---- */
 
 static const struct agent_rw_host hosts[] = {
     {"job-worker-0", "", "192.168.9.10"},
@@ -305,7 +305,7 @@ static void test_mpirun_ipv6(void **state)
 	assert_null(out);
 }
 
-/* DeepSpeed (issue 27): its hostfile is "host slots=N" (gxboot's default format) */
+/* DeepSpeed: its hostfile is "host slots=N" (gxboot's default format) */
 static void test_deepspeed(void **state)
 {
 	char path[] = "/tmp/gxds.XXXXXX";
@@ -682,7 +682,7 @@ static void test_hydra_localhost(void **state)
 	assert_null(rw_c(mpich, 4, &c, 0));
 }
 
-/* Members ask for the whole table (a hostfile) when CMD is a launcher (issue 27). */
+/* Members ask for the whole table (a hostfile) when CMD is a launcher. */
 static void test_is_launcher(void **state)
 {
 	char *yes[][4] = {{"mpirun", "-np", "2", NULL},

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_agent_rsh.c - remote exec pieces (issue 17): ssh's argument joining,
+ * test_agent_rsh.c - remote exec pieces: ssh's argument joining,
  * the credential file, the handshake proofs, the sealed frame stream (round
  * trip, partial input, tampering, replay, length bounds), HOST mapping.
  */

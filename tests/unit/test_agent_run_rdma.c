@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_agent_run_rdma.c - agent_rdma_verdict (agent/pipeline/run_rdma.c): `--rdma
- * require` means the RDMA-CM path to the coordinator was really exercised
- * (issue 24, issue 31 item 5), never that a device is merely present; a
- * context or listen failure is never a silent TCP fallback.
+ * require` means the RDMA-CM path to the coordinator was really exercised, never
+ * that a device is merely present; a context or listen failure is never a silent TCP fallback.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_agent_serve.c - the remote-exec server's budget (issue 25 finding 3) in one process:
+ * test_agent_serve.c - the remote-exec server's budget against strangers, in one process:
  * a stranger (127.0.0.2, never proving) fills the 128 connections; a client at an address
  * outside the table that once proved the key (127.0.0.3: an MPI launcher that is an
  * observer) is then a known peer: its new connection pushes out a stranger's and is itself

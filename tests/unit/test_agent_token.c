@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_agent_token.c - the token's entropy rule (issue 25 finding 7): human tokens of 16+
+ * test_agent_token.c - the token's entropy rule: human tokens of 16+
  * bytes are refused with what is required; every token of the forms the project makes
  * (tests/e2e/cluster.sh: 32 random bytes as 64 hex digits; `gxboot token`: base64) and 32
  * raw random bytes pass (property over 20000 seeded draws each, the lowest estimate and its

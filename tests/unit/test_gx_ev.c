@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_gx_ev.c - the event loop's generation guard (issue 29): a callback that
+ * test_gx_ev.c - the event loop's generation guard: a callback that
  * closes another ready fd and registers a new one under the same number within
  * one epoll_wait batch must not see the batch's stale event reach the new owner.
  */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_nd_choose.c - the choice rules of issue 4 over recorded inventories:
+ * test_nd_choose.c - the choice rules (netdetect/README.md "The choice") over recorded
+ * inventories:
  * --iface NAME/CIDR, --rdma-dev, network-status, RDMA netdev first, speed and
  * ifindex, exit-4 lines, --allow-primary; rails and NCCL_IB_GID_INDEX
- * (issue 15, DECISIONS 11/13); --rdma auto/require/off with memlock / uverbs.
+ * (one index on every rail, --rdma-dev as given); --rdma auto/require/off with memlock / uverbs.
  */
 #include <setjmp.h>
 #include <stdarg.h>

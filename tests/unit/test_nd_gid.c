@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_nd_gid.c - the RDMA model over recorded shapes: GID ownership
- * (DECISIONS 10), port -> netdev binding (RoCE by ifindex+address, IB by IPoIB
+ * (ifindex AND address), port -> netdev binding (RoCE by ifindex+address, IB by IPoIB
  * lladdr), the GID choice (RoCE v2 IPv4, v2 IPv6, v1; IB 0), port down, empty
  * table, no RDMA in the kernel, devices that cannot be opened.
  */

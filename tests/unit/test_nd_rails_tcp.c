@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_nd_rails_tcp.c - netdev rails (issue 15, netdetect/README.md "Rails"):
+ * test_nd_rails_tcp.c - netdev rails (netdetect/README.md "Rails"):
  * with no RDMA rail, `--rails LIST` of netdevs and nd_rails_netdevs() (check
  * --rails auto) list up secondary netdevs with a global address as rails
  * without a device; auto stays RDMA-only; nothing of it reaches the RDMA

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_rdzv_guard.c - the pre-authentication budget (gx_pa) and the rate-limited
- * warnings (gx_rl) of issue 25: a property test of the budget against a plain model
+ * warnings (gx_rl) against strangers: a property test of the budget against a plain model
  * (random admits, adds, deletes and evictions from a few sources), the loopback rule,
  * and the warning counters. */
 #include "rdzv/gx/gx.h"

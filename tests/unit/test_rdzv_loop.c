@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_rdzv_loop.c - in-process rendezvous: one coordinator and N members in
- * ONE gx_ev loop on loopback (issue 5 tests): N = 1, 2, 64, 1024 (256 under
+ * ONE gx_ev loop on loopback: N = 1, 2, 64, 1024 (256 under
  * valgrind), late coordinator, restarts, wrong tokens, garbage and silent
  * connections, conflicts, missing and unreachable peers.
  */
@@ -108,7 +108,7 @@ static void run_n(uint32_t n)
 		start_member(&w, i);
 	t1 = gx_now_ms();
 	pump(&w, (int)n, 19000);
-	/* printed, not asserted (DECISIONS 27) */
+	/* printed, not asserted: timing assertions flake on a loaded machine */
 	printf("# N=%u: starting the members took %lld ms; all done %lld ms after the last "
 	       "start\n",
 	       n, (long long)(t1 - t0), (long long)(gx_now_ms() - t1));
@@ -189,7 +189,7 @@ static void test_member_before_coordinator(void **state)
 }
 
 /*
- * Issue 29: the resolve hook answers later (-EINPROGRESS, then
+ * The resolve hook answers later (-EINPROGRESS, then
  * rdzv_member_resolved from the loop), first NXDOMAIN, then the address: the
  * member retries and joins; the loop never blocks on the lookup.
  */
@@ -248,7 +248,7 @@ static void test_async_resolve(void **state)
 }
 
 /*
- * Issue 29: the hints decide from rdzv_result.conn_err, not from err's text.
+ * The hints decide from rdzv_result.conn_err, not from err's text.
  * Nothing listens: -ECONNREFUSED; a listener that accepts and closes at once
  * (a proxy without its upstream): -ECONNRESET.
  */
@@ -353,7 +353,7 @@ static void test_wrong_token_rejected_others_complete(void **state)
 	assert_int_equal(w.s[2].done, 1);
 	assert_int_equal(w.s[2].rc, GX_EREJECTED);
 	assert_non_null(strstr(w.s[2].res.err, "bad token"));
-	/* issue 25 finding 8: a REJECT in clear cannot end a member holding a token at once:
+	/* a REJECT in clear cannot end a member holding a token at once:
 	 * it tried again until its deadline, and says so */
 	assert_non_null(strstr(w.s[2].res.err, "until the deadline"));
 	assert_true(w.co->nunauth_refused >= 2);
@@ -384,7 +384,7 @@ static void test_missing_token_deadline_names_it(void **state)
 	assert_int_equal(w.s[2].rc, GX_EREJECTED);
 	assert_non_null(strstr(w.s[2].res.err, "missing token"));
 	assert_int_equal(w.co_rc, GX_EPEERS);
-	/* issue 25 finding 6: a refusal before any proof is no note on the peer it claimed to
+	/* a refusal before any proof is no note on the peer it claimed to
 	 * be; the coordinator's own line lists it apart, marked unproven */
 	assert_non_null(strstr(w.co_res.err,
 			       "peers missing after 2s: job-worker-2; unproven: 1 JOIN "
@@ -717,7 +717,7 @@ static void test_netdetect_failure_aborts_all(void **state)
 	rh_free(&w);
 }
 
-/* DECISIONS 8: after COMMIT a serving coordinator hands a restarted pod its rank. */
+/* After COMMIT a serving coordinator hands a restarted pod its rank. */
 static void test_keep_serving(void **state)
 {
 	struct rdzv_config cfg;
@@ -784,7 +784,7 @@ static void test_rdma_ops(void **state)
 }
 
 /*
- * Issue 29: the check runs in the member's loop. One that never answers blocks
+ * The check runs in the member's loop. One that never answers blocks
  * nothing: the coordinator (same loop) still ends at its 1.5 s deadline, long
  * before the check's own 10 s, and the member's end cancels the check.
  */
@@ -817,7 +817,7 @@ static void test_rdma_check_in_loop(void **state)
 	rh_free(&w);
 }
 
-/* DECISIONS 1: an observer (MPI launcher) gets no rank and the whole table,
+/* An observer (MPI launcher) gets no rank and the whole table,
  * also when it arrives after the COMMIT at a coordinator that keeps serving. */
 static void start_observer(struct rh *w, uint32_t slot)
 {
@@ -868,7 +868,7 @@ static void test_observer(void **state)
 	rh_free(&w);
 }
 
-/* Issue 17: members / observers with stay keep their session for the job-end notice. */
+/* Members / observers with stay keep their session for the job-end notice. */
 struct endrec {
 	struct rh *w;
 	int n, status;
@@ -969,7 +969,7 @@ static void test_job_end_dropped(void **state)
 	rh_free(&w);
 }
 
-/* DECISIONS 22 (check): a pod whose netdetect failed stays in, flagged. */
+/* check: a pod whose netdetect failed stays in, flagged. */
 static void test_soft_verify(void **state)
 {
 	struct rdzv_config cfg;
@@ -1027,7 +1027,7 @@ static void fl_close(void *arg)
 	((struct fake_listen *)arg)->closes++;
 }
 
-/* DECISIONS 9: the coordinator's RDMA-CM listener; when it cannot start,
+/* The coordinator's RDMA-CM listener; when it cannot start,
  * members verify over TCP only and the result carries one warning. */
 static void run_listen(int fail)
 {
@@ -1070,7 +1070,7 @@ static void test_rdma_listen(void **state)
 	run_listen(1);
 }
 
-/* Issue 12: an elastic job (Ray): the head commits alone at once and keeps
+/* An elastic job (Ray): the head commits alone at once and keeps
  * serving; pods join by name whenever they start, a returning name keeps its
  * rank, and when every slot was used the one idle longest is handed over. */
 static void start_elastic(struct rh *w, uint32_t slot, const char *name)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 24, done-when: `gxboot check` on 3 pods with a real rxe device on each net1.
+# `gxboot check` on 3 pods with a real rxe device on each net1.
 #  a) every pair OK over TCP and over RDMA (RDMA-CM connect, send/recv, RDMA WRITE): every
 #     pod exits 0 and prints "6/6 pairs OK over TCP, 6/6 over RDMA". Before the fix the probes
 #     ran in a child forked after librdmacm had opened the uverbs device in the parent, and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A pod without CAP_IPC_LOCK and with a 64 KiB RLIMIT_MEMLOCK (what a container gets when the
 # manifest forgets both) on real soft-RoCE: the device is there, but RDMA cannot register
-# memory (FIELD.md; netdetect's memlock rule, DECISIONS 9).
+# memory (netdetect's memlock rule: TCP with one warning, or exit 4 with --rdma require).
 #  a) `init --rdma auto` on 3 such pods: every pod exits 0 over TCP, says so in exactly one
 #     warning, and writes no RDMA variables (no NCCL_IB_HCA, GXBOOT_RDMA_VERIFIED not 1), but
 #     NCCL_IB_DISABLE=1: NCCL would find the device and fail to register memory the same way.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 24 / DECISIONS 10: netdetect against REAL shared-mode GID tables. 3 pods, rxe on each
+# netdetect against REAL shared-mode GID tables. 3 pods, rxe on each
 # net1, IPv6 on (link-local GIDs too): every pod sees all three rxe devices, every pod's net1
 # has the same ifindex, so the other pods' GIDs carry OUR ifindex; only the ifindex-and-address
 # rule keeps the choice right.

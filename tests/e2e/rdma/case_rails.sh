@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 24 item 4: the fabric gate per HCA. 3 pods, two RoCE rails each: rxe<i> on net1 (the
+# The fabric gate per HCA. 3 pods, two RoCE rails each: rxe<i> on net1 (the
 # bootstrap), rxf<i> on net2.
 #  a) init: every pod exits 0 with NCCL_IB_HCA listing both of its own rails (exact form) and
 #     NCCL_IB_GID_INDEX the index the verification traffic used.

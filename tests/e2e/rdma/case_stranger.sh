@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 25 finding 10: a stranger without the token makes RDMA-CM connects while `gxboot check`
+# A stranger without the token makes RDMA-CM connects while `gxboot check`
 # runs on 3 rxe pods (the stranger is pod 3, outside the job, with its own rxe device:
 # NetworkPolicy does not filter RDMA). Before RDMA wire v2 every connect registered max_write
 # bytes for anyone, 64 at once for 10 s each.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 24 / issue 31 item 5: `--rdma require` means the RDMA-CM path to the coordinator was
+# `--rdma require` means the RDMA-CM path to the coordinator was
 # really exercised (connect + send/recv), not that a device is present.
 #  a) 3 pods, rxe on each net1, `init --rdma require`: every pod exits 0, NCCL_IB_HCA names
 #     the pod's OWN rxe device (shared mode: every pod sees all three), GXBOOT_RDMA_VERIFIED=1
@@ -21,7 +21,7 @@ P=(init --peers 'job-worker-{0..2}' --token-file "$T" --out @OUT@)
 # a)
 rxe_run 120 "${P[@]}" --timeout 60 --rdma require -v
 gx_expect_rc 0 0 1 2
-# issue 26: the members' phase 2 used the ASSIGN's ticket (TVERIFY, then the check, then
+# The members' phase 2 used the ASSIGN's ticket (TVERIFY, then the check, then
 # VERIFY in that session), not a second handshake
 gx_expect_in 0 'all 3 peers joined and verified \(2 with a phase-2 ticket\)'
 for i in 0 1 2; do

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdma_stranger.c - a stranger without the job's token against a gxboot RDMA-CM server
- * (issue 25 finding 10; tests/e2e/rdma/case_stranger.sh builds it inside the soft-RoCE VM
+ * (it must pin no memory; tests/e2e/rdma/case_stranger.sh builds it inside the soft-RoCE VM
  * with the librdmacm headers there). Test tool, not part of gxboot.
  *
  *   rdma_stranger SRC DST PORT SIZE   (SRC: this pod's address on the RDMA netdev)
