@@ -65,7 +65,7 @@ struct agent_fabric {
 	char gate_why[700];
 	uint64_t primary_best; /* the largest primary-peer connection so far */
 	uint64_t cpu_us, dumps;
-	/* the last full sample, dump and tree scan */
+	/* the last full sample */
 	int64_t last_eval_ms;
 	struct fabric_pace pace; /* dumps on a change */
 	long inuse;		 /* the namespace's TCP sockets at the last dump */
