@@ -110,6 +110,9 @@ int agent_fabric_socket_owners(const pid_t *pids, size_t n, struct fabric_owner 
 			       size_t *count, size_t *unreadable);
 const struct fabric_owner *agent_fabric_owner_find(const struct fabric_owner *v, size_t n,
 						   uint32_t ino);
+/* Drop from v (sorted) the inodes that mine (sorted) holds too; *n the count left. */
+void agent_fabric_owners_drop(struct fabric_owner *v, size_t *n, const struct fabric_owner *mine,
+			      size_t nmine);
 
 /* ---- fabric_conn.c: the namespace's connections by cookie, and whose they are ------- */
 enum fabric_conn_owner {

@@ -464,3 +464,14 @@ const struct fabric_owner *agent_fabric_owner_find(const struct fabric_owner *v,
 
 	return n ? bsearch(&key, v, n, sizeof(*v), owner_cmp) : NULL;
 }
+
+void agent_fabric_owners_drop(struct fabric_owner *v, size_t *n, const struct fabric_owner *mine,
+			      size_t nmine)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < *n; i++)
+		if (!agent_fabric_owner_find(mine, nmine, v[i].ino))
+			v[k++] = v[i];
+	*n = k;
+}

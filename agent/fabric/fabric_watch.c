@@ -304,12 +304,18 @@ static void conn_alive(void *arg, const struct fabric_conn *c)
 	count_conn(f, &f->facts.ifs[c->ifx], c, 0);
 }
 
-/* CMD's tree and the sockets it holds */
+/*
+ * CMD's tree and the sockets it holds, less the ones gxboot holds itself: between its fork
+ * and its exec CMD's process holds a copy of every fd of gxboot's (its session to the
+ * coordinator over eth0 among them), and a read in that window named that session CMD's
+ * peer traffic on the primary network (seen in the soft-RoCE VM, where that window is long).
+ */
 static int conn_scan(void *arg, struct fabric_owner **v, size_t *nv)
 {
 	struct agent_fabric *f = arg;
-	pid_t *pids;
-	size_t n = 0, unread = 0;
+	struct fabric_owner *mine = NULL;
+	pid_t *pids, self = getpid();
+	size_t n = 0, unread = 0, nmine = 0, u = 0;
 	int rc;
 
 	pids = malloc(TREE_MAX * sizeof(*pids));
@@ -318,6 +324,10 @@ static int conn_scan(void *arg, struct fabric_owner **v, size_t *nv)
 	rc = agent_fabric_tree(f->cfg.root, pids, TREE_MAX, &n);
 	if (rc == 0)
 		rc = agent_fabric_socket_owners(pids, n, v, nv, &unread);
+	if (rc == 0 && *nv && agent_fabric_socket_owners(&self, 1, &mine, &nmine, &u) == 0) {
+		agent_fabric_owners_drop(*v, nv, mine, nmine);
+		free(mine);
+	}
 	if (rc == 0) {
 		if (n > f->facts.processes) /* the most at once: at CMD's exit there are none */
 			f->facts.processes = n;

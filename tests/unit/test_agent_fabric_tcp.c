@@ -254,6 +254,52 @@ static void test_owners_and_tree(void **state)
 	close(p.lfd);
 }
 
+/* A child between its fork and its exec holds a copy of every fd of ours (gxboot's session
+ * among them): those are ours, not the child's; a socket the child made itself stays its. */
+static void test_owners_drop_mine(void **state)
+{
+	struct fabric_owner *tree = NULL, *mine = NULL;
+	size_t nt = 0, nm = 0, unread = 0, np = 0;
+	pid_t self = getpid(), pids[64], child;
+	int go[2], ready[2];
+	struct pair p, q;
+	char c;
+
+	(void)state;
+	pair_open(&p);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) { /* as before an exec: our fds, and one pair of its own */
+		close(go[1]);
+		pair_open(&q);
+		(void)write(ready[1], &q.cino, sizeof(q.cino));
+		(void)read(go[0], &c, 1);
+		_exit(0);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &q.cino, sizeof(q.cino)), (ssize_t)sizeof(q.cino));
+	assert_int_equal(agent_fabric_tree(self, pids, 64, &np), 0);
+	assert_int_equal(agent_fabric_socket_owners(pids, np, &tree, &nt, &unread), 0);
+	assert_non_null(agent_fabric_owner_find(tree, nt, p.cino)); /* the child's copy */
+	assert_non_null(agent_fabric_owner_find(tree, nt, q.cino));
+	assert_int_equal(agent_fabric_socket_owners(&self, 1, &mine, &nm, &unread), 0);
+	agent_fabric_owners_drop(tree, &nt, mine, nm);
+	assert_null(agent_fabric_owner_find(tree, nt, p.cino));
+	assert_null(agent_fabric_owner_find(tree, nt, p.sino));
+	assert_non_null(agent_fabric_owner_find(tree, nt, q.cino));
+	free(tree);
+	free(mine);
+	close(go[1]);
+	waitpid(child, NULL, 0);
+	close(go[0]);
+	close(ready[0]);
+	close(p.cfd);
+	close(p.sfd);
+	close(p.lfd);
+}
+
 struct last {
 	uint64_t cookie;
 	struct fabric_sock s;
@@ -398,8 +444,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_dump_bytes),	    cmocka_unit_test(test_dump_both_families),
-	    cmocka_unit_test(test_owners_and_tree), cmocka_unit_test(test_destroy_event),
-	    cmocka_unit_test(test_parse_bounds),    cmocka_unit_test(test_classify),
+	    cmocka_unit_test(test_owners_and_tree), cmocka_unit_test(test_owners_drop_mine),
+	    cmocka_unit_test(test_destroy_event),   cmocka_unit_test(test_parse_bounds),
+	    cmocka_unit_test(test_classify),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
