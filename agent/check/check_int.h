@@ -235,6 +235,10 @@ int agent_check_result_decode(struct check_world *w, const char *text, size_t le
 void agent_check_hdr_put(unsigned char h[CHECK_HDR_LEN], int type, uint32_t len);
 /* 0, or GX_EPROTO / GX_EVERSION for a bad header; *type / *len out. */
 int agent_check_hdr_get(const unsigned char h[CHECK_HDR_LEN], int *type, uint32_t *len);
+/* gx_frame's encode for the check wire (every type; the reader bounds them): 0, or -EMSGSIZE
+ * for a body a u32 cannot say. */
+int agent_check_frame_encode(const struct gx_frame *f, unsigned char *hdr, unsigned type,
+			     size_t blen);
 /* Sealed REPORT / RESULT / PROBE / PROBED frame: header | MAC | rank | payload. */
 int agent_check_seal(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round,
 		     uint32_t rank, const char *payload, size_t plen, unsigned char **out,
