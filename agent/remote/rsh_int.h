@@ -79,36 +79,42 @@ void agent_rsh_stream_keys(const unsigned char k[RSH_KEY_LEN],
 			   unsigned char s2c[32]);
 
 /* ---- a non-blocking connection: raw handshake bytes, then sealed frames ---- */
+/*
+ * A gx_frame on the remote-exec wire: the clear handshake as raw bytes of fixed size, then
+ * frames of a 4-byte length (bounded to 18 .. RSH_MAX_CT before a body byte is read) and
+ * the secretstream ciphertext of type | payload. Sending seals through gx_frame's seal hook
+ * (the push stream, straight into the output queue); a frame read comes whole and the pull
+ * stream opens it into the caller's buffer (it cannot decrypt in place: the type byte
+ * shifts the payload by one). Reads never go past the current frame: what the peer sends
+ * next stays in the socket, which is the backpressure on a client's stdin.
+ */
+#define RSH_FRAMES_PER_EVENT 4 /* frames read per readiness: the loop serves the rest between */
 struct rsh_conn {
-	int fd;
-	int sealed; /* 1: push stream up, 2: pull too */
+	struct gx_frame f; /* f.fd the socket, f.eof once the peer closed */
+	int sealed;	   /* 1: push stream up, 2: pull too */
 	crypto_secretstream_xchacha20poly1305_state tx, rx;
-	unsigned char *in; /* 4 + RSH_MAX_CT */
-	size_t ilen;
-	unsigned char *out;
-	size_t olen, ooff, ocap;
-	int eof;
 };
-int agent_rsh_conn_init(struct rsh_conn *c, int fd);
+void agent_rsh_conn_init(struct rsh_conn *c, int fd);
 void agent_rsh_conn_free(struct rsh_conn *c); /* closes fd */
-/* Read what the socket has: 0 (maybe nothing), -ECONNRESET at EOF, -errno. */
-int agent_rsh_conn_fill(struct rsh_conn *c);
-/* Raw handshake bytes: 1 and n bytes in out, 0 not yet, GX_EPROTO over-long input. */
+/* Raw handshake bytes: 1 and n bytes in out (the same n each call until then), 0 not yet,
+ * -ECONNRESET at EOF, -errno. */
 int agent_rsh_conn_take(struct rsh_conn *c, void *out, size_t n);
+/* Raw handshake bytes: written as far as the socket takes them, the rest queued. */
 int agent_rsh_conn_put(struct rsh_conn *c, const void *p, size_t n);
 /* The two streams: ours (its header to send into txhdr), the peer's (from rxhdr). */
 int agent_rsh_conn_push_init(struct rsh_conn *c, const unsigned char key[32],
 			     unsigned char txhdr[RSH_HDR_LEN]);
 int agent_rsh_conn_pull_init(struct rsh_conn *c, const unsigned char key[32],
 			     const unsigned char rxhdr[RSH_HDR_LEN]);
-/* One frame: 1 (type, payload in buf[RSH_MAX_PLAIN], len), 0 need more, GX_EMAC / GX_EPROTO. */
+/* One frame: 1 (type, payload in buf[RSH_MAX_PLAIN], len), 0 not yet (or the peer's stream
+ * is not up), GX_EMAC / GX_EPROTO, -ECONNRESET at EOF, -errno. */
 int agent_rsh_conn_next(struct rsh_conn *c, uint8_t *type, unsigned char *buf, size_t *len);
 int agent_rsh_conn_send(struct rsh_conn *c, uint8_t type, const void *p, size_t len);
 /* 0 all written, 1 some left, -errno. */
 int agent_rsh_conn_flush(struct rsh_conn *c);
 static inline size_t rsh_conn_queued(const struct rsh_conn *c)
 {
-	return c->olen - c->ooff;
+	return gx_frame_pending(&c->f);
 }
 
 /* ---- serve --------------------------------------------------------------- */
