@@ -223,16 +223,7 @@ static int expired(struct sess *s, int64_t now)
 /* Draining after the half-close: 1 when the client's EOF (or an error) has come. */
 static int drain(struct sess *s)
 {
-	ssize_t n;
-
-	for (;;) {
-		n = read(s->c.f.fd, s->sv->buf, RSH_CHUNK);
-		if (n > 0)
-			continue;
-		if (n < 0 && errno == EINTR)
-			continue;
-		return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
-	}
+	return gx_frame_drain(&s->c.f) != 0;
 }
 
 static void closing(struct sess *s)

@@ -258,6 +258,9 @@ int gx_frame_read(struct gx_frame *f, unsigned *type, unsigned char **body, size
 /* Exactly n clear bytes into buf: 1 when all came (with the same n each call until then),
  * 0 not yet, < 0 as gx_frame_read (-EBUSY inside a frame). */
 int gx_frame_read_raw(struct gx_frame *f, void *buf, size_t n);
+/* Read and drop what the peer still sends (a lingering close, after a half-close): 1 at its
+ * EOF or an error, 0 not yet (EAGAIN, or GX_FRAME_BURST reads made), -EBADF with no fd. */
+int gx_frame_drain(struct gx_frame *f);
 /* Queue one frame (sealed when f->sealed_tx) and write it unless corked or carried: 0, or
  * the encode refusal, -ENOBUFS past omax, -ENOMEM, -EBADF, a write error (-EPIPE ...). */
 int gx_frame_send(struct gx_frame *f, unsigned type, const void *body, size_t len);

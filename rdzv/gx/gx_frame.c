@@ -260,6 +260,24 @@ int gx_frame_read_raw(struct gx_frame *f, void *buf, size_t n)
 	return 1;
 }
 
+int gx_frame_drain(struct gx_frame *f)
+{
+	ssize_t n;
+	int k;
+
+	if (f->fd < 0)
+		return -EBADF;
+	for (k = 0; k < GX_FRAME_BURST; k++) {
+		n = recv(f->fd, sink_buf, sizeof(sink_buf), 0);
+		if (n > 0 || (n < 0 && errno == EINTR))
+			continue;
+		if (n == 0)
+			f->eof = 1;
+		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : 1;
+	}
+	return 0;
+}
+
 /* ---- output ------------------------------------------------------------------------- */
 
 static void out_free(struct gx_frame *f)

@@ -8,7 +8,8 @@
  * and in order, the next frame stays in the socket; a header claiming 4 GiB allocates
  * nothing; a growing body is charged before each allocation and refused at its budget;
  * EAGAIN, EOF, and EINTR on reads and writes (real signals); fed and carried input and
- * output; cork, the output cap, raw handshake bytes, seals refused when forged or replayed.
+ * output; cork, the output cap, raw handshake bytes, seals refused when forged or replayed;
+ * the drain of a lingering close.
  */
 #include "rdzv/gx/gx.h"
 
@@ -877,6 +878,29 @@ static void test_raw(void **state)
 	close(fds[1]);
 }
 
+/* A lingering close: what the peer still sends is read and dropped, up to its EOF. */
+static void test_drain(void **state)
+{
+	static unsigned char junk[100000];
+	struct gx_frame f;
+	int fds[2];
+
+	(void)state;
+	pair(fds, 1);
+	gx_frame_init(&f, fds[0], &T, NULL, NULL);
+	assert_int_equal(write(fds[1], junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	assert_int_equal(gx_frame_drain(&f), 0); /* all of it dropped, the peer still there */
+	assert_int_equal(unread(fds[0]), 0);
+	assert_int_equal(f.eof, 0);
+	assert_int_equal(write(fds[1], junk, 10), 10);
+	assert_int_equal(shutdown(fds[1], SHUT_WR), 0);
+	assert_int_equal(gx_frame_drain(&f), 1);
+	assert_int_equal(f.eof, 1);
+	gx_frame_reset(&f);
+	assert_int_equal(gx_frame_drain(&f), -EBADF);
+	close(fds[1]);
+}
+
 /* Bad magic, another version, an unknown type: the decoder's codes. */
 static void test_bad_headers(void **state)
 {
@@ -924,6 +948,7 @@ int main(void)
 	    cmocka_unit_test(test_seal),
 	    cmocka_unit_test(test_raw),
 	    cmocka_unit_test(test_bad_headers),
+	    cmocka_unit_test(test_drain),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
