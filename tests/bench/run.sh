@@ -223,20 +223,26 @@ if [ $smoke -eq 1 ]; then
   fi
   d=$("$BOOT" first "$GXBOOT" "$tmp/token" "$tmp/boot" 2>&1)
   f=$("$FLOOR" 256 4 2>&1)
+  # check's floor: 4 pods on loopback, every pod probes the 3 others and serves their probes
+  pa="127.0.5.1 127.0.5.2 127.0.5.3 127.0.5.4"
+  pp="for i in 3 2 1 0; do $FLOOR pairs \$i $((port + 3)) $pa & done; wait"
+  if [ "$(id -u)" -eq 0 ]; then pp=$(unshare -n bash -c "ip link set lo up; $pp" 2>&1); else pp=$(bash -c "$pp" 2>&1); fi
+  [ "$(echo "$pp" | grep -c 'probed 3 served 3 ')" = 4 ] && pp="pairs: 4 pods probed 3 served 3" ||
+    pp="pairs failed: $pp"
   # the relay tree: 96 pods, fan-out 16: 75 members through 5 relays
   if [ "$a" != fail ] && [[ "$b" == *failed=0* ]] && [[ "$b" != *expected* ]] &&
     [[ "$t" == *failed=0*via_relay=75* ]] && [[ "$d" == exec_to_accept_us=* ]] &&
-    [[ "$f" == "floor: N=256 "*total_us=* ]]; then
-    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; tree: $t; $d; $f)"
+    [[ "$f" == "floor: N=256 "*total_us=* ]] && [[ "$pp" == pairs:* ]]; then
+    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; tree: $t; $d; $f; $pp)"
   else
-    echo "FAIL bench smoke: a=$a b=$b t=$t d=$d f=$f"; exit 1
+    echo "FAIL bench smoke: a=$a b=$b t=$t d=$d f=$f pp=$pp"; exit 1
   fi
   exit 0
 fi
 
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+CPU_MODEL=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "gxboot bench — $(nproc) cores (${cpu:-?}), $(uname -sr), $(date -u +%F); absolute times are this machine's"
+echo "gxboot bench — $(nproc) cores (${CPU_MODEL:-?}), $(uname -sr), $(date -u +%F); absolute times are this machine's"
 echo "binary: $(stat -c %s "$GXBOOT") bytes stripped static ($GXBOOT)"
 declare -A GX_MED
 STAR_US= TREE_US= TREE_RELAYS= LAT_65536= RSS_65536= FDS_65536= RES_65536= PROFILE= MEMBER_RSS= COORD_RSS_8192= LAT_1024= LAT_8192= RES_16384= FIRST= DNS_LAG=
@@ -691,18 +697,18 @@ row() {
   if [ -z "$fig" ]; then
     line="$name: no figure (section ($sec) ran, its runs failed)"
     OVER+=("$name: no figure")
-    MD+=("| $name | failed | | | ${tgt}x |")
+    MD+=("| $name | failed | | | ${tgt}x | |")
   elif [ -z "$fl" ]; then
     line="$name: $fig $unit, $fw not measured (target ${tgt}x)"
     NOFLOOR+=("$name")
-    MD+=("| $name | $fig $unit | not measured | | ${tgt}x |")
+    MD+=("| $name | $fig $unit | not measured | | ${tgt}x | |")
   else
     r=$(awk -v a="$fig" -v b="$fl" 'BEGIN{if (b > 0) printf "%.2f", a / b; else print "inf"}')
     line="$name: $fig $unit, $fw $fl $unit, ratio ${r}x (target ${tgt}x)"
     awk -v r="$r" -v t="$tgt" 'BEGIN{exit !(r == "inf" || r + 0 > t + 0)}' && OVER+=("$name: ${r}x > ${tgt}x")
-    MD+=("| $name | $fig $unit | $fw $fl $unit | ${r}x | ${tgt}x |")
+    MD+=("| $name | $fig $unit | $([ "$fw" = floor ] || echo "$fw ")$fl $unit | ${r}x | ${tgt}x | |")
   fi
-  [ -n "$extra" ] && line+="; $extra" && MD[-1]="${MD[-1]% |} ($extra) |"
+  [ -n "$extra" ] && line+="; $extra" && MD[-1]="${MD[-1]% |} $extra |"
   [ -n "$xover" ] && OVER+=("$name: $xover")
   TABLE+=("$line")
 }
@@ -756,7 +762,7 @@ if [ ${#OVER[@]} -gt 0 ]; then
 fi
 if [ ${#NOFLOOR[@]} -gt 0 ]; then
   rc=1
-  echo "not proven, floor not measured (run (h) with it): $(printf '%s; ' "${NOFLOOR[@]}" | sed 's/; $//')"
+  echo "not proven, floor not measured ((h) did not run, or the floor's runs failed): $(printf '%s; ' "${NOFLOOR[@]}" | sed 's/; $//')"
 fi
 [ $rc -eq 0 ] && [ ${#TABLE[@]} -gt 0 ] && echo "every row at or under its target"
 
@@ -768,12 +774,12 @@ if [ "$wr" = 1 ] && [ ${#TABLE[@]} -gt 0 ]; then
     commit=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
     git diff --quiet HEAD -- . ':!README.md' 2>/dev/null || commit+=' with uncommitted changes'
     {
-      echo "\`make bench\` on $(date -u +%F), $(nproc) cores (${cpu:-?}), $(uname -sr), commit $commit;" \
+      echo "\`make bench\` on $(date -u +%F), $(nproc) cores (${CPU_MODEL:-?}), $(uname -sr), commit $commit;" \
         "load at the start $LOAD0, at the end $(cut -d' ' -f1-3 /proc/loadavg)${BENCH_ONLY:+; sections $BENCH_ONLY only}."
       echo "Each floor is the same connections, bytes and closes with no protocol, measured in the same run."
       echo
-      echo "| row | figure | floor | ratio | target |"
-      echo "|---|---|---|---|---|"
+      echo "| row | figure | floor | ratio | target | also |"
+      echo "|---|---|---|---|---|---|"
       printf '%s\n' "${MD[@]}"
       [ ${#OVER[@]} -gt 0 ] && echo && echo "Over the target: $(printf '%s; ' "${OVER[@]}" | sed 's/; $//')."
       [ ${#NOFLOOR[@]} -gt 0 ] && echo && echo "Floor not measured: $(printf '%s; ' "${NOFLOOR[@]}" | sed 's/; $//')."
