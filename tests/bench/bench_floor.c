@@ -160,7 +160,7 @@ static int client(const struct sockaddr_in *sa, long n, int p, int procs)
 #define ECHO_K 5    /* the check's echo round trips per probe */
 #define ECHO_LEN 44 /* the check's ECHO frame: 12-byte header, 32 bytes */
 #define RETRY_US 100000
-#define STALL_MS 120000 /* nothing moved this long: a pod is gone */
+#define STALL_MS 120000 /* no probe done and none served this long: a pod is gone */
 
 struct probe {
 	int fd, target, k; /* fd -1: the slot is free; k: round trips done */
@@ -296,9 +296,8 @@ static int pairs(int self, uint16_t port, int n, char **addrs)
 			rc = -errno;
 			goto out;
 		}
-		if (k > 0)
-			last = now_us();
-		else if (now_us() - last > (int64_t)STALL_MS * 1000) {
+		/* events alone are no progress: a dead target refuses every 100 ms forever */
+		if (now_us() - last > (int64_t)STALL_MS * 1000) {
 			rc = -ETIMEDOUT;
 			what = "stalled";
 			goto out;
@@ -331,6 +330,7 @@ static int pairs(int self, uint16_t port, int n, char **addrs)
 					goto out;
 				if (rc == 1) {
 					done++;
+					last = now_us();
 					pr[fd].retry_at = 0;
 				}
 			} else {
@@ -342,8 +342,10 @@ static int pairs(int self, uint16_t port, int n, char **addrs)
 					continue;
 				}
 				/* the prober's close after its round trips: one pair served */
-				if (r == 0 && got[fd] >= ECHO_K * ECHO_LEN)
+				if (r == 0 && got[fd] >= ECHO_K * ECHO_LEN) {
 					served++;
+					last = now_us();
+				}
 				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
 				close(fd);
 			}
