@@ -34,9 +34,9 @@
 #   (h) the floor: bare TCP exchanges in a fresh netns on loopback, no protocol at all
 #       (bench_floor E 32: connect, 100 bytes each way, close), for each scale row the same
 #       connections: E = 2 (N - 1) (a member makes two: phase 1 and its VERIFY), N = 1024,
-#       8192, 16384 (also with a busy loop per core, as that row runs), 65536; FLOOR_REPS runs
-#       each (default 3): what the kernel alone charges the server and all processes per
-#       connection, and how much slower the busy loops make it
+#       8192, 16384 (also with a busy loop per core, as that row runs; the two alternated run
+#       by run), 65536; FLOOR_REPS runs each (default 3): what the kernel alone charges the
+#       server and all processes per connection, and how much longer the busy loops make it
 #   (i) what --preflight adds: N gxboot init on loopback (N = 8, 64, 256), every pod its own
 #       127.0.9.k/32 on lo in a private netns (root; --iface that address, so that each pod's
 #       probe service has its own address), with and without --preflight alternated, REPS runs
@@ -541,24 +541,34 @@ floor_once() { # floor_once E
 # server_us, total_us and wall_ms of its runs, and the least server_us (the CPU rows' figures
 # are the best of their runs too); "" when (h) did not run or its runs failed
 declare -A FL_SRV FL_TOT FL_WALL FL_SRV_BEST
+slowdown() { # the bare exchanges' wall at N=16384 with a busy loop per core / without, >= 1
+  awk -v a="${FL_WALL[16384L]:-}" -v b="${FL_WALL[16384]:-}" \
+    'BEGIN{if (a > 0 && b > 0) printf "%.2f", (a > b ? a / b : 1)}'
+}
 if want h; then
   echo
   echo "(h) the floor: bare TCP exchanges on loopback, no protocol at all (bench_floor E 32:" \
     "connect, 100 bytes each way, close), E = 2 (N - 1) for each row's N, a fresh netns per run; $(load)"
-  for key in 1024 8192 16384 16384L 65536; do
-    n=${key%L} e=$((2 * (${key%L} - 1))) busy=()
-    if [ "$key" != "$n" ]; then # as (b) runs this row: a busy loop per core
+  # N=16384 with and without a busy loop per core alternated, run by run, so that both see
+  # the same load from outside the bench (their ratio is the loaded row's slowdown)
+  for key in 1024 8192 16384 65536; do
+    : >"$tmp/h.$key"
+    [ "$key" = 16384 ] && : >"$tmp/h.${key}L"
+    for r in $(seq "${FLOOR_REPS:-3}"); do
+      floor_once $((2 * (key - 1))) >>"$tmp/h.$key"
+      [ "$key" = 16384 ] || continue
+      busy=()
       for _ in $(seq "$(nproc)"); do
         (while :; do :; done) &
         busy+=("$!")
         pids+=("$!")
       done
-    fi
-    : >"$tmp/h.$key"
-    for r in $(seq "${FLOOR_REPS:-3}"); do
-      floor_once "$e" >>"$tmp/h.$key"
+      floor_once $((2 * (key - 1))) >>"$tmp/h.${key}L"
+      kill "${busy[@]}" 2>/dev/null
     done
-    [ ${#busy[@]} -gt 0 ] && kill "${busy[@]}" 2>/dev/null
+  done
+  for key in 1024 8192 16384 16384L 65536; do
+    n=${key%L} e=$((2 * (${key%L} - 1)))
     fmed() { grep -o "$1=[0-9.]*" "$tmp/h.$key" | cut -d= -f2 | med | sed 's/^-$//'; }
     FL_SRV[$key]=$(fmed server_us) FL_TOT[$key]=$(fmed total_us) FL_WALL[$key]=$(fmed wall_ms)
     FL_SRV_BEST[$key]=$(grep -o "server_us=[0-9.]*" "$tmp/h.$key" | cut -d= -f2 | sort -n | head -1)
@@ -567,8 +577,8 @@ if want h; then
       "$n" "$e" "${FL_SRV[$key]:--}" "${FL_SRV_BEST[$key]:--}" "${FL_TOT[$key]:--}" "${FL_WALL[$key]:--}" \
       "$(grep -c '^floor:' "$tmp/h.$key")" "$([ "$key" != "$n" ] && echo ", a busy loop per core")"
   done
-  SLOW=$(awk -v a="${FL_WALL[16384L]}" -v b="${FL_WALL[16384]}" 'BEGIN{if (a > 0 && b > 0) printf "%.2f", a / b}')
-  echo "  the busy loops make bare TCP ${SLOW:-?}x slower at N=16384 (wall with / without)"
+  echo "  with a busy loop per core the bare exchanges at N=16384 take $(slowdown)x as long" \
+    "(medians of the walls, with / without; at least 1: below is noise from outside the bench)"
 fi
 
 PF_64=''
@@ -716,13 +726,13 @@ row() {
 }
 nproc_=$(nproc)
 # lat_floor N KEY: 2 (N - 1) connections x total_us at KEY's N over the cores, in ms (one
-# decimal); KEY with L: times the slowdown FL_WALL[KEY] / FL_WALL[N]
+# decimal); KEY with L: times the busy loops' slowdown
 lat_floor() {
   local n=$1 key=$2 t=${FL_TOT[$1]:-} slow=1
   [ -n "$t" ] || return 0
   if [ "$key" != "$n" ]; then
-    [ -n "${FL_WALL[$key]:-}" ] && [ -n "${FL_WALL[$n]:-}" ] || return 0
-    slow=$(awk -v a="${FL_WALL[$key]}" -v b="${FL_WALL[$n]}" 'BEGIN{print a / b}')
+    slow=$(slowdown)
+    [ -n "$slow" ] || return 0
   fi
   awk -v n="$n" -v t="$t" -v c="$nproc_" -v s="$slow" 'BEGIN{printf "%.1f", 2 * (n - 1) * t * s / c / 1000}'
 }
