@@ -174,7 +174,7 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m,
 				 const unsigned char *body, size_t blen, struct cpeer **sp);
 
-/* ---- rdzv_conn.c: the coordinator's listeners ---- */
+/* ---- rdzv_coord_io.c: the coordinator's listeners ---- */
 /* Listeners (wildcard v4 + v6, or cfg.listen_addr; with cfg.bind_iface also
  * the secondary addresses, bound to the secondary interface, on the same port). */
 int rdzv_co_listen_open(struct rdzv_coord *co);
