@@ -41,8 +41,8 @@ static void mark_dirty(struct rdzv_coord *co, struct cconn *r)
 }
 
 /* One record into r's next CARRY: sealed first when it would not fit. */
-static void add_rec(struct rdzv_coord *co, struct cconn *r, uint32_t id, uint8_t kind,
-		    const unsigned char *p, size_t n)
+void rdzv_co_carry_rec(struct rdzv_coord *co, struct cconn *r, uint32_t id, uint8_t kind,
+		       const unsigned char *p, size_t n)
 {
 	if (r->carry.len + RDZV_CARRY_REC + n > RDZV_CARRY_MAX)
 		seal(co, r);
@@ -90,14 +90,14 @@ void rdzv_co_carry_out(struct rdzv_coord *co, struct cconn *cc)
 
 		if (n > room)
 			n = room;
-		add_rec(co, r, cc->kid, CK_DATA, c->out + c->ooff, n);
+		rdzv_co_carry_rec(co, r, cc->kid, CK_DATA, c->out + c->ooff, n);
 		c->ooff += n;
 	}
 	c->ooff = c->olen = c->ocap = 0;
 	free(c->out);
 	c->out = NULL;
 	if (c->state == RC_CLOSING) {
-		add_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
+		rdzv_co_carry_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
 		cc->close_sent = 1;
 		detach(co, cc); /* the relay frees the slot on this record: so do we, now */
 	}
@@ -124,7 +124,7 @@ void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r)
 {
 	if (r->is_relay && r->rc.state == RC_SESSION && !r->told_committed) {
 		r->told_committed = 1;
-		add_rec(co, r, 0, CK_COMMITTED, NULL, 0);
+		rdzv_co_carry_rec(co, r, 0, CK_COMMITTED, NULL, 0);
 	}
 }
 
@@ -192,7 +192,7 @@ void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
 		co->ncarried--;
 	if (r) {
 		if (!cc->close_sent && r->rc.state == RC_SESSION)
-			add_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
+			rdzv_co_carry_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
 		r->kids[cc->kid % RDZV_RELAY_KIDS] = NULL;
 		r->nkids--;
 		cc->relay = NULL;
@@ -323,7 +323,7 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 		gx_rl_log(&co->rl_pre, "rdzv: refused a connection from %s through relay %s: %s",
 			  norm, r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str,
 			  gx_pa_why(&co->pa_kids, norm, why, sizeof(why)));
-		add_rec(co, r, id, CK_CLOSE, NULL, 0);
+		rdzv_co_carry_rec(co, r, id, CK_CLOSE, NULL, 0);
 		return 0;
 	}
 	if (old) {

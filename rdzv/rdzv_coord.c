@@ -134,7 +134,7 @@ void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc)
 	rdzv_co_update_out(co, cc);
 }
 
-static void maybe_done(struct rdzv_coord *co)
+void rdzv_co_maybe_done(struct rdzv_coord *co)
 {
 	rdzv_co_carry_flush(co); /* every event ends here: the relays' records go out */
 	if (!co->finishing || co->done_called)
@@ -457,7 +457,7 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	co->deadline_id = 0;
 	co->deadline_passed = 1;
 	if (co->committed || co->aborted || (co->pf && rdzv_co_pf_deadline(co, secs))) {
-		maybe_done(co);
+		rdzv_co_maybe_done(co);
 		return;
 	}
 	if (co->njoined + 1 < co->world) {
@@ -481,7 +481,7 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			      "after %lds: %s",
 			      odd, odd[0] ? "; " : "", secs, list);
 	}
-	maybe_done(co);
+	rdzv_co_maybe_done(co);
 }
 
 /* ---- the one periodic timer ---- */
@@ -570,7 +570,7 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 	}
 	rdzv_co_check_commit(co);
 	rdzv_co_blame_due(co, now);
-	maybe_done(co);
+	rdzv_co_maybe_done(co);
 	co->sweep_id = gx_ev_timer(ev, RDZV_SWEEP_MS, sweep, co);
 }
 
@@ -786,7 +786,7 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	if (rc < 0)
 		read_error(co, cc, rc);
 out:
-	maybe_done(co);
+	rdzv_co_maybe_done(co);
 }
 
 /* ---- JOIN / VERIFY ---- */
@@ -1009,7 +1009,7 @@ static void co_rdma_listen(struct rdzv_coord *co)
 
 void rdzv_co_event_end(struct rdzv_coord *co)
 {
-	maybe_done(co);
+	rdzv_co_maybe_done(co);
 }
 
 static int rdzv_co_arm(struct rdzv_coord *co)

@@ -138,6 +138,8 @@ void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc);
 /* cc leaves the pre-authentication budget (authenticated, or going) */
 void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc);
+/* The end of every event: the relays' records go out; the job ends once it is over. */
+void rdzv_co_maybe_done(struct rdzv_coord *co);
 void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc);
@@ -186,6 +188,9 @@ void rdzv_co_listen_close(struct rdzv_coord *co);
 int rdzv_co_relay_on(struct rdzv_coord *co, struct cconn *cc);
 /* A CARRY from a relay: 0, or 1 when the relay's connection is gone. */
 int rdzv_co_carry(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
+/* One record (id, kind, n bytes at p) into relay r's next CARRY. */
+void rdzv_co_carry_rec(struct rdzv_coord *co, struct cconn *r, uint32_t id, uint8_t kind,
+		       const unsigned char *p, size_t n);
 /* Move a carried connection's queued output into its relay's records. */
 void rdzv_co_carry_out(struct rdzv_coord *co, struct cconn *cc);
 /* Seal every relay's records into CARRY frames and write them (end of an event). */
