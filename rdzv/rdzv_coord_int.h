@@ -128,7 +128,7 @@ struct rdzv_coord {
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
-/* ---- rdzv_coord.c: the job's state, intake and input, start, sweep and free ---- */
+/* ---- rdzv_coord.c: the job's state, start, sweep and free ---- */
 void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc);
 int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b);
 void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
@@ -147,12 +147,6 @@ void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_commit_one(struct rdzv_coord *co, uint32_t i);
 void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t rank, int table);
 void rdzv_co_check_commit(struct rdzv_coord *co);
-/* sa: the peer's address from accept4 (no getpeername per connection); via_sec: accepted
- * on a listener bound to the secondary interface */
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec);
-/* Frames in buf for cc (direct: one recv; carried: one record's bytes): handled, answers
- * corked and flushed (direct) or carried. 1 when cc is gone. */
-int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf, size_t n);
 /* The end of an event the coordinator did not see (a timer of the caller's) */
 void rdzv_co_event_end(struct rdzv_coord *co);
 
@@ -176,18 +170,24 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m,
 				 const unsigned char *body, size_t blen, struct cpeer **sp);
 
-/* ---- rdzv_coord_io.c: the coordinator's listeners ---- */
+/* ---- rdzv_coord_io.c: the coordinator's listeners, intake and input ---- */
 /* Listeners (wildcard v4 + v6, or cfg.listen_addr; with cfg.bind_iface also
  * the secondary addresses, bound to the secondary interface, on the same port). */
 int rdzv_co_listen_open(struct rdzv_coord *co);
 void rdzv_co_listen_resume(struct rdzv_coord *co);
 void rdzv_co_listen_close(struct rdzv_coord *co);
+/* sa: the peer's address from accept4 (no getpeername per connection); via_sec: accepted
+ * on a listener bound to the secondary interface */
+void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec);
+/* Frames in buf for cc (direct: one recv; carried: one record's bytes): handled, answers
+ * corked and flushed (direct) or carried. 1 when cc is gone. */
+int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf, size_t n);
+/* A CARRY from a relay: 0, or 1 when the relay's connection is gone. */
+int rdzv_co_carry(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
 
 /* ---- rdzv_carry.c: the coordinator's side of relays ---- */
 /* A relay's JOIN was accepted on cc: it may carry children from now on. */
 int rdzv_co_relay_on(struct rdzv_coord *co, struct cconn *cc);
-/* A CARRY from a relay: 0, or 1 when the relay's connection is gone. */
-int rdzv_co_carry(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
 /* One record (id, kind, n bytes at p) into relay r's next CARRY. */
 void rdzv_co_carry_rec(struct rdzv_coord *co, struct cconn *r, uint32_t id, uint8_t kind,
 		       const unsigned char *p, size_t n);
