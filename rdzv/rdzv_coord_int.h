@@ -128,7 +128,11 @@ struct rdzv_coord {
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
-/* ---- rdzv_coord.c: the job's state, start, sweep and free ---- */
+/* ---- rdzv_coord.c: start, sweep and free ---- */
+/* The end of an event the coordinator did not see (a timer of the caller's) */
+void rdzv_co_event_end(struct rdzv_coord *co);
+
+/* ---- rdzv_coord_state.c: the job's state ---- */
 void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc);
 int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b);
 void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
@@ -147,17 +151,15 @@ void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_commit_one(struct rdzv_coord *co, uint32_t i);
 void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t rank, int table);
 void rdzv_co_check_commit(struct rdzv_coord *co);
-/* The end of an event the coordinator did not see (a timer of the caller's) */
-void rdzv_co_event_end(struct rdzv_coord *co);
+void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc);
+void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
+void rdzv_co_compare_peers(struct rdzv_coord *co);
 
 /* ---- rdzv_coord_msg.c: the handshake and a session's messages ---- */
 /* HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len);
 void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
-void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc);
-void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
-void rdzv_co_compare_peers(struct rdzv_coord *co);
 /* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
 int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
 /* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */

@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdzv_coord_state.c - the coordinator's job state: a connection's output and its drop,
+ * the peer slots and their JOINs, the ASSIGN, the COMMIT once every member is in and
+ * verified, the ABORT and the job-end notice, and when the coordinator is done
+ * (PROTOCOL.md "Coordinator"). The messages that move it are in rdzv_coord_msg.c.
+ */
+#include "rdzv/rdzv_coord_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc)
+{
+	int want = rdzv_conn_pending(&cc->rc);
+
+	if (cc->rc.carried) { /* into its relay's records (rdzv_co_input uncorks) */
+		if (!cc->rc.cork)
+			rdzv_co_carry_out(co, cc);
+		return;
+	}
+	if (cc->rc.fd < 0 || cc->rc.cork) /* conn_event flushes, then comes back here */
+		return;
+	if (want != cc->out_pending) {
+		cc->out_pending = want;
+		if (want)
+			co->nout++;
+		else
+			co->nout--;
+	}
+	/* a closing connection waits for EPOLLOUT even with nothing queued (a relay's, once
+	 * shut, only for its EOF) */
+	gx_ev_mod(co->ev, cc->rc.fd,
+		  EPOLLIN | (want || (cc->rc.state == RC_CLOSING && !cc->shut) ? EPOLLOUT : 0));
+}
+
+int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b)
+{
+	int rc = b->err;
+
+	if (cc->is_relay && (cc->carry.len || cc->carry.err)) {
+		/* its children's records first: a relay that reads its own ABORT or END
+		 * stops carrying, so what was queued for them before must be ahead of it */
+		rdzv_co_carry_flush(co);
+	}
+	if (rc == 0)
+		rc = rdzv_conn_send(&cc->rc, type, b->p, b->len);
+	rdzv_co_update_out(co, cc);
+	return rc;
+}
+
+void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cpeer *sp;
+
+	if (cc->peer < 0)
+		return;
+	sp = &co->st[cc->peer];
+	if (sp->pending == cc) {
+		sp->pending = NULL;
+		co->npending--;
+		return;
+	}
+	if (sp->conn != cc)
+		return;
+	sp->conn = NULL;
+	if (!co->committed) {
+		co->njoined -= sp->joined;
+		co->nverified -= sp->verified;
+		sp->joined = sp->verified = 0;
+	}
+	if (sp->pending) {
+		struct cconn *p = sp->pending;
+
+		sp->pending = NULL;
+		co->npending--;
+		if (!co->aborted)
+			rdzv_co_accept_join(co, p);
+	}
+}
+
+void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc)
+{
+	gx_pa_del(cc->rc.carried ? &co->pa_kids : &co->pa, &cc->pa);
+}
+
+void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
+{
+	int carried = cc->rc.carried;
+
+	if (why)
+		gx_debug("rdzv: closing connection from %s: %s", cc->rc.peer_str, why);
+	if (cc->out_pending)
+		co->nout--;
+	if (cc->role == ROLE_OBSERVER)
+		co->nobservers--;
+	cc->out_pending = 0;
+	rdzv_co_pa_del(co, cc);
+	rdzv_co_carry_drop(co, cc);
+	if (cc->rc.fd >= 0)
+		gx_ev_del(co->ev, cc->rc.fd);
+	rdzv_conn_reset(&cc->rc);
+	if (cc->prev)
+		cc->prev->next = cc->next;
+	else
+		co->conns = cc->next;
+	if (cc->next)
+		cc->next->prev = cc->prev;
+	if (!carried)
+		co->nconns--;
+	rdzv_co_slot_unlink(co, cc);
+	free(cc->pj);
+	free(cc);
+}
+
+/* Flush what is queued, then close: never frees cc here (callers iterate). */
+void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc)
+{
+	cc->rc.state = RC_CLOSING;
+	cc->deadline = gx_now_ms() + 1000;
+	rdzv_co_update_out(co, cc);
+}
+
+void rdzv_co_maybe_done(struct rdzv_coord *co)
+{
+	rdzv_co_carry_flush(co); /* every event ends here: the relays' records go out */
+	if (!co->finishing || co->done_called)
+		return;
+	if (co->nout > 0 && gx_now_ms() < co->finish_by)
+		return;
+	if (co->linger && co->ntold + 1 < co->world && !co->deadline_passed)
+		return;
+	/* a COMMIT that found no live session is not "told": wait for that member to rejoin
+	 * (a 512-pod check lost 120 members so, each looping on a port that had become the
+	 * check service's until its --timeout) */
+	if (co->committed && !co->cfg.elastic && co->ncommit_sent + 1 < co->world &&
+	    !co->deadline_passed && gx_now_ms() < co->commit_wait_until) {
+		if (!co->commit_wait_logged) {
+			co->commit_wait_logged = 1;
+			gx_debug("rdzv: done waits for %u COMMIT(s) not sent",
+				 co->world - 1 - co->ncommit_sent);
+		}
+		return;
+	}
+	/* a relay ends its session once its children read their COMMITs: a close of ours
+	 * before that, with its records unread here, would be a RST that loses what it has
+	 * not yet read of ours (their COMMITs); bounded by the relay's own drain */
+	if (co->nrelays_open && gx_now_ms() < co->relay_wait_until)
+		return;
+	gx_debug("rdzv: done (%u COMMITs sent, %zu connections with output)", co->ncommit_sent,
+		 co->nout);
+	co->done_called = 1;
+	co->done(co->arg, co->final_rc, &co->res);
+}
+
+static void finish(struct rdzv_coord *co, int rc)
+{
+	if (co->finishing)
+		return;
+	co->finishing = 1;
+	co->final_rc = rc;
+	co->finish_by = gx_now_ms() + 1000;
+	/* after a COMMIT or an ABORT: relays carry it to their children, then close */
+	co->relay_wait_until = gx_now_ms() + RDZV_RELAY_DRAIN_MS;
+}
+
+void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct rdzv_buf b = {0};
+
+	rdzv_put_u32(&b, T_CODE, (uint32_t)co->abort_code);
+	rdzv_put_str(&b, T_TEXT, co->res.err);
+	rdzv_co_send(co, cc, RDZV_ABORT, &b);
+	rdzv_buf_free(&b);
+	if (cc->peer >= 0 && !co->st[cc->peer].told) {
+		co->st[cc->peer].told = 1;
+		co->ntold++;
+	}
+	rdzv_co_close_later(co, cc);
+}
+
+void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
+{
+	struct cconn *cc, *next;
+	va_list ap;
+	int pass;
+
+	if (co->aborted || co->committed)
+		return;
+	co->aborted = 1;
+	co->abort_code = code;
+	co->linger = linger;
+	va_start(ap, fmt);
+	vsnprintf(co->res.err, sizeof(co->res.err), fmt, ap);
+	va_end(ap);
+	gx_debug("rdzv: abort: %s", co->res.err);
+	/* relays last: their children's ABORTs go ahead of their own (rdzv_co_send) */
+	for (pass = 0; pass < 2; pass++)
+		for (cc = co->conns; cc; cc = next) {
+			next = cc->next;
+			if ((cc->role == ROLE_MEMBER || cc->role == ROLE_PENDING ||
+			     cc->role == ROLE_OBSERVER) &&
+			    cc->rc.state == RC_SESSION && cc->is_relay == pass)
+				rdzv_co_send_abort(co, cc);
+		}
+	finish(co, code);
+}
+
+/* ---- the job-end notice: servers exit with the job's status ---- */
+int rdzv_coord_end(struct rdzv_coord *co, int status)
+{
+	struct cconn *cc, *next;
+	struct rdzv_buf b = {0};
+	int n = 0, pass;
+
+	if (!co)
+		return -ENOTCONN;
+	rdzv_put_u32(&b, T_CODE, (uint32_t)(status & 0xff));
+	for (pass = 0; pass < 2; pass++) /* relays last, as in rdzv_co_abort */
+		for (cc = co->conns; cc; cc = next) {
+			next = cc->next;
+			if ((cc->role == ROLE_MEMBER || cc->role == ROLE_OBSERVER) &&
+			    cc->rc.state == RC_SESSION && cc->is_relay == pass) {
+				rdzv_co_send(co, cc, RDZV_END, &b);
+				rdzv_co_close_later(co, cc);
+				n++;
+			}
+		}
+	rdzv_buf_free(&b);
+	rdzv_co_carry_flush(co);
+	return n ? 0 : -ENOTCONN;
+}
+
+int rdzv_coord_flushed(const struct rdzv_coord *co)
+{
+	return !co || co->nout == 0;
+}
+
+/* ---- COMMIT ---- */
+static void put_common(struct rdzv_coord *co, struct rdzv_buf *b, uint32_t rank)
+{
+	rdzv_put_u32(b, T_RANK, rank);
+	rdzv_put_u32(b, T_WORLD, co->world);
+	rdzv_put_u64(b, T_ROUND, co->round);
+	rdzv_put_str(b, T_MASTER, co->res.master_addr);
+	rdzv_put_peer(b, T_PEER, &co->tab[0]);
+}
+
+/* ASSIGN, with a fresh phase-2 ticket (a handshake less per member): the member may open phase 2
+ * with one VERIFY MAC'd under it instead of a second handshake; a new ASSIGN replaces it. */
+void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cpeer *sp = &co->st[cc->peer];
+	unsigned char vn[RDZV_TICKET_LEN];
+	struct rdzv_buf b = {0};
+
+	put_common(co, &b, (uint32_t)cc->peer);
+	rdzv_rng_buf(co->rng, vn, sizeof(vn));
+	rdzv_ticket_key(cc->rc.skey, vn, sp->vkey);
+	sp->vt = 1;
+	rdzv_put(&b, T_VTICKET, vn, sizeof(vn));
+	rdzv_co_send(co, cc, RDZV_ASSIGN, &b);
+	rdzv_buf_free(&b);
+}
+
+static const struct rdzv_buf *table_enc(struct rdzv_coord *co)
+{
+	const struct rdzv_buf *ranked = rdzv_co_pf_table(co);
+	uint32_t i;
+
+	if (ranked) /* the preflight gave an elastic job its ranks */
+		return ranked;
+	if (co->cfg.elastic) /* slots are still being handed out: encode what is there now */
+		rdzv_buf_free(&co->table);
+	else if (co->table.len || co->table.err)
+		return &co->table;
+	for (i = 0; i < (co->cfg.elastic ? co->nassigned : co->world); i++)
+		rdzv_put_peer(&co->table, T_ENTRY, &co->tab[i]);
+	return &co->table;
+}
+
+void rdzv_co_commit_one(struct rdzv_coord *co, uint32_t i)
+{
+	rdzv_co_commit_conn(co, co->st[i].conn, i, (co->tab[i].flags & RDZV_PF_FULL_TABLE) != 0);
+}
+
+void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, int table)
+{
+	struct rdzv_buf b = {0};
+
+	if (!cc || cc->rc.state != RC_SESSION) {
+		if (i != RDZV_OBSERVER && i < co->world)
+			gx_debug("rdzv: COMMIT for %s waits: %s", co->tab[i].name,
+				 cc ? "its connection is not in session" : "no live connection");
+		return;
+	}
+	put_common(co, &b, i);
+	if (co->pf && !rdzv_co_pf_commit_put(co, &b, i)) {
+		rdzv_buf_free(&b);
+		return;
+	}
+	if (table) {
+		const struct rdzv_buf *t = table_enc(co);
+
+		if (t->err)
+			b.err = t->err;
+		else
+			rdzv_put_raw(&b, t->p, t->len);
+	}
+	if (rdzv_co_send(co, cc, RDZV_COMMIT, &b) < 0)
+		gx_debug("rdzv: COMMIT to %s failed", cc->rc.peer_str);
+	else if (i != RDZV_OBSERVER && i < co->world && !co->st[i].commit_sent) {
+		co->st[i].commit_sent = 1;
+		co->ncommit_sent++;
+	}
+	/* a relay that rejoins after the COMMIT: it may end once its children are served (at
+	 * the COMMIT itself every relay is told after all the COMMITs: check_commit) */
+	if (cc->is_relay && !co->commit_loop)
+		rdzv_co_relay_committed(co, cc);
+	rdzv_buf_free(&b);
+}
+
+void rdzv_co_check_commit(struct rdzv_coord *co)
+{
+	struct cconn *cc, *next;
+	uint32_t i;
+
+	/* a newer incarnation waiting for its old connection's PONG is not in yet */
+	if (co->committed || co->aborted || co->npending || co->njoined + 1 < co->need ||
+	    co->nverified + 1 < co->need)
+		return;
+	if (co->pf && rdzv_co_pf_hold(co)) /* the preflight measures the pods first */
+		return;
+	co->committed = 1;
+	co->res.t_commit_ms = gx_now_ms();
+	co->commit_wait_until = co->res.t_commit_ms + RDZV_COMMIT_WAIT_MS;
+	co->res.ntable = co->nassigned; /* elastic: the slots in use so far */
+	if (co->pf)
+		rdzv_co_pf_result(co);
+	rdzv_co_compare_peers(co);
+	gx_debug("rdzv: all %u peers joined and verified (%u with a phase-2 ticket); COMMIT",
+		 co->world, co->res.ntickets);
+	if (co->res.nrelays) {
+		uint32_t via = 0;
+
+		for (i = 1; i < co->world; i++)
+			via += co->st[i].conn && co->st[i].conn->rc.carried;
+		gx_info("rdzv: %u of %u members joined through %u relays", via, co->world - 1,
+			co->nrelays_open);
+	}
+	co->commit_loop = 1; /* relays hear CK_COMMITTED after every COMMIT, below */
+	for (i = 1; i < co->world; i++)
+		rdzv_co_commit_one(co, i);
+	co->commit_loop = 0;
+	for (cc = co->conns; cc; cc = next) {
+		next = cc->next;
+		if (cc->role == ROLE_OBSERVER)
+			rdzv_co_commit_conn(co, cc, RDZV_OBSERVER, 1);
+	}
+	rdzv_co_relays_committed(co);
+	finish(co, 0);
+}
+
+/* A JOINed member's addresses become known to the budgets (co_admit, kid_open): its VERIFY
+ * comes from its secondary address, a reconnect from its primary. A set bounded by 3 per
+ * slot and some: a pod that restarted elsewhere many times is not known everywhere. */
+static void known_add(struct rdzv_coord *co, const struct rdzv_peer *t)
+{
+	if (gx_aset_add(&co->known, t->primary) < 0 || gx_aset_add(&co->known, t->addr4) < 0 ||
+	    gx_aset_add(&co->known, t->addr6) < 0)
+		gx_debug("rdzv: more than %zu table addresses: not all of %s's are known",
+			 co->known.cap, t->name);
+}
+
+void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cpeer *sp = &co->st[cc->peer];
+	struct rdzv_peer *t = &co->tab[cc->peer];
+	int64_t now = gx_now_ms();
+
+	*t = *cc->pj;
+	free(cc->pj);
+	cc->pj = NULL;
+	t->join_ms = now;
+	t->verify_ms = 0;
+	t->seen_from[0] = '\0';
+	if (cc->rc.peer_str[0] != '?')
+		gx_strlcpy(t->primary, cc->rc.peer_str, sizeof(t->primary));
+	known_add(co, t);
+	cc->role = ROLE_MEMBER;
+	cc->deadline = 0;
+	sp->conn = cc;
+	rdzv_co_addrs_claim(co, (uint32_t)cc->peer);
+	free(sp->note);
+	sp->note = NULL;
+	co->njoined += !sp->joined;
+	co->nverified -= sp->verified;
+	sp->joined = 1;
+	sp->verified = 0;
+	gx_debug("rdzv: %s joined from %s (incarnation %llx)", t->name, cc->rc.peer_str,
+		 (unsigned long long)t->incarnation);
+	if (co->aborted) {
+		rdzv_co_send_abort(co, cc);
+		return;
+	}
+	if (t->nd_err && !co->cfg.soft_verify) {
+		rdzv_co_abort(co, GX_ERDZV, 1, "%s: %s", t->name,
+			      t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
+		return;
+	}
+	rdzv_co_assign(co, cc);
+	if (t->nd_err)
+		rdzv_co_soft_fail(co, (uint32_t)cc->peer,
+				  t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
+	if (co->njoined + 1 == co->world && !co->res.t_joined_ms)
+		co->res.t_joined_ms = now;
+}
+
+static size_t rail_count(const char *s)
+{
+	size_t n = s[0] ? 1 : 0;
+
+	for (; *s; s++)
+		n += *s == ',';
+	return n;
+}
+
+/*
+ * One slow or missing rail (or a smaller MTU) on one pod
+ * slows the whole job. Warn once at COMMIT, naming the odd pods against the
+ * coordinator's values.
+ */
+void rdzv_co_compare_peers(struct rdzv_coord *co)
+{
+	const struct rdzv_peer *c = &co->tab[0];
+	size_t nc = rail_count(c->rails), odd_mtu = 0, odd_rails = 0;
+	char mtu_list[512] = "", rail_list[512] = "";
+	uint32_t i;
+
+	for (i = 1; i < co->world; i++) {
+		const struct rdzv_peer *p = &co->tab[i];
+		char one[300];
+
+		if (p->mtu && c->mtu && p->mtu != c->mtu && odd_mtu++ < 8) {
+			snprintf(one, sizeof(one), "%s%s %d", mtu_list[0] ? ", " : "", p->name,
+				 p->mtu);
+			gx_strlcpy(mtu_list + strlen(mtu_list), one,
+				   sizeof(mtu_list) - strlen(mtu_list));
+		}
+		if (!(p->flags & RDZV_PF_VFAILED) && rail_count(p->rails) != nc &&
+		    odd_rails++ < 8) {
+			snprintf(one, sizeof(one), "%s%s %zu", rail_list[0] ? ", " : "", p->name,
+				 rail_count(p->rails));
+			gx_strlcpy(rail_list + strlen(rail_list), one,
+				   sizeof(rail_list) - strlen(rail_list));
+		}
+	}
+	if (odd_mtu)
+		gx_warn("rdzv: MTU mismatch on the secondary network: %s has %d; %s%s", c->name,
+			c->mtu, mtu_list, odd_mtu > 8 ? ", ..." : "");
+	if (odd_rails)
+		gx_warn("rdzv: rail count differs: %s has %zu; %s%s (one missing rail slows the "
+			"whole job)",
+			c->name, nc, rail_list, odd_rails > 8 ? ", ..." : "");
+}
+
+/* soft_verify: count a member that failed its checks, flagged, so the COMMIT comes. */
+void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why)
+{
+	struct cpeer *sp = &co->st[i];
+	struct rdzv_peer *t = &co->tab[i];
+
+	if (sp->verified || co->aborted)
+		return;
+	t->flags |= RDZV_PF_VFAILED;
+	gx_strlcpy(t->nd_why, why, sizeof(t->nd_why));
+	co->nverified++;
+	sp->verified = 1;
+	if (co->committed) {
+		rdzv_co_commit_one(co, i);
+		return;
+	}
+	rdzv_co_check_commit(co);
+}
