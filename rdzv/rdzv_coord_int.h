@@ -144,6 +144,9 @@ void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc);
 /* The end of every event: the relays' records go out; the job ends once it is over. */
 void rdzv_co_maybe_done(struct rdzv_coord *co);
+/* The job ends with rc (once): what is queued goes out, relays carry it to their children,
+ * then rdzv_co_maybe_done calls done. */
+void rdzv_co_finish(struct rdzv_coord *co, int rc);
 void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc);

@@ -158,7 +158,7 @@ void rdzv_co_maybe_done(struct rdzv_coord *co)
 	co->done(co->arg, co->final_rc, &co->res);
 }
 
-static void finish(struct rdzv_coord *co, int rc)
+void rdzv_co_finish(struct rdzv_coord *co, int rc)
 {
 	if (co->finishing)
 		return;
@@ -208,7 +208,7 @@ void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt,
 			    cc->rc.state == RC_SESSION && cc->is_relay == pass)
 				rdzv_co_send_abort(co, cc);
 		}
-	finish(co, code);
+	rdzv_co_finish(co, code);
 }
 
 /* ---- the job-end notice: servers exit with the job's status ---- */
@@ -363,7 +363,7 @@ void rdzv_co_check_commit(struct rdzv_coord *co)
 			rdzv_co_commit_conn(co, cc, RDZV_OBSERVER, 1);
 	}
 	rdzv_co_relays_committed(co);
-	finish(co, 0);
+	rdzv_co_finish(co, 0);
 }
 
 /* A JOINed member's addresses become known to the budgets (co_admit, kid_open): its VERIFY
