@@ -442,11 +442,6 @@ static void co_rdma_listen(struct rdzv_coord *co)
 	co->res.coord.rdma_dev[0] = '\0';
 }
 
-void rdzv_co_event_end(struct rdzv_coord *co)
-{
-	rdzv_co_maybe_done(co);
-}
-
 static int rdzv_co_arm(struct rdzv_coord *co)
 {
 	co->sweep_id = gx_ev_timer(co->ev, 0, sweep, co);

@@ -128,17 +128,9 @@ struct rdzv_coord {
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
-/* ---- rdzv_coord.c: start, sweep and free ---- */
-/* The end of an event the coordinator did not see (a timer of the caller's) */
-void rdzv_co_event_end(struct rdzv_coord *co);
-
-/* ---- rdzv_coord_state.c: the job's state ---- */
+/* ---- rdzv_coord_out.c: what the coordinator sends, and its end ---- */
 void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc);
 int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b);
-void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
-/* cc gives up the peer slot it holds or waits for (no longer joined before a COMMIT; a
- * pending newer JOIN takes it); its cconn stays. */
-void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc);
 /* cc leaves the pre-authentication budget (authenticated, or going) */
 void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc);
@@ -150,6 +142,14 @@ void rdzv_co_finish(struct rdzv_coord *co, int rc);
 void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc);
+/* The end of an event the coordinator did not see (a timer of the caller's) */
+void rdzv_co_event_end(struct rdzv_coord *co);
+
+/* ---- rdzv_coord_state.c: the job's state ---- */
+void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
+/* cc gives up the peer slot it holds or waits for (no longer joined before a COMMIT; a
+ * pending newer JOIN takes it); its cconn stays. */
+void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_commit_one(struct rdzv_coord *co, uint32_t i);
 void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t rank, int table);
