@@ -157,6 +157,8 @@ void rdzv_co_check_commit(struct rdzv_coord *co);
 void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
 void rdzv_co_compare_peers(struct rdzv_coord *co);
+/* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
+void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
 
 /* ---- rdzv_coord_msg.c: the handshake and a session's messages ---- */
 /* HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
@@ -208,8 +210,6 @@ void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r);
  * has room for it under its connection bound, else 1: answered (sent to a relay in
  * session, or told to wait) and closing. */
 int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_peer *p);
-/* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
-void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
 
 /* ---- rdzv_fabric.c ---- */
 /* A member's FABRIC frame (its body, after the MAC was checked) */

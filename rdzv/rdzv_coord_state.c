@@ -320,3 +320,80 @@ void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why)
 	}
 	rdzv_co_check_commit(co);
 }
+
+/* ---- a relay's drop: its children go with it ---- */
+/* The relay is going: its children cannot be reached, and go at the next sweep (callers
+ * may be iterating the connection list: nothing else is freed here). */
+static void orphan_kids(struct rdzv_coord *co, struct cconn *r)
+{
+	uint32_t i, lost = 0, joined = 0;
+	char note[300];
+
+	for (i = 0; i < RDZV_RELAY_KIDS && r->nkids; i++) {
+		struct cconn *k = r->kids[i];
+
+		if (!k)
+			continue;
+		r->kids[i] = NULL;
+		r->nkids--;
+		k->relay = NULL;
+		k->close_sent = 1;
+		k->rc.state = RC_CLOSING;
+		k->deadline = gx_now_ms(); /* the next sweep drops it */
+		lost++;
+		if (k->peer >= 0 && k->role == ROLE_MEMBER && !co->committed) {
+			joined++;
+			snprintf(note, sizeof(note), "its relay %s was lost",
+				 r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str);
+			free(co->st[k->peer].note);
+			co->st[k->peer].note = strdup(note);
+		}
+		/* after the COMMIT: its COMMIT may have been in the records the relay never
+		 * delivered: not sent, so the coordinator waits for it to come back (directly:
+		 * its relay refuses it now) for RDZV_COMMIT_WAIT_MS */
+		if (k->peer >= 0 && co->committed && co->st[k->peer].conn == k &&
+		    co->st[k->peer].commit_sent) {
+			co->st[k->peer].commit_sent = 0;
+			co->ncommit_sent--;
+		}
+		/* not joined from now on: no COMMIT may count a child that cannot be told (its
+		 * cconn goes at the next sweep) */
+		if (k->peer >= 0 && k->role != ROLE_VERIFY)
+			rdzv_co_slot_unlink(co, k);
+		k->peer = -1;
+	}
+	if (lost && !co->committed && !co->aborted) {
+		co->res.nrelays_lost++;
+		gx_warn("rdzv: relay %s lost: %u connection%s behind it (%u joined) reconnect",
+			r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str, lost,
+			lost == 1 ? "" : "s", joined);
+	}
+}
+
+void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
+{
+	struct cconn *r = cc->relay, **pp;
+
+	if (cc->rc.carried)
+		co->ncarried--;
+	if (r) {
+		if (!cc->close_sent && r->rc.state == RC_SESSION)
+			rdzv_co_carry_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
+		r->kids[cc->kid % RDZV_RELAY_KIDS] = NULL;
+		r->nkids--;
+		cc->relay = NULL;
+	}
+	if (!cc->is_relay)
+		return;
+	co->nrelays_open--;
+	orphan_kids(co, cc);
+	for (pp = &co->dirty; *pp; pp = &(*pp)->dirty_next)
+		if (*pp == cc) {
+			*pp = cc->dirty_next;
+			break;
+		}
+	free(cc->kids);
+	cc->kids = NULL;
+	rdzv_buf_free(&cc->carry);
+	cc->is_relay = 0;
+}
