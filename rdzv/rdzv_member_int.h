@@ -112,7 +112,7 @@ int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c);
 int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c);
 /* Forget the phase-2 ticket (used, or phase 2 failed / phase 1 lost). */
 void rdzv_mb_ticket_end(struct rdzv_member *m);
-/* rdzv_preflight.c: a PREFLIGHT frame on c1; a COMMIT's job rank, world and note. */
+/* The preflight: a PREFLIGHT frame on c1; a COMMIT's job rank, world and note. */
 void rdzv_mb_pf_recv(struct rdzv_member *m, const struct rdzv_msg *msg);
 int rdzv_mb_pf_commit(struct rdzv_member *m, const struct rdzv_msg *msg);
 /* A frame on c: 0 go on, 1 the member is done or c was closed, < 0 protocol error. */
