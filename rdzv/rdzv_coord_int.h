@@ -167,7 +167,8 @@ int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
 /* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
 int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
-/* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
+/* A frame on a coordinator connection (a CARRY is rdzv_co_input's): 0 handled, 1 the
+ * connection is gone. */
 int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		   const unsigned char *body, size_t len);
 /* A ticket VERIFY (RDZV_TVERIFY: body, then the MAC) as the first frame. Same return. */
@@ -189,8 +190,6 @@ void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa
 /* Frames in buf for cc (direct: one recv; carried: one record's bytes): handled, answers
  * corked and flushed (direct) or carried. 1 when cc is gone. */
 int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf, size_t n);
-/* A CARRY from a relay: 0, or 1 when the relay's connection is gone. */
-int rdzv_co_carry(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
 
 /* ---- rdzv_carry.c: the coordinator's side of relays ---- */
 /* A relay's JOIN was accepted on cc: it may carry children from now on. */

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
+static int rdzv_co_carry(struct rdzv_coord *co, struct cconn *r, const unsigned char *body,
+			 size_t len);
 
 /* ---- coordinator listeners: accept loop, paused at the connection bound ---- */
 static void pause_accept(struct rdzv_coord *co)
@@ -310,7 +312,11 @@ int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *
 		 */
 		if (cc->deadline && cc->rc.session)
 			cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
-		rc = rdzv_co_handle(co, cc, type, body, len);
+		/* CARRY is records, not a message: a relay's children, each fed back in here */
+		if (type == RDZV_CARRY && cc->rc.state == RC_SESSION)
+			rc = rdzv_co_carry(co, cc, body, len);
+		else
+			rc = rdzv_co_handle(co, cc, type, body, len);
 		free(body);
 		if (rc == 1) /* cc is gone */
 			return 1;
@@ -464,7 +470,9 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 	return 0;
 }
 
-int rdzv_co_carry(struct rdzv_coord *co, struct cconn *r, const unsigned char *body, size_t len)
+/* A CARRY from a relay: 0, or 1 when the relay's connection is gone. */
+static int rdzv_co_carry(struct rdzv_coord *co, struct cconn *r, const unsigned char *body,
+			 size_t len)
 {
 	const unsigned char *p;
 	size_t off = 0;

@@ -555,8 +555,6 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 
 	if (cc->rc.state != RC_SESSION)
 		return rdzv_co_handshake(co, cc, type, body, len);
-	if (type == RDZV_CARRY) /* records, not TLVs: a relay's children (rdzv_carry.c) */
-		return rdzv_co_carry(co, cc, body, len);
 	if (type == RDZV_FABRIC) /* a member's report after the COMMIT (rdzv_fabric.c) */
 		return rdzv_co_fabric(co, cc, body, len);
 	m = malloc(sizeof(*m));
