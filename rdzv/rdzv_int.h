@@ -349,10 +349,9 @@ struct rdzv_rng *rdzv_rng_new(void);
 void rdzv_rng_buf(struct rdzv_rng *r, void *out, size_t n);
 void rdzv_rng_free(struct rdzv_rng *r);
 
+/* ---- rdzv_config.c: what both roles check and share ----------------------- */
 /* Checks a config for either role; fills a validated copy of cfg->self. */
 int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);
-
-/* ---- shared helpers (rdzv_wire.c) --------------------------------------- */
 int64_t rdzv_backoff_ms(int attempt);
 /* The wait before retrying a refused connect (the coordinator is not listening yet):
  * quick for a small job, spread so that world members send ~2,000 SYN/s in all. The

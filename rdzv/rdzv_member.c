@@ -693,14 +693,6 @@ void rdzv_member_free(struct rdzv_member *m)
 	free(m);
 }
 
-void rdzv_result_clear(struct rdzv_result *res)
-{
-	if (!res)
-		return;
-	free(res->table);
-	memset(res, 0, sizeof(*res));
-}
-
 int rdzv_member_relaying(const struct rdzv_member *m)
 {
 	/* a member that stays carries for as long as its session lives: not waited for */
