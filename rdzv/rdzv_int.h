@@ -324,6 +324,10 @@ static inline int rdzv_conn_pending(const struct rdzv_conn *c)
 {
 	return c->ooff < c->olen;
 }
+/* The owner's loop watches c's fd for input, and for output while some is queued. */
+void rdzv_conn_watch(struct gx_ev *ev, const struct rdzv_conn *c);
+/* Out of the loop, unread input drained (so that the close sends no RST), then reset. */
+void rdzv_conn_close(struct gx_ev *ev, struct rdzv_conn *c);
 /* Bring the session up: skey from K and both nonces, sequences from 0 (the send
  * sequence goes on where rdzv_conn_session_tx started it). */
 void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN]);

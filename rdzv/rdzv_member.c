@@ -29,22 +29,12 @@ void rdzv_mb_close(struct rdzv_member *m, struct mconn *c)
 		if (m->cfg.rdma->cancel)
 			m->cfg.rdma->cancel(m->cfg.rdma->arg);
 	}
-	if (c->rc.fd >= 0) {
-		unsigned char sink[512];
-
-		gx_ev_del(m->ev, c->rc.fd);
-		/* a close with unread input sends a RST: the last member's VERIFIED often
-		 * waits unread on phase 2 when its COMMIT is read first (it was the one
-		 * reset of every bench run) */
-		(void)recv(c->rc.fd, sink, sizeof(sink), MSG_DONTWAIT);
-	}
-	rdzv_conn_reset(&c->rc);
+	rdzv_conn_close(m->ev, &c->rc);
 }
 
 void rdzv_mb_update(struct rdzv_member *m, struct mconn *c)
 {
-	if (c->rc.fd >= 0)
-		gx_ev_mod(m->ev, c->rc.fd, EPOLLIN | (rdzv_conn_pending(&c->rc) ? EPOLLOUT : 0));
+	rdzv_conn_watch(m->ev, &c->rc);
 }
 
 int rdzv_mb_send(struct rdzv_member *m, struct mconn *c, uint16_t type, struct rdzv_buf *b)

@@ -391,7 +391,7 @@ void rdzv_mb_relay_push(struct rdzv_member *m)
 		       (end == off || next - off <= RDZV_CARRY_MAX))
 			end = next;
 		rc = rdzv_conn_send(&m->c1.rc, RDZV_CARRY, r->up.p + off, end - off);
-		rdzv_mb_update(m, &m->c1);
+		rdzv_conn_watch(m->ev, &m->c1.rc);
 		if (rc < 0)
 			break; /* c1's failure is seen by its event: the rest stays queued */
 		off = end;
@@ -592,7 +592,7 @@ static void relay_end(struct rdzv_member *m)
 	rdzv_mb_relay_free(m);
 	if (m->relay_only && m->st == M_STAYING) {
 		m->st = M_DONE;
-		rdzv_mb_close(m, &m->c1);
+		rdzv_conn_close(m->ev, &m->c1.rc);
 	}
 }
 
