@@ -593,7 +593,7 @@ static int relay_role(struct rdzv_member *m)
 	if (r == i && m->cfg.stay) /* our children stay too: they join the coordinator */
 		return 0;
 	if (r == i) {
-		rc = rdzv_mb_relay_open(m);
+		rc = rdzv_mb_relay_open(m, rdzv_mb_fail1);
 		if (rc < 0) /* our children go to the coordinator after their patience */
 			gx_warn("rdzv: %s: cannot relay (listen on port %u: %s): members %u-%u "
 				"join the coordinator",

@@ -76,8 +76,9 @@ struct rdzv_member {
 };
 
 /* ---- rdzv_relay.c: a member that carries its children's sessions ---- */
-/* Listen for children (cfg.relay_listen or the wildcard, port): 0, or < 0 (no relay). */
-int rdzv_mb_relay_open(struct rdzv_member *m);
+/* Listen for children (cfg.relay_listen or the wildcard, port): 0, or < 0 (no relay).
+ * lost(m, why): our records for the coordinator were lost (out of memory): phase 1 fails. */
+int rdzv_mb_relay_open(struct rdzv_member *m, void (*lost)(struct rdzv_member *, const char *));
 void rdzv_mb_relay_free(struct rdzv_member *m);
 /* The session on c1 is up, or c1's output drained: children's records go out. */
 void rdzv_mb_relay_push(struct rdzv_member *m);
