@@ -4,9 +4,9 @@
  * coordinator with few connections reach large jobs (PROTOCOL.md "Relays"). A relay is a member
  * whose JOIN said RDZV_PF_RELAY; its phase-1 session then also carries CARRY frames: records (id,
  * kind, bytes) of its children's TCP streams. Each child is a cconn without an fd (rc.carried): its
- * input is fed from the records, its output is moved into records, and from there on it is a
- * connection like any other (handshake, deadlines, JOIN, COMMIT), end to end with
- * the child: the relay carries MAC'd frames it cannot forge.
+ * input is fed from the records (rdzv_coord_io.c), its output is moved into records (here), and
+ * from there on it is a connection like any other (handshake, deadlines, JOIN, COMMIT), end to end
+ * with the child: the relay carries MAC'd frames it cannot forge.
  */
 #include "rdzv/rdzv_coord_int.h"
 

@@ -188,7 +188,7 @@ void rdzv_co_listen_close(struct rdzv_coord *co)
  * connection bound the oldest unauthenticated one goes. Connections from the table's addresses (a
  * member's VERIFY from its secondary address, its phase 1 again from its primary) are known: a
  * stranger's newcomer never closes one, and one of them closes a stranger's for its room (the
- * budget serve keeps for its table). Carried children have their own budget (rdzv_carry.c).
+ * budget serve keeps for its table). Carried children have their own budget (kid_open).
  */
 static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 {
