@@ -147,26 +147,17 @@ void rdzv_co_event_end(struct rdzv_coord *co);
 
 /* ---- rdzv_coord_state.c: the job's state ---- */
 void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
-/* cc gives up the peer slot it holds or waits for (no longer joined before a COMMIT; a
- * pending newer JOIN takes it); its cconn stays. */
-void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_commit_one(struct rdzv_coord *co, uint32_t i);
 void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t rank, int table);
 void rdzv_co_check_commit(struct rdzv_coord *co);
 void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
-void rdzv_co_compare_peers(struct rdzv_coord *co);
-/* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
-void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
 
 /* ---- rdzv_coord_msg.c: the handshake and a session's messages ---- */
 /* HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len);
-void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
-/* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
-int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
 /* A frame on a coordinator connection (a CARRY is rdzv_co_input's): 0 handled, 1 the
  * connection is gone. */
 int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
@@ -184,12 +175,6 @@ const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m
 int rdzv_co_listen_open(struct rdzv_coord *co);
 void rdzv_co_listen_resume(struct rdzv_coord *co);
 void rdzv_co_listen_close(struct rdzv_coord *co);
-/* sa: the peer's address from accept4 (no getpeername per connection); via_sec: accepted
- * on a listener bound to the secondary interface */
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec);
-/* Frames in buf for cc (direct: one recv; carried: one record's bytes): handled, answers
- * corked and flushed (direct) or carried. 1 when cc is gone. */
-int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf, size_t n);
 
 /* ---- rdzv_carry.c: the coordinator's side of relays ---- */
 /* A relay's JOIN was accepted on cc: it may carry children from now on. */

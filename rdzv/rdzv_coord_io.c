@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
+static void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa,
+			     int via_sec);
 static int rdzv_co_carry(struct rdzv_coord *co, struct cconn *r, const unsigned char *body,
 			 size_t len);
 
@@ -215,7 +217,10 @@ static int co_admit(struct rdzv_coord *co, struct cconn *cc)
 	return 0;
 }
 
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec)
+/* sa: the peer's address from accept4 (no getpeername per connection); via_sec: accepted
+ * on a listener bound to the secondary interface */
+static void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa,
+			     int via_sec)
 {
 	struct cconn *cc = calloc(1, sizeof(*cc));
 
@@ -290,7 +295,8 @@ static int relay_shut(struct rdzv_coord *co, struct cconn *cc)
  * per member before, most of them one frame each), or moved into the relay's records
  * when cc is carried. 1 when cc is gone.
  */
-int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf, size_t n)
+static int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf,
+			 size_t n)
 {
 	unsigned char *body;
 	uint16_t type;

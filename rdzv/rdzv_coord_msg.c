@@ -15,8 +15,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+static int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
+
 /* ---- coordinator side of the handshake (PROTOCOL.md "Handshake") ---- */
-void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why)
+static void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why)
 {
 	struct rdzv_buf b = {0};
 	char note[300];
@@ -499,7 +501,8 @@ out:
 	return rc;
 }
 
-int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot)
+/* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
+static int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot)
 {
 	uint32_t i, idle = 0;
 	int64_t oldest = INT64_MAX;

@@ -15,7 +15,12 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc)
+static void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
+static void rdzv_co_compare_peers(struct rdzv_coord *co);
+
+/* cc gives up the peer slot it holds or waits for (no longer joined before a COMMIT; a
+ * pending newer JOIN takes it); its cconn stays. */
+static void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct cpeer *sp;
 
@@ -268,7 +273,7 @@ static size_t rail_count(const char *s)
  * slows the whole job. Warn once at COMMIT, naming the odd pods against the
  * coordinator's values.
  */
-void rdzv_co_compare_peers(struct rdzv_coord *co)
+static void rdzv_co_compare_peers(struct rdzv_coord *co)
 {
 	const struct rdzv_peer *c = &co->tab[0];
 	size_t nc = rail_count(c->rails), odd_mtu = 0, odd_rails = 0;
@@ -370,7 +375,8 @@ static void orphan_kids(struct rdzv_coord *co, struct cconn *r)
 	}
 }
 
-void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
+/* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
+static void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct cconn *r = cc->relay, **pp;
 

@@ -21,6 +21,7 @@
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void p1_connect(struct rdzv_member *m);
 static void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why);
+static void rdzv_mb_fail1(struct rdzv_member *m, const char *why);
 
 void rdzv_mb_close(struct rdzv_member *m, struct mconn *c)
 {
@@ -163,7 +164,7 @@ int rdzv_mb_redirected(struct rdzv_member *m, const struct rdzv_msg *msg)
 }
 
 /* Phase 1 lost: start again from JOIN after a backoff. */
-void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
+static void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 {
 	gx_debug("rdzv: %s: %s; retrying", m->self.name, why);
 	if (why != m->err1)

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
+static int rdzv_mb_pf_commit(struct rdzv_member *m, const struct rdzv_msg *msg);
+static void rdzv_mb_pf_recv(struct rdzv_member *m, const struct rdzv_msg *msg);
+
 /* ---- handshake, member side ---- */
 int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c)
 {
@@ -516,7 +519,7 @@ out:
 }
 
 /* ---- the preflight: PREFLIGHT frames, and a COMMIT's job rank ---- */
-void rdzv_mb_pf_recv(struct rdzv_member *m, const struct rdzv_msg *msg)
+static void rdzv_mb_pf_recv(struct rdzv_member *m, const struct rdzv_msg *msg)
 {
 	if (m->cfg.pf_recv && msg->pf && (m->st == M_ASSIGNED || m->st == M_VERIFIED))
 		m->cfg.pf_recv(m->cfg.pf_arg, 0, msg->pf, msg->pflen);
@@ -534,7 +537,8 @@ int rdzv_member_pf_send(struct rdzv_member *m, const void *p, size_t len)
 	return rdzv_mb_send(m, &m->c1, RDZV_PREFLIGHT, &b);
 }
 
-int rdzv_mb_pf_commit(struct rdzv_member *m, const struct rdzv_msg *msg)
+/* A COMMIT's job rank, world and note, after a preflight. */
+static int rdzv_mb_pf_commit(struct rdzv_member *m, const struct rdzv_msg *msg)
 {
 	if (msg->text[0])
 		rdzv_sanitize(m->res.note, sizeof(m->res.note), msg->text);
