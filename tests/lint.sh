@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 # throughput stream, the transport report's sock_diag reads) and the rendezvous, whose
 # connection has not moved onto gx_frame yet (its four files leave this list when it has).
 sock_io_exempt='^rdzv/gx/gx_frame\.c$|^agent/check/check_stream\.c$|^agent/fabric/fabric_tcp\.c$'
-sock_io_exempt+='|^rdzv/rdzv_(conn|coord|member|relay)\.c$'
+sock_io_exempt+='|^rdzv/rdzv_(conn|coord_io|relay)\.c$'
 
 # One ban per index: the regex, the paths it allows (a regex; "" none), the message.
 re=(
