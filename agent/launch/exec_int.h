@@ -26,13 +26,6 @@ int agent_exec(char **argv, char **envp);
  */
 int agent_exec_failed(const char *cmd, int err, char *line, size_t len);
 
-/* gxboot exec (cmd_exec.c): 1 when gxboot itself writes the variable name. */
-int agent_exec_var_allowed(const char *name);
-/* --out is this user's own directory (or root's), not a symlink, where no other user can
- * move it (agent_out_open), and its env file when present is ours, not group/world-writable:
- * 0, else GX_EUSAGE with the line in err. */
-int agent_exec_out_check(const char *out, char *err, size_t errlen);
-
 /* What a supervisor that carries other work needs (serve). */
 struct agent_sup_hooks {
 	/* a child that is not CMD was reaped (status as from waitpid) */

@@ -233,5 +233,11 @@ int agent_run_fabric_start(struct agent_run *r, char *err, size_t errlen);
 int agent_run_fabric_finish(struct agent_run *r, int rc, char *err, size_t errlen);
 /* exec: load --out/env, apply the variable rules against our environment, exec CMD. */
 int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen);
+/* gxboot exec (cmd_exec.c): 1 when gxboot itself writes the variable name. */
+int agent_exec_var_allowed(const char *name);
+/* --out is this user's own directory (or root's), not a symlink, where no other user can
+ * move it (agent_out_open), and its env file when present is ours, not group/world-writable:
+ * 0, else GX_EUSAGE with the line in err. */
+int agent_exec_out_check(const char *out, char *err, size_t errlen);
 
 #endif

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/launch/exec_int.h"
+#include "agent/pipeline/run_int.h"
 #include "agent/pipeline/out_int.h"
 #include "rdzv/gx/gx.h"
 
