@@ -134,6 +134,8 @@ int agent_opts_parse(int argc, char **argv, char **envp, struct agent_opts *o, c
 /* The usage text of one command (AGENT_CMD_NONE: the whole program). */
 const char *agent_usage(enum agent_cmd cmd);
 const char *agent_cmd_name(enum agent_cmd cmd);
+/* 1 when NAME is an interface/device selection the user may keep. */
+int agent_env_is_selection(const char *name);
 
 /* install DIR: copy /proc/self/exe to DIR/gxboot atomically (0755). */
 int agent_install(const char *dir, char *err, size_t errlen);

@@ -12,7 +12,6 @@
  */
 #include "agent/launch/rewrite_int.h"
 #include "agent/peers/peers_int.h"
-#include "agent/pipeline/out_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

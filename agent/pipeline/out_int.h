@@ -86,8 +86,6 @@ int agent_env_merge(const struct agent_env *ours, char **user_envp, int override
 /* agent_env_ours + agent_env_merge(user_envp). */
 int agent_env_build(const struct agent_env_input *in, char **user_envp, struct agent_env *out,
 		    char *err, size_t errlen);
-/* 1 when NAME is an interface/device selection the user may keep. */
-int agent_env_is_selection(const char *name);
 
 /*
  * The envp for execve: base (NULL: environ) with every variable of e set,
