@@ -60,9 +60,10 @@ struct rsh_key {
 };
 int agent_rsh_key_derive(const unsigned char *token, size_t len, const char *job_id,
 			 unsigned char k[RSH_KEY_LEN]);
-/* rsh.key in the directory dfd (dir: its path, for lines), 0600. */
-int agent_rsh_key_write(int dfd, const char *dir, const unsigned char k[RSH_KEY_LEN], long port,
-			char *err, size_t errlen);
+/* rsh.key's text for k and port into out (RSH_KEY_TEXT_MAX fits): its length, or -ENOSPC.
+ * The pipeline writes it to --out (0600); agent_rsh_key_load reads it back. */
+#define RSH_KEY_TEXT_MAX 160
+int agent_rsh_key_text(const unsigned char k[RSH_KEY_LEN], long port, char *out, size_t cap);
 int agent_rsh_key_load(const char *path, struct rsh_key *key, char *err, size_t errlen);
 
 /* ssh's joining: the words with one space between them, no quoting (the
