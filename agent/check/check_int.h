@@ -261,8 +261,8 @@ int agent_check_rails_plan(struct check_world *w, const struct rdzv_peer *table,
 int agent_check_rail_index(struct check_world *w, const char *name);
 /* Name of a probe's rail ("" for the bootstrap iface). */
 const char *agent_check_rail_name(const struct check_world *w, int rail);
-/* One matrix per rail and protocol, rails in name order. */
-void agent_check_print_rails(FILE *f, const struct check_world *w);
+/* Rail indices (1-based) in name order. */
+void agent_check_rail_order(const struct check_world *w, int order[CHECK_MAX_RAILS]);
 /*
  * " pod-2 (rail net3)" for each pod that takes part in more than half of
  * one rail's failed probes (every pod of a failed probe when none does),
@@ -278,6 +278,8 @@ int agent_check_world_has_probes(const struct check_world *w, int proto, int rai
 void agent_check_print_matrix(FILE *f, const struct check_world *w, int proto);
 /* The same for one rail (1..nrails). */
 void agent_check_print_rail_matrix(FILE *f, const struct check_world *w, int proto, int rail);
+/* One matrix per rail and protocol, rails in name order. */
+void agent_check_print_rails(FILE *f, const struct check_world *w);
 /* Every failed pair, one line each ("✗ a -> b tcp: timeout"), at most `max` (0 = all). */
 void agent_check_print_failures(FILE *f, const struct check_world *w, size_t max);
 /* One pod's row: its probes with latencies. */
