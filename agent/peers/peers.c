@@ -16,7 +16,6 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -458,30 +457,6 @@ int agent_self_index(char *const *names, size_t n, const char *self,
 		return 0;
 	}
 	return nshort > 1 ? GX_EUSAGE : -ENOENT;
-}
-
-int agent_is_local_ip(const char *ip)
-{
-	struct ifaddrs *ifa = NULL, *i;
-	char buf[INET6_ADDRSTRLEN];
-	const void *a;
-	int found = 0;
-
-	if (getifaddrs(&ifa) < 0)
-		return 0;
-	for (i = ifa; i && !found; i = i->ifa_next) {
-		if (!i->ifa_addr ||
-		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-			continue;
-		if (i->ifa_addr->sa_family == AF_INET)
-			a = &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
-		else
-			a = &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
-		if (inet_ntop(i->ifa_addr->sa_family, a, buf, sizeof(buf)) && strcmp(buf, ip) == 0)
-			found = 1;
-	}
-	freeifaddrs(ifa);
-	return found;
 }
 
 /* ---- job id --------------------------------------------------------------------- */

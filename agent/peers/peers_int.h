@@ -56,9 +56,6 @@ int agent_name_match(const char *a, const char *b);
 int agent_self_index(char *const *names, size_t n, const char *self,
 		     int (*is_local_ip)(const char *ip), size_t *idx);
 
-/* 1 when ip (a normalised address) is configured on a local interface. */
-int agent_is_local_ip(const char *ip);
-
 /*
  * How a Kubernetes resolver expands a name in this pod: its subdomain (the headless
  * Service of its /etc/hosts full name), namespace and cluster domain, each "" when
