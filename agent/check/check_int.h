@@ -12,7 +12,7 @@
  * check_rails.c: check --rails (rails lists, rail set, which rail is broken);
  * check_serve.c / check_probe.c: the service and the clients in a gx_ev
  * loop; check_rdma.c: the RDMA-CM probes in the loop;
- * check.c: the command.
+ * check.c: the check after its rendezvous (check.h; the command is cli/cmd_check.c).
  */
 #ifndef AGENT_CHECK_INT_H
 #define AGENT_CHECK_INT_H
@@ -445,12 +445,5 @@ void agent_check_rdma_init(struct check_net *n, struct rdzv_rdma_ctx *ctx, size_
 void agent_check_rdma_go(struct check_rdma *r);
 /* Cancels a probe still running. Safe on a zeroed struct. */
 void agent_check_rdma_stop(struct check_rdma *r);
-
-/* ---- check.c ---- */
-/*
- * gxboot check: a GX_E* / -errno code with one line in err, or the exit
- * status: 0 every pair OK, 1 any pair failed.
- */
-int agent_cmd_check(struct agent_opts *o, char *err, size_t errlen);
 
 #endif

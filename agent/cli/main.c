@@ -4,7 +4,7 @@
  * global mutable state (parsed options, log level) and the only one that exits.
  */
 #include "agent/agent.h"
-#include "agent/check/check_int.h"
+#include "agent/cli/cli_int.h"
 #include "agent/cli/cmd_netdetect.h"
 #include "agent/launch/exec_int.h"
 #include "agent/peers/dns_int.h"

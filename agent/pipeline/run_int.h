@@ -4,6 +4,7 @@
 #define AGENT_RUN_INT_H
 
 #include "agent/agent.h"
+#include "agent/pipeline/pipeline.h"
 #include "agent/fabric/fabric_int.h"
 #include "agent/peers/peers_int.h"
 #include "netdetect/netdetect.h"
@@ -194,9 +195,6 @@ void agent_run_ended(void *arg, int status, const char *why);
  * listed name replaced (one headless Service); as listed with as_given, for an IP, or when the
  * coordinator's name is used as given. */
 void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *buf, size_t cap);
-/* 1 when another process listens on TCP port (sock_diag): listeners that share a port with
- * SO_REUSEPORT (the rendezvous', check's) must not share it with another job's. */
-int agent_port_shared(uint16_t port);
 /*
  * run_probe.c: a pod whose --self or --peers names another coordinator than its peers'.
  * agent_claims_coord: this member's host name is its list's first entry (the coordinator's)
