@@ -8,7 +8,7 @@
  */
 #include "agent/check/check.h"
 #include "agent/cli/cli_int.h"
-#include "agent/launch/exec_int.h"
+#include "agent/launch/launch.h"
 #include "agent/pipeline/pipeline.h"
 #include "rdzv/rdzv.h"
 

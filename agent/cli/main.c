@@ -6,7 +6,7 @@
 #include "agent/agent.h"
 #include "agent/cli/cli_int.h"
 #include "agent/cli/cmd_netdetect.h"
-#include "agent/launch/exec_int.h"
+#include "agent/launch/launch.h"
 #include "agent/peers/dns_int.h"
 #include "agent/remote/rsh_int.h"
 #include "agent/pipeline/run_int.h"

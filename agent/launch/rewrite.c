@@ -10,7 +10,7 @@
  * expansion, except that ${VAR:=def} / ${VAR:-def} / $VAR words are evaluated
  * against the environment to decide what they name (TorchX writes ${VAR:=default}).
  */
-#include "agent/launch/rewrite_int.h"
+#include "agent/launch/launch.h"
 #include "agent/peers/peers_int.h"
 
 #include <errno.h>

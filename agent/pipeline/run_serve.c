@@ -7,7 +7,7 @@
  * remote shell when every other peer serves, stays as CMD's parent, and tells
  * the servers the job's status when CMD exits, so their pods complete.
  */
-#include "agent/launch/exec_int.h"
+#include "agent/launch/launch.h"
 #include "agent/pipeline/out_int.h"
 #include "agent/remote/rsh_int.h"
 #include "agent/pipeline/run_int.h"
