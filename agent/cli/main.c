@@ -8,7 +8,8 @@
 #include "agent/cli/cmd_netdetect.h"
 #include "agent/launch/launch.h"
 #include "agent/peers/dns_int.h"
-#include "agent/remote/rsh_int.h"
+#include "agent/remote/remote.h"
+#include "agent/pipeline/pipeline.h"
 #include "agent/pipeline/run_int.h"
 #include "rdzv/gx/gx.h"
 

@@ -5,7 +5,8 @@
  * discover_hosts.sh: one "host:slots" line per peer, the secondary address as host.
  */
 #include "agent/pipeline/out_int.h"
-#include "agent/remote/rsh_int.h"
+#include "agent/pipeline/pipeline.h"
+#include "agent/remote/remote.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -17,6 +17,10 @@ struct nd_result;
 struct nd_routes;
 struct rdzv_result;
 
+/* ---- commands ---- */
+/* hosts: one line per peer of --out/rendezvous.json (--hostfile-format; "host:slots"). */
+int agent_cmd_hosts(struct agent_opts *o, char *err, size_t errlen);
+
 /* ---- one run, for a command that meets its peers and then does its own work (check) ---- */
 
 /* A run prepared for o (peers, netdetect, job id, token): 0 and *ret, or the error with its line;

@@ -9,7 +9,7 @@
 #include "agent/launch/launch.h"
 #include "agent/pipeline/out_int.h"
 #include "agent/peers/peers_int.h"
-#include "agent/remote/rsh_int.h"
+#include "agent/remote/remote.h"
 #include "agent/preflight/preflight_int.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/rdzv.h"

@@ -9,7 +9,7 @@
  */
 #include "agent/launch/launch.h"
 #include "agent/pipeline/out_int.h"
-#include "agent/remote/rsh_int.h"
+#include "agent/remote/remote.h"
 #include "agent/pipeline/run_int.h"
 
 #include <errno.h>
