@@ -7,7 +7,7 @@
 #include "agent/cli/cli_int.h"
 #include "agent/cli/cmd_netdetect.h"
 #include "agent/launch/launch.h"
-#include "agent/peers/dns_int.h"
+#include "agent/peers/peers.h"
 #include "agent/remote/remote.h"
 #include "agent/pipeline/pipeline.h"
 #include "agent/pipeline/run_int.h"

@@ -11,7 +11,7 @@
  * against the environment to decide what they name (TorchX writes ${VAR:=default}).
  */
 #include "agent/launch/launch.h"
-#include "agent/peers/peers_int.h"
+#include "agent/peers/peers.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,10 +5,9 @@
  */
 #include "agent/fabric/fabric_int.h"
 #include "agent/pipeline/run_int.h"
-#include "agent/peers/dns_int.h"
+#include "agent/peers/peers.h"
 #include "agent/launch/launch.h"
 #include "agent/pipeline/out_int.h"
-#include "agent/peers/peers_int.h"
 #include "agent/remote/remote.h"
 #include "agent/preflight/preflight_int.h"
 #include "netdetect/netdetect.h"

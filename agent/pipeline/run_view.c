@@ -6,7 +6,7 @@
  */
 #include "agent/pipeline/pipeline.h"
 #include "agent/pipeline/run_int.h"
-#include "agent/peers/dns_int.h"
+#include "agent/peers/peers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * FQDN, its eth0 or secondary address) and for `gxboot hosts`.
  */
 #include "agent/remote/rsh_int.h"
-#include "agent/peers/peers_int.h"
+#include "agent/peers/peers.h"
 
 #include <errno.h>
 #include <jansson.h>
