@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* install.c - gxboot install DIR: copy /proc/self/exe atomically (temp + fsync + rename). */
 #include "agent/agent.h"
-#include "agent/pipeline/out_int.h"
+#include "agent/pipeline/pipeline.h"
 #include "rdzv/gx/gx.h"
 
 #include <errno.h>

@@ -10,7 +10,6 @@
 #include "agent/peers/peers.h"
 #include "agent/remote/remote.h"
 #include "agent/pipeline/pipeline.h"
-#include "agent/pipeline/run_int.h"
 #include "rdzv/gx/gx.h"
 
 #include <errno.h>

@@ -18,8 +18,25 @@ struct nd_routes;
 struct rdzv_result;
 
 /* ---- commands ---- */
+/*
+ * run / init: meet the peers, write the files, then (run) exec or supervise CMD.
+ * Returns a GX_E* / -errno code with the one line in err, or an exit status >= 0.
+ */
+int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen);
+/* exec: load --out/env, apply the variable rules against our environment, exec CMD. */
+int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen);
+/* gxboot token: AGENT_TOKEN_RAW random bytes (randombytes_buf), base64, on stdout. */
+int agent_cmd_token(char *err, size_t errlen);
 /* hosts: one line per peer of --out/rendezvous.json (--hostfile-format; "host:slots"). */
 int agent_cmd_hosts(struct agent_opts *o, char *err, size_t errlen);
+
+/* install: the same temp-file names as --out's writes. */
+/*
+ * The name of a temp file for name in --out, unique across PID namespaces and
+ * hosts: ".NAME.<pid>.<pidns inode>.<boot id, 16 hex>.<us>.tmp".
+ * -ENAMETOOLONG when it does not fit len.
+ */
+int agent_out_temp_name(char *buf, size_t len, const char *name, long long us);
 
 /* ---- one run, for a command that meets its peers and then does its own work (check) ---- */
 

@@ -29,8 +29,6 @@ int agent_token_bits(const unsigned char *t, size_t len);
 #define AGENT_RELAY_WORLD 8192
 #define AGENT_RELAY_FANOUT 256
 #define AGENT_TOKEN_MIN_BITS 128
-/* gxboot token: AGENT_TOKEN_RAW random bytes (randombytes_buf), base64, on stdout. */
-int agent_cmd_token(char *err, size_t errlen);
 #define AGENT_TOKEN_RAW 32
 #define AGENT_TOKEN_TEXT_LEN 45 /* 44 base64 characters and the NUL */
 #define AGENT_TOKEN_DRAWS 16
@@ -166,12 +164,6 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen);
 void agent_run_free(struct agent_run *r);
 
 /*
- * run / init: meet the peers, write the files, then (run) exec or supervise CMD.
- * Returns a GX_E* / -errno code with the one line in err, or an exit status >= 0.
- */
-int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen);
-
-/*
  * Remote exec glue (run_serve.c). before_meet: a serving pod needs a token
  * (GX_EUSAGE) and flags its JOIN. after_meet: derive the rsh key, decide
  * whether the peers serve (then CMD's env gets the rsh agent and rsh.key is
@@ -229,8 +221,6 @@ struct agent_env;
 int agent_run_fabric_env(struct agent_run *r, struct agent_env *env);
 int agent_run_fabric_start(struct agent_run *r, char *err, size_t errlen);
 int agent_run_fabric_finish(struct agent_run *r, int rc, char *err, size_t errlen);
-/* exec: load --out/env, apply the variable rules against our environment, exec CMD. */
-int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen);
 /* gxboot exec (cmd_exec.c): 1 when gxboot itself writes the variable name. */
 int agent_exec_var_allowed(const char *name);
 /* --out is this user's own directory (or root's), not a symlink, where no other user can
