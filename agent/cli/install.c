@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* install.c - gxboot install DIR: copy /proc/self/exe atomically (temp + fsync + rename). */
 #include "agent/agent.h"
+#include "agent/cli/cli_int.h"
 #include "agent/pipeline/pipeline.h"
 #include "rdzv/gx/gx.h"
 

@@ -5,7 +5,6 @@
  */
 #include "agent/agent.h"
 #include "agent/cli/cli_int.h"
-#include "agent/cli/cmd_netdetect.h"
 #include "agent/launch/launch.h"
 #include "agent/peers/peers.h"
 #include "agent/remote/remote.h"

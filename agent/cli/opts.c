@@ -5,6 +5,7 @@
  * Each option also reads GXBOOT_<NAME> (upper case, '-' -> '_'); a flag wins.
  */
 #include "agent/agent.h"
+#include "agent/cli/cli_int.h"
 #include "rdzv/gx/gx.h"
 
 #include <errno.h>
