@@ -9,7 +9,7 @@
 #include "agent/launch/launch.h"
 #include "agent/pipeline/out_int.h"
 #include "agent/remote/remote.h"
-#include "agent/preflight/preflight_int.h"
+#include "agent/preflight/preflight.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/rdzv.h"
 #include "rdzv/rdma/rdzv_rdma.h"
@@ -445,6 +445,24 @@ int agent_port_shared(uint16_t port)
 	return p.foreign;
 }
 
+/* The preflight writes preflight.json into --out as every file of the run (agent_run_out). */
+static int pf_write(void *arg, const char *name, const char *text, size_t len, char *err,
+		    size_t errlen)
+{
+	struct agent_run *r = arg;
+	int dfd = agent_run_out(r, err, errlen);
+
+	if (dfd < 0)
+		return dfd;
+	return agent_write_file_at(dfd, r->o->out, name, text, len, 0644, err, errlen);
+}
+
+static void pf_end(struct agent_run *r)
+{
+	agent_pf_end(r->pf, &r->res, r->rdzv_rc);
+	r->pf = NULL;
+}
+
 static int start_rdzv(struct agent_run *r)
 {
 	struct rdzv_config cfg;
@@ -510,7 +528,20 @@ static int start_rdzv(struct agent_run *r)
 	r->self.flags = cfg.self.flags;
 	/* the preflight (run, init, serve): members always answer a coordinator's plan */
 	if (!r->soft_verify && !r->peers.observer) {
-		rc = agent_pf_hook(r, &cfg);
+		struct agent_pf_host h = {.o = r->o,
+					  .ev = r->ev,
+					  .coord = &r->coord,
+					  .member = &r->member,
+					  .rdma_ctx = &r->rdma_ctx,
+					  .self = &r->self,
+					  .nd = r->nd,
+					  .routes = &r->routes,
+					  .routes_off = r->routes_off,
+					  .npeers = r->peers.n,
+					  .write_file = pf_write,
+					  .arg = r};
+
+		rc = agent_pf_hook(&h, &cfg, &r->pf);
 		if (rc < 0)
 			return rc;
 	}
@@ -702,7 +733,7 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 		if (rc == -ETIMEDOUT)
 			rc = 0;
 	}
-	agent_pf_end(r); /* its service and probes stop with the rendezvous */
+	pf_end(r); /* its service and probes stop with the rendezvous */
 	if (rc < 0)
 		return rc;
 	if (r->rdzv_rc < 0) {
@@ -1365,7 +1396,7 @@ void agent_run_free(struct agent_run *r)
 {
 	agent_fabric_free(r->fabric); /* its timers are in r->ev */
 	free(r->fabric_early);
-	agent_pf_end(r);
+	pf_end(r);
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
 	if (r->out_open)
