@@ -182,18 +182,6 @@ static int resolve_relay(void *arg, uint32_t relay, union gx_sockaddr *sa, sockl
 	return rc < 0 ? rc : -EINPROGRESS;
 }
 
-/* A peer's name as looked up: see run_int.h (our relay's, a missing peer's). */
-void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *buf, size_t cap)
-{
-	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
-	size_t l0 = strlen(c0);
-
-	if (!as_given && fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
-		snprintf(buf, cap, "%s%s", r->peers.names[i], fq + l0);
-	else
-		snprintf(buf, cap, "%s", r->peers.names[i]);
-}
-
 /*
  * The relay tree (PROTOCOL.md "Relays"): past AGENT_RELAY_WORLD pods, member i
  * joins through pod (i / F) * F. GXBOOT_RELAY_FANOUT sets F (0: never; the peers must
@@ -777,19 +765,6 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 	rc = agent_hostfile_render(fmt, hp, n, text, len, err, errlen);
 	free(hp);
 	return rc;
-}
-
-int agent_run_out(struct agent_run *r, char *err, size_t errlen)
-{
-	int rc;
-
-	if (r->out_open)
-		return r->out_fd;
-	rc = agent_out_open(r->o->out, 1, &r->out_fd, err, errlen);
-	if (rc < 0)
-		return rc;
-	r->out_open = 1;
-	return r->out_fd;
 }
 
 static int write_text(struct agent_run *r, const char *name, const char *text, size_t len,

@@ -183,7 +183,7 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen);
 /* rdzv_config.ended for the member / coordinator of this run. */
 void agent_run_ended(void *arg, int status, const char *why);
-/* Peer i's name to look up (run.c): qualified as the coordinator's is, its full name with the
+/* Peer i's name to look up (run_state.c): qualified as the coordinator's is, its full name with the
  * listed name replaced (one headless Service); as listed with as_given, for an IP, or when the
  * coordinator's name is used as given. */
 void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *buf, size_t cap);
