@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check.c - `gxboot check` (never aborts on a broken pair): the run pipeline's
- * rendezvous on the check port with soft verification and the full table,
- * then the check service, this pod's probes, the reports and the result.
- * Every pod prints its own row and the summary; the coordinator prints the
- * matrix. Exit 0 when every pair is OK, 1 otherwise. Wire: agent/check/CHECK.md.
+ * check.c - `gxboot check` after its rendezvous (never aborts on a broken pair), given
+ * the job and what it met as plain data (check.h; cli/cmd_check.c meets through the
+ * pipeline): the check service, this pod's probes, the reports and the result. Every pod
+ * prints its own row and the summary; the coordinator prints the matrix. Exit 0 when
+ * every pair is OK, 1 otherwise. Wire: agent/check/CHECK.md.
  */
 #include "agent/check/check.h"
 #include "agent/check/check_int.h"
