@@ -12,7 +12,7 @@
  * retries (timers), the handshake, the signalfd, stdin and the socket.
  */
 #include "agent/remote/rsh_int.h"
-#include "agent/peers/peers_int.h"
+#include "agent/peers/peers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,11 +95,10 @@ static int find_in(const char *dir, const char *host, const struct agent_domain 
 static void this_domain(struct agent_domain *d)
 {
 	char host[256] = "";
-	struct agent_detect c = {.root = "", .self = host, .host = host};
 
 	if (gethostname(host, sizeof(host) - 1) < 0)
 		host[0] = '\0';
-	agent_domain_detect(&c, d);
+	agent_domain_of("", host, d);
 }
 
 /*

@@ -5,7 +5,6 @@
  * carries the clear handshake and then secretstream frames (4-byte length, sealed
  * type byte + payload; both bounded before use).
  */
-#include "agent/pipeline/out_int.h"
 #include "agent/remote/rsh_int.h"
 #include "rdzv/rdzv.h"
 
@@ -27,20 +26,6 @@ int agent_rsh_key_derive(const unsigned char *token, size_t len, const char *job
 	if (snprintf(purpose, sizeof(purpose), "rsh:%s", job_id) >= (int)sizeof(purpose))
 		return -EINVAL;
 	return rdzv_derive_key(token, len, purpose, k);
-}
-
-int agent_rsh_key_write(int dfd, const char *dir, const unsigned char k[RSH_KEY_LEN], long port,
-			char *err, size_t errlen)
-{
-	char hex[2 * RSH_KEY_LEN + 1], text[160];
-	int n, rc;
-
-	sodium_bin2hex(hex, sizeof(hex), k, RSH_KEY_LEN);
-	n = snprintf(text, sizeof(text), "key=%s\nport=%ld\n", hex, port);
-	rc = agent_write_file_at(dfd, dir, "rsh.key", text, (size_t)n, 0600, err, errlen);
-	sodium_memzero(hex, sizeof(hex));
-	sodium_memzero(text, sizeof(text));
-	return rc;
 }
 
 static int key_parse(char *text, struct rsh_key *key)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sodium.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/peers/peers_int.h"
+#include "agent/pipeline/run_int.h"
 #include "agent/remote/rsh_int.h"
 #include "rdzv/gx/gx.h"
 
@@ -84,11 +86,25 @@ static void test_key_file(void **state)
 	assert_int_equal(agent_rsh_key_derive((const unsigned char *)"tok2", 4, "job-a", k2), 0);
 	assert_memory_not_equal(k, k2, RSH_KEY_LEN); /* and to the token */
 	{
-		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		/* the pipeline writes it into --out: these bytes, 0600 */
+		struct agent_opts o = {.out = dir};
+		struct agent_run r = {.o = &o, .port = 29412 - RSH_PORT_OFFSET, .have_rsh_key = 1};
+		char hex[2 * RSH_KEY_LEN + 1], want[RSH_KEY_TEXT_MAX], got[RSH_KEY_TEXT_MAX] = "";
+		FILE *g;
 
-		assert_true(dfd >= 0);
-		assert_int_equal(agent_rsh_key_write(dfd, dir, k, 29412, err, sizeof(err)), 0);
-		close(dfd);
+		memcpy(r.rsh_key, k, RSH_KEY_LEN);
+		assert_int_equal(agent_run_serve_write_key(&r, err, sizeof(err)), 0);
+		close(r.out_fd);
+		sodium_bin2hex(hex, sizeof(hex), k, RSH_KEY_LEN);
+		snprintf(want, sizeof(want), "key=%s\nport=29412\n", hex);
+		g = fopen(path, "r");
+		assert_non_null(g);
+		assert_true(fread(got, 1, sizeof(got) - 1, g) > 0);
+		fclose(g);
+		assert_string_equal(got, want);
+		assert_int_equal(agent_rsh_key_text(k, 29412, got, sizeof(got)), (int)strlen(want));
+		assert_string_equal(got, want);
+		assert_int_equal(agent_rsh_key_text(k, 29412, got, 20), -ENOSPC);
 	}
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
@@ -345,11 +361,17 @@ static void test_rsh_names_the_file(void **state)
 		dprintf(fd, "{\"peers\":[{\"name\":\"w-0\",\"addr4\":\"192.168.2.10\"}]}");
 		close(fd);
 	}
-	fd = open(a, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(agent_rsh_key_write(fd, a, k, 29412, err, sizeof(err)), 0);
-	close(fd);
 	snprintf(key, sizeof(key), "%s/rsh.key", a);
+	{
+		char text[RSH_KEY_TEXT_MAX];
+		int n = agent_rsh_key_text(k, 29412, text, sizeof(text));
+
+		assert_true(n > 0);
+		fd = open(key, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, text, (size_t)n), n);
+		close(fd);
+	}
 	memset(&o, 0, sizeof(o));
 	o.cmd = AGENT_CMD_RSH;
 	o.rsh_host = "elsewhere";
