@@ -124,18 +124,9 @@ struct agent_opts {
 	int help; /* --help given */
 };
 
-/*
- * Parse the command line and GXBOOT_* environment (a flag wins over the env).
- * envp may be NULL (then environ). On a usage error returns GX_EUSAGE with a
- * one-line reason in err.
- */
-int agent_opts_parse(int argc, char **argv, char **envp, struct agent_opts *o, char *err,
-		     size_t errlen);
-/* The usage text of one command (AGENT_CMD_NONE: the whole program). */
-const char *agent_usage(enum agent_cmd cmd);
+/* The command's word on the command line ("gxboot" for none). */
 const char *agent_cmd_name(enum agent_cmd cmd);
-
-/* install DIR: copy /proc/self/exe to DIR/gxboot atomically (0755). */
-int agent_install(const char *dir, char *err, size_t errlen);
+/* 1 when NAME is an interface/device selection the user may keep. */
+int agent_env_is_selection(const char *name);
 
 #endif

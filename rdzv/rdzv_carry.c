@@ -4,9 +4,9 @@
  * coordinator with few connections reach large jobs (PROTOCOL.md "Relays"). A relay is a member
  * whose JOIN said RDZV_PF_RELAY; its phase-1 session then also carries CARRY frames: records (id,
  * kind, bytes) of its children's TCP streams. Each child is a cconn without an fd (rc.carried): its
- * input is fed from the records, its output is moved into records, and from there on it is a
- * connection like any other (handshake, deadlines, JOIN, COMMIT), end to end with
- * the child: the relay carries MAC'd frames it cannot forge.
+ * input is fed from the records (rdzv_coord_io.c), its output is moved into records (here), and
+ * from there on it is a connection like any other (handshake, deadlines, JOIN, COMMIT), end to end
+ * with the child: the relay carries MAC'd frames it cannot forge.
  */
 #include "rdzv/rdzv_coord_int.h"
 
@@ -41,8 +41,8 @@ static void mark_dirty(struct rdzv_coord *co, struct cconn *r)
 }
 
 /* One record into r's next CARRY: sealed first when it would not fit. */
-static void add_rec(struct rdzv_coord *co, struct cconn *r, uint32_t id, uint8_t kind,
-		    const unsigned char *p, size_t n)
+void rdzv_co_carry_rec(struct rdzv_coord *co, struct cconn *r, uint32_t id, uint8_t kind,
+		       const unsigned char *p, size_t n)
 {
 	if (r->carry.len + RDZV_CARRY_REC + n > RDZV_CARRY_MAX)
 		seal(co, r);
@@ -90,14 +90,14 @@ void rdzv_co_carry_out(struct rdzv_coord *co, struct cconn *cc)
 
 		if (n > room)
 			n = room;
-		add_rec(co, r, cc->kid, CK_DATA, c->out + c->ooff, n);
+		rdzv_co_carry_rec(co, r, cc->kid, CK_DATA, c->out + c->ooff, n);
 		c->ooff += n;
 	}
 	c->ooff = c->olen = c->ocap = 0;
 	free(c->out);
 	c->out = NULL;
 	if (c->state == RC_CLOSING) {
-		add_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
+		rdzv_co_carry_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
 		cc->close_sent = 1;
 		detach(co, cc); /* the relay frees the slot on this record: so do we, now */
 	}
@@ -124,7 +124,7 @@ void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r)
 {
 	if (r->is_relay && r->rc.state == RC_SESSION && !r->told_committed) {
 		r->told_committed = 1;
-		add_rec(co, r, 0, CK_COMMITTED, NULL, 0);
+		rdzv_co_carry_rec(co, r, 0, CK_COMMITTED, NULL, 0);
 	}
 }
 
@@ -134,82 +134,6 @@ void rdzv_co_relays_committed(struct rdzv_coord *co)
 
 	for (cc = co->conns; cc; cc = cc->next)
 		rdzv_co_relay_committed(co, cc);
-}
-
-/* The relay is going: its children cannot be reached, and go at the next sweep (callers
- * may be iterating the connection list: nothing else is freed here). */
-static void orphan_kids(struct rdzv_coord *co, struct cconn *r)
-{
-	uint32_t i, lost = 0, joined = 0;
-	char note[300];
-
-	for (i = 0; i < RDZV_RELAY_KIDS && r->nkids; i++) {
-		struct cconn *k = r->kids[i];
-
-		if (!k)
-			continue;
-		r->kids[i] = NULL;
-		r->nkids--;
-		k->relay = NULL;
-		k->close_sent = 1;
-		k->rc.state = RC_CLOSING;
-		k->deadline = gx_now_ms(); /* the next sweep drops it */
-		lost++;
-		if (k->peer >= 0 && k->role == ROLE_MEMBER && !co->committed) {
-			joined++;
-			snprintf(note, sizeof(note), "its relay %s was lost",
-				 r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str);
-			free(co->st[k->peer].note);
-			co->st[k->peer].note = strdup(note);
-		}
-		/* after the COMMIT: its COMMIT may have been in the records the relay never
-		 * delivered: not sent, so the coordinator waits for it to come back (directly:
-		 * its relay refuses it now) for RDZV_COMMIT_WAIT_MS */
-		if (k->peer >= 0 && co->committed && co->st[k->peer].conn == k &&
-		    co->st[k->peer].commit_sent) {
-			co->st[k->peer].commit_sent = 0;
-			co->ncommit_sent--;
-		}
-		/* not joined from now on: no COMMIT may count a child that cannot be told (its
-		 * cconn goes at the next sweep) */
-		if (k->peer >= 0 && k->role != ROLE_VERIFY)
-			rdzv_co_slot_unlink(co, k);
-		k->peer = -1;
-	}
-	if (lost && !co->committed && !co->aborted) {
-		co->res.nrelays_lost++;
-		gx_warn("rdzv: relay %s lost: %u connection%s behind it (%u joined) reconnect",
-			r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str, lost,
-			lost == 1 ? "" : "s", joined);
-	}
-}
-
-void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
-{
-	struct cconn *r = cc->relay, **pp;
-
-	if (cc->rc.carried)
-		co->ncarried--;
-	if (r) {
-		if (!cc->close_sent && r->rc.state == RC_SESSION)
-			add_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
-		r->kids[cc->kid % RDZV_RELAY_KIDS] = NULL;
-		r->nkids--;
-		cc->relay = NULL;
-	}
-	if (!cc->is_relay)
-		return;
-	co->nrelays_open--;
-	orphan_kids(co, cc);
-	for (pp = &co->dirty; *pp; pp = &(*pp)->dirty_next)
-		if (*pp == cc) {
-			*pp = cc->dirty_next;
-			break;
-		}
-	free(cc->kids);
-	cc->kids = NULL;
-	rdzv_buf_free(&cc->carry);
-	cc->is_relay = 0;
 }
 
 /* The members that join directly and have not yet: 1 .. F-1 and the relays. */
@@ -291,118 +215,4 @@ int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv
 	rdzv_buf_free(&b);
 	rdzv_co_close_later(co, cc);
 	return 1;
-}
-
-/* A child connected to the relay: a new connection, as if accepted here. */
-static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const unsigned char *p,
-		    size_t n)
-{
-	char addr[INET6_ADDRSTRLEN], norm[INET6_ADDRSTRLEN], why[160];
-	struct gx_pa_ent *old = NULL;
-	struct cconn *k;
-	int known;
-
-	if (r->kids[id % RDZV_RELAY_KIDS] || n == 0 || n >= sizeof(addr))
-		return GX_EPROTO;
-	memcpy(addr, p, n);
-	addr[n] = '\0';
-	if (gx_addr_normalize(addr, norm, sizeof(norm)) != 0) /* parsed and printed again */
-		return GX_EPROTO;
-	/*
-	 * The carried children's own pre-authentication budget (pa_kids), as for an accepted
-	 * socket: a stranger behind a relay holds at most RDZV_PREAUTH_PER_SRC handshakes (its
-	 * others are closed at once: the relay frees their slots), never the relay's session;
-	 * at its bound the oldest carried one from outside the table is closed for the newcomer.
-	 * Apart from the direct connections' budget: carried children, which hold no fd of ours,
-	 * never take the room of a VERIFY or a member's reconnect (on 9740b38 they were known
-	 * entries of one budget, never closed, and a stranger filling relays' slots refused
-	 * every direct connection until their deadlines passed).
-	 */
-	known = gx_aset_has(&co->known, norm);
-	if (gx_pa_admit(&co->pa_kids, norm, known, 0, &old) < 0) {
-		gx_rl_log(&co->rl_pre, "rdzv: refused a connection from %s through relay %s: %s",
-			  norm, r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str,
-			  gx_pa_why(&co->pa_kids, norm, why, sizeof(why)));
-		add_rec(co, r, id, CK_CLOSE, NULL, 0);
-		return 0;
-	}
-	if (old) {
-		struct cconn *oc = (struct cconn *)((char *)old - offsetof(struct cconn, pa));
-
-		gx_rl_log(
-		    &co->rl_pre,
-		    "rdzv: closed the oldest unauthenticated connection through a relay (from "
-		    "%s) for one from %s",
-		    oc->rc.peer_str, norm);
-		co->res.nevicted++;
-		rdzv_co_drop(co, oc, NULL); /* its relay's slot too: CK_CLOSE queued */
-	}
-	k = calloc(1, sizeof(*k));
-	if (!k)
-		return -ENOMEM;
-	rdzv_conn_init(&k->rc, -1, 1);
-	k->rc.buffered = 1;
-	k->rc.carried = 1;
-	gx_strlcpy(k->rc.peer_str, norm, sizeof(k->rc.peer_str));
-	gx_pa_add(&co->pa_kids, &k->pa, norm, known);
-	k->co = co;
-	k->peer = -1;
-	k->claimed = -1;
-	k->relay = r;
-	k->kid = id;
-	k->deadline = gx_now_ms() + RDZV_HELLO_MS;
-	k->next = co->conns;
-	if (co->conns)
-		co->conns->prev = k;
-	co->conns = k;
-	r->kids[id % RDZV_RELAY_KIDS] = k;
-	r->nkids++;
-	co->ncarried++;
-	co->res.ncarried++;
-	return 0;
-}
-
-int rdzv_co_carry(struct rdzv_coord *co, struct cconn *r, const unsigned char *body, size_t len)
-{
-	const unsigned char *p;
-	size_t off = 0;
-	uint32_t id, n;
-	uint8_t kind;
-	int rc = 0;
-
-	if (!r->is_relay) {
-		rdzv_co_drop(co, r, "CARRY from a member that is not a relay");
-		return 1;
-	}
-	if (r->rc.state != RC_SESSION) /* closing: nothing new for it */
-		return 0;
-	/* an ABORT one of these records causes may close the relay: the rest is not read */
-	while (r->rc.state == RC_SESSION &&
-	       (rc = rdzv_rec_next(body, len, &off, &id, &kind, &p, &n)) == 1) {
-		struct cconn *k;
-
-		rc = 0;
-		/* ids are never reused in a session (a slot is): a stale one finds nothing */
-		k = r->kids[id % RDZV_RELAY_KIDS];
-		if (k && k->kid != id)
-			k = NULL;
-		if (kind == CK_OPEN)
-			rc = kid_open(co, r, id, p, n);
-		else if (kind == CK_DATA && k) /* none: we closed it, its bytes were in flight */
-			(void)rdzv_co_input(co, k, p, n);
-		else if (kind == CK_CLOSE && k) {
-			k->close_sent = 1; /* the relay has closed it already */
-			rdzv_co_drop(co, k, NULL);
-		} else if (kind != CK_DATA && kind != CK_CLOSE)
-			rc = GX_EPROTO;
-		if (rc < 0)
-			break;
-	}
-	if (rc < 0) {
-		gx_warn("rdzv: relay %s sent a malformed CARRY (%s): dropped with its children",
-			r->peer >= 0 ? co->names[r->peer] : r->rc.peer_str, gx_strerror(rc));
-		rdzv_co_drop(co, r, "malformed CARRY");
-		return 1;
-	}
-	return 0;
 }

@@ -4,7 +4,9 @@
  * authenticates every connection, takes JOINs on the primary network, checks
  * VERIFYs that arrive on its secondary address, and COMMITs when all N are
  * in (PROTOCOL.md "Coordinator"). One periodic sweep timer enforces the
- * per-connection deadlines, the PING window and the 5 s reports.
+ * per-connection deadlines, the PING window and the 5 s reports. This file starts, sweeps
+ * and frees it; its sockets and input are in rdzv_coord_io.c, the handshake and the
+ * session's messages in rdzv_coord_msg.c, the job's state in rdzv_coord_state.c.
  */
 #include "rdzv/rdzv_coord_int.h"
 
@@ -19,360 +21,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void co_rdma_listen(struct rdzv_coord *co);
 static int rdzv_co_arm(struct rdzv_coord *co);
-
-void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc)
-{
-	int want = rdzv_conn_pending(&cc->rc);
-
-	if (cc->rc.carried) { /* into its relay's records (rdzv_co_input uncorks) */
-		if (!cc->rc.cork)
-			rdzv_co_carry_out(co, cc);
-		return;
-	}
-	if (cc->rc.fd < 0 || cc->rc.cork) /* conn_event flushes, then comes back here */
-		return;
-	if (want != cc->out_pending) {
-		cc->out_pending = want;
-		if (want)
-			co->nout++;
-		else
-			co->nout--;
-	}
-	/* a closing connection waits for EPOLLOUT even with nothing queued (a relay's, once
-	 * shut, only for its EOF) */
-	gx_ev_mod(co->ev, cc->rc.fd,
-		  EPOLLIN | (want || (cc->rc.state == RC_CLOSING && !cc->shut) ? EPOLLOUT : 0));
-}
-
-int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b)
-{
-	int rc = b->err;
-
-	if (cc->is_relay && (cc->carry.len || cc->carry.err)) {
-		/* its children's records first: a relay that reads its own ABORT or END
-		 * stops carrying, so what was queued for them before must be ahead of it */
-		rdzv_co_carry_flush(co);
-	}
-	if (rc == 0)
-		rc = rdzv_conn_send(&cc->rc, type, b->p, b->len);
-	rdzv_co_update_out(co, cc);
-	return rc;
-}
-
-void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc)
-{
-	struct cpeer *sp;
-
-	if (cc->peer < 0)
-		return;
-	sp = &co->st[cc->peer];
-	if (sp->pending == cc) {
-		sp->pending = NULL;
-		co->npending--;
-		return;
-	}
-	if (sp->conn != cc)
-		return;
-	sp->conn = NULL;
-	if (!co->committed) {
-		co->njoined -= sp->joined;
-		co->nverified -= sp->verified;
-		sp->joined = sp->verified = 0;
-	}
-	if (sp->pending) {
-		struct cconn *p = sp->pending;
-
-		sp->pending = NULL;
-		co->npending--;
-		if (!co->aborted)
-			rdzv_co_accept_join(co, p);
-	}
-}
-
-void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc)
-{
-	gx_pa_del(cc->rc.carried ? &co->pa_kids : &co->pa, &cc->pa);
-}
-
-void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
-{
-	int carried = cc->rc.carried;
-
-	if (why)
-		gx_debug("rdzv: closing connection from %s: %s", cc->rc.peer_str, why);
-	if (cc->out_pending)
-		co->nout--;
-	if (cc->role == ROLE_OBSERVER)
-		co->nobservers--;
-	cc->out_pending = 0;
-	rdzv_co_pa_del(co, cc);
-	rdzv_co_carry_drop(co, cc);
-	if (cc->rc.fd >= 0)
-		gx_ev_del(co->ev, cc->rc.fd);
-	rdzv_conn_reset(&cc->rc);
-	if (cc->prev)
-		cc->prev->next = cc->next;
-	else
-		co->conns = cc->next;
-	if (cc->next)
-		cc->next->prev = cc->prev;
-	if (!carried)
-		co->nconns--;
-	rdzv_co_slot_unlink(co, cc);
-	free(cc->pj);
-	free(cc);
-}
-
-/* Flush what is queued, then close: never frees cc here (callers iterate). */
-void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc)
-{
-	cc->rc.state = RC_CLOSING;
-	cc->deadline = gx_now_ms() + 1000;
-	rdzv_co_update_out(co, cc);
-}
-
-static void maybe_done(struct rdzv_coord *co)
-{
-	rdzv_co_carry_flush(co); /* every event ends here: the relays' records go out */
-	if (!co->finishing || co->done_called)
-		return;
-	if (co->nout > 0 && gx_now_ms() < co->finish_by)
-		return;
-	if (co->linger && co->ntold + 1 < co->world && !co->deadline_passed)
-		return;
-	/* a COMMIT that found no live session is not "told": wait for that member to rejoin
-	 * (a 512-pod check lost 120 members so, each looping on a port that had become the
-	 * check service's until its --timeout) */
-	if (co->committed && !co->cfg.elastic && co->ncommit_sent + 1 < co->world &&
-	    !co->deadline_passed && gx_now_ms() < co->commit_wait_until) {
-		if (!co->commit_wait_logged) {
-			co->commit_wait_logged = 1;
-			gx_debug("rdzv: done waits for %u COMMIT(s) not sent",
-				 co->world - 1 - co->ncommit_sent);
-		}
-		return;
-	}
-	/* a relay ends its session once its children read their COMMITs: a close of ours
-	 * before that, with its records unread here, would be a RST that loses what it has
-	 * not yet read of ours (their COMMITs); bounded by the relay's own drain */
-	if (co->nrelays_open && gx_now_ms() < co->relay_wait_until)
-		return;
-	gx_debug("rdzv: done (%u COMMITs sent, %zu connections with output)", co->ncommit_sent,
-		 co->nout);
-	co->done_called = 1;
-	co->done(co->arg, co->final_rc, &co->res);
-}
-
-static void finish(struct rdzv_coord *co, int rc)
-{
-	if (co->finishing)
-		return;
-	co->finishing = 1;
-	co->final_rc = rc;
-	co->finish_by = gx_now_ms() + 1000;
-	/* after a COMMIT or an ABORT: relays carry it to their children, then close */
-	co->relay_wait_until = gx_now_ms() + RDZV_RELAY_DRAIN_MS;
-}
-
-void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc)
-{
-	struct rdzv_buf b = {0};
-
-	rdzv_put_u32(&b, T_CODE, (uint32_t)co->abort_code);
-	rdzv_put_str(&b, T_TEXT, co->res.err);
-	rdzv_co_send(co, cc, RDZV_ABORT, &b);
-	rdzv_buf_free(&b);
-	if (cc->peer >= 0 && !co->st[cc->peer].told) {
-		co->st[cc->peer].told = 1;
-		co->ntold++;
-	}
-	rdzv_co_close_later(co, cc);
-}
-
-void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
-{
-	struct cconn *cc, *next;
-	va_list ap;
-	int pass;
-
-	if (co->aborted || co->committed)
-		return;
-	co->aborted = 1;
-	co->abort_code = code;
-	co->linger = linger;
-	va_start(ap, fmt);
-	vsnprintf(co->res.err, sizeof(co->res.err), fmt, ap);
-	va_end(ap);
-	gx_debug("rdzv: abort: %s", co->res.err);
-	/* relays last: their children's ABORTs go ahead of their own (rdzv_co_send) */
-	for (pass = 0; pass < 2; pass++)
-		for (cc = co->conns; cc; cc = next) {
-			next = cc->next;
-			if ((cc->role == ROLE_MEMBER || cc->role == ROLE_PENDING ||
-			     cc->role == ROLE_OBSERVER) &&
-			    cc->rc.state == RC_SESSION && cc->is_relay == pass)
-				rdzv_co_send_abort(co, cc);
-		}
-	finish(co, code);
-}
-
-/* ---- the job-end notice: servers exit with the job's status ---- */
-int rdzv_coord_end(struct rdzv_coord *co, int status)
-{
-	struct cconn *cc, *next;
-	struct rdzv_buf b = {0};
-	int n = 0, pass;
-
-	if (!co)
-		return -ENOTCONN;
-	rdzv_put_u32(&b, T_CODE, (uint32_t)(status & 0xff));
-	for (pass = 0; pass < 2; pass++) /* relays last, as in rdzv_co_abort */
-		for (cc = co->conns; cc; cc = next) {
-			next = cc->next;
-			if ((cc->role == ROLE_MEMBER || cc->role == ROLE_OBSERVER) &&
-			    cc->rc.state == RC_SESSION && cc->is_relay == pass) {
-				rdzv_co_send(co, cc, RDZV_END, &b);
-				rdzv_co_close_later(co, cc);
-				n++;
-			}
-		}
-	rdzv_buf_free(&b);
-	rdzv_co_carry_flush(co);
-	return n ? 0 : -ENOTCONN;
-}
-
-int rdzv_coord_flushed(const struct rdzv_coord *co)
-{
-	return !co || co->nout == 0;
-}
-
-/* ---- COMMIT ---- */
-static void put_common(struct rdzv_coord *co, struct rdzv_buf *b, uint32_t rank)
-{
-	rdzv_put_u32(b, T_RANK, rank);
-	rdzv_put_u32(b, T_WORLD, co->world);
-	rdzv_put_u64(b, T_ROUND, co->round);
-	rdzv_put_str(b, T_MASTER, co->res.master_addr);
-	rdzv_put_peer(b, T_PEER, &co->tab[0]);
-}
-
-/* ASSIGN, with a fresh phase-2 ticket (a handshake less per member): the member may open phase 2
- * with one VERIFY MAC'd under it instead of a second handshake; a new ASSIGN replaces it. */
-void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc)
-{
-	struct cpeer *sp = &co->st[cc->peer];
-	unsigned char vn[RDZV_TICKET_LEN];
-	struct rdzv_buf b = {0};
-
-	put_common(co, &b, (uint32_t)cc->peer);
-	rdzv_rng_buf(co->rng, vn, sizeof(vn));
-	rdzv_ticket_key(cc->rc.skey, vn, sp->vkey);
-	sp->vt = 1;
-	rdzv_put(&b, T_VTICKET, vn, sizeof(vn));
-	rdzv_co_send(co, cc, RDZV_ASSIGN, &b);
-	rdzv_buf_free(&b);
-}
-
-static const struct rdzv_buf *table_enc(struct rdzv_coord *co)
-{
-	const struct rdzv_buf *ranked = rdzv_co_pf_table(co);
-	uint32_t i;
-
-	if (ranked) /* the preflight gave an elastic job its ranks */
-		return ranked;
-	if (co->cfg.elastic) /* slots are still being handed out: encode what is there now */
-		rdzv_buf_free(&co->table);
-	else if (co->table.len || co->table.err)
-		return &co->table;
-	for (i = 0; i < (co->cfg.elastic ? co->nassigned : co->world); i++)
-		rdzv_put_peer(&co->table, T_ENTRY, &co->tab[i]);
-	return &co->table;
-}
-
-void rdzv_co_commit_one(struct rdzv_coord *co, uint32_t i)
-{
-	rdzv_co_commit_conn(co, co->st[i].conn, i, (co->tab[i].flags & RDZV_PF_FULL_TABLE) != 0);
-}
-
-void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t i, int table)
-{
-	struct rdzv_buf b = {0};
-
-	if (!cc || cc->rc.state != RC_SESSION) {
-		if (i != RDZV_OBSERVER && i < co->world)
-			gx_debug("rdzv: COMMIT for %s waits: %s", co->tab[i].name,
-				 cc ? "its connection is not in session" : "no live connection");
-		return;
-	}
-	put_common(co, &b, i);
-	if (co->pf && !rdzv_co_pf_commit_put(co, &b, i)) {
-		rdzv_buf_free(&b);
-		return;
-	}
-	if (table) {
-		const struct rdzv_buf *t = table_enc(co);
-
-		if (t->err)
-			b.err = t->err;
-		else
-			rdzv_put_raw(&b, t->p, t->len);
-	}
-	if (rdzv_co_send(co, cc, RDZV_COMMIT, &b) < 0)
-		gx_debug("rdzv: COMMIT to %s failed", cc->rc.peer_str);
-	else if (i != RDZV_OBSERVER && i < co->world && !co->st[i].commit_sent) {
-		co->st[i].commit_sent = 1;
-		co->ncommit_sent++;
-	}
-	/* a relay that rejoins after the COMMIT: it may end once its children are served (at
-	 * the COMMIT itself every relay is told after all the COMMITs: check_commit) */
-	if (cc->is_relay && !co->commit_loop)
-		rdzv_co_relay_committed(co, cc);
-	rdzv_buf_free(&b);
-}
-
-void rdzv_co_check_commit(struct rdzv_coord *co)
-{
-	struct cconn *cc, *next;
-	uint32_t i;
-
-	/* a newer incarnation waiting for its old connection's PONG is not in yet */
-	if (co->committed || co->aborted || co->npending || co->njoined + 1 < co->need ||
-	    co->nverified + 1 < co->need)
-		return;
-	if (co->pf && rdzv_co_pf_hold(co)) /* the preflight measures the pods first */
-		return;
-	co->committed = 1;
-	co->res.t_commit_ms = gx_now_ms();
-	co->commit_wait_until = co->res.t_commit_ms + RDZV_COMMIT_WAIT_MS;
-	co->res.ntable = co->nassigned; /* elastic: the slots in use so far */
-	if (co->pf)
-		rdzv_co_pf_result(co);
-	rdzv_co_compare_peers(co);
-	gx_debug("rdzv: all %u peers joined and verified (%u with a phase-2 ticket); COMMIT",
-		 co->world, co->res.ntickets);
-	if (co->res.nrelays) {
-		uint32_t via = 0;
-
-		for (i = 1; i < co->world; i++)
-			via += co->st[i].conn && co->st[i].conn->rc.carried;
-		gx_info("rdzv: %u of %u members joined through %u relays", via, co->world - 1,
-			co->nrelays_open);
-	}
-	co->commit_loop = 1; /* relays hear CK_COMMITTED after every COMMIT, below */
-	for (i = 1; i < co->world; i++)
-		rdzv_co_commit_one(co, i);
-	co->commit_loop = 0;
-	for (cc = co->conns; cc; cc = next) {
-		next = cc->next;
-		if (cc->role == ROLE_OBSERVER)
-			rdzv_co_commit_conn(co, cc, RDZV_OBSERVER, 1);
-	}
-	rdzv_co_relays_committed(co);
-	finish(co, 0);
-}
 
 /* ---- reports: progress line, WAITING push, deadline line ---- */
 static void missing_list(struct rdzv_coord *co, char *out, size_t cap, int verified)
@@ -421,7 +71,7 @@ static void report(struct rdzv_coord *co)
 
 /* The coordinator's own line (not the members'): refusals before a proof, marked unproven
  * (a stranger must not choose whom the failure line blames). */
-static void unauth_note(struct rdzv_coord *co)
+static void unauth_summary(struct rdzv_coord *co)
 {
 	size_t n = strlen(co->res.err);
 
@@ -457,7 +107,7 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 	co->deadline_id = 0;
 	co->deadline_passed = 1;
 	if (co->committed || co->aborted || (co->pf && rdzv_co_pf_deadline(co, secs))) {
-		maybe_done(co);
+		rdzv_co_maybe_done(co);
 		return;
 	}
 	if (co->njoined + 1 < co->world) {
@@ -470,7 +120,7 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			    "and %u pods need %zu: raise the pod's nofile limit)",
 			    co->maxconns, co->nofile, co->world, co->need_conns);
 		rdzv_co_abort(co, GX_EPEERS, 0, "peers missing after %lds%s: %s", secs, why, list);
-		unauth_note(co);
+		unauth_summary(co);
 	} else {
 		char odd[sizeof(co->res.err)] = "";
 
@@ -481,7 +131,7 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 			      "after %lds: %s",
 			      odd, odd[0] ? "; " : "", secs, list);
 	}
-	maybe_done(co);
+	rdzv_co_maybe_done(co);
 }
 
 /* ---- the one periodic timer ---- */
@@ -570,270 +220,11 @@ static void sweep(struct gx_ev *ev, uint64_t id, void *arg)
 	}
 	rdzv_co_check_commit(co);
 	rdzv_co_blame_due(co, now);
-	maybe_done(co);
+	rdzv_co_maybe_done(co);
 	co->sweep_id = gx_ev_timer(ev, RDZV_SWEEP_MS, sweep, co);
 }
 
-/* ---- connection events ---- */
-/*
- * The pre-authentication budget, so a stranger cannot crowd out members: at most
- * RDZV_PREAUTH_PER_SRC unauthenticated connections per source (and per IPv6 /64, gx_pa); at the
- * connection bound the oldest unauthenticated one goes. Connections from the table's addresses (a
- * member's VERIFY from its secondary address, its phase 1 again from its primary) are known: a
- * stranger's newcomer never closes one, and one of them closes a stranger's for its room (the
- * budget serve keeps for its table). Carried children have their own budget (rdzv_carry.c).
- */
-static int co_admit(struct rdzv_coord *co, struct cconn *cc)
-{
-	int known = gx_aset_has(&co->known, cc->rc.peer_str);
-	struct gx_pa_ent *old = NULL;
-	char why[160];
-
-	if (gx_pa_admit(&co->pa, cc->rc.peer_str, known, co->nconns >= co->maxconns, &old) < 0) {
-		gx_rl_log(&co->rl_pre, "rdzv: refused a connection from %s: %s", cc->rc.peer_str,
-			  gx_pa_why(&co->pa, cc->rc.peer_str, why, sizeof(why)));
-		return -EBUSY;
-	}
-	if (old) {
-		struct cconn *oc = (struct cconn *)((char *)old - offsetof(struct cconn, pa));
-
-		gx_rl_log(&co->rl_pre,
-			  "rdzv: closed the oldest unauthenticated connection (from %s) for one "
-			  "from %s: %zu open",
-			  oc->rc.peer_str, cc->rc.peer_str, co->nconns);
-		co->res.nevicted++;
-		rdzv_co_drop(co, oc, NULL);
-	}
-	gx_pa_add(&co->pa, &cc->pa, cc->rc.peer_str, known);
-	return 0;
-}
-
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec)
-{
-	struct cconn *cc = calloc(1, sizeof(*cc));
-
-	if (!cc) {
-		close(fd);
-		return;
-	}
-	rdzv_conn_init(&cc->rc, fd, 1);
-	cc->rc.buffered = 1;
-	gx_addr_str(sa, cc->rc.peer_str, sizeof(cc->rc.peer_str));
-	if (co_admit(co, cc) < 0 || gx_ev_add(co->ev, fd, EPOLLIN, conn_event, cc) < 0) {
-		gx_pa_del(&co->pa, &cc->pa);
-		rdzv_conn_reset(&cc->rc);
-		free(cc);
-		return;
-	}
-	cc->co = co;
-	cc->peer = -1;
-	cc->claimed = -1;
-	cc->via_sec = (uint8_t)(via_sec != 0);
-	cc->deadline = gx_now_ms() + RDZV_HELLO_MS;
-	cc->next = co->conns;
-	if (co->conns)
-		co->conns->prev = cc;
-	co->conns = cc;
-	co->nconns++;
-}
-
-static void read_error(struct rdzv_coord *co, struct cconn *cc, int rc)
-{
-	struct rdzv_buf b = {0};
-
-	if (rc == GX_EVERSION) {
-		/* anyone can send one: rate-limited as every pre-session warning, so a
-		 * stranger cannot flood the log */
-		gx_rl_log(
-		    &co->rl_pre, "rdzv: %s speaks protocol %u.%u, this coordinator %u.%u: dropped",
-		    cc->rc.peer_str, cc->rc.peer_vmaj, cc->rc.peer_vmin, RDZV_VMAJOR, RDZV_VMINOR);
-		rdzv_put_u32(&b, T_CODE, (uint32_t)GX_EVERSION);
-		rdzv_co_send(co, cc, RDZV_REJECT, &b);
-		rdzv_buf_free(&b);
-		rdzv_co_close_later(co, cc);
-		return;
-	}
-	if (rc == GX_EPROTO || rc == GX_EMAC) {
-		co->njunk++;
-		gx_rl_log(&co->rl_pre, "rdzv: dropped a message from %s: %s", cc->rc.peer_str,
-			  gx_strerror(rc));
-	}
-	rdzv_co_drop(co, cc, gx_strerror(rc));
-}
-
-/*
- * A relay that is told to go (ABORT, END) may still be sending us its children's records;
- * a close with them unread would be a RST, which can discard what it has not read of ours
- * (their ABORTs): our side is shut down instead and its input read to its EOF (the close
- * deadline, 1 s, bounds it). 1 when cc waits so.
- */
-static int relay_shut(struct rdzv_coord *co, struct cconn *cc)
-{
-	if (!cc->is_relay || cc->shut || cc->rc.fd < 0)
-		return 0;
-	cc->shut = 1;
-	(void)shutdown(cc->rc.fd, SHUT_WR);
-	rdzv_co_update_out(co, cc);
-	return 1;
-}
-
-/*
- * Frames in buf for cc: every whole one handled (a partial one waits in the connection),
- * and what they answered written with one send at the end (17 recv and 7 send
- * per member before, most of them one frame each), or moved into the relay's records
- * when cc is carried. 1 when cc is gone.
- */
-int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf, size_t n)
-{
-	unsigned char *body;
-	uint16_t type;
-	size_t len;
-	int rc = 0;
-
-	if (cc->rc.state == RC_CLOSING)
-		return 0;
-	cc->rc.in = buf;
-	cc->rc.inlen = n;
-	/* carried: each answer becomes a record at once, so that an ABORT this input causes
-	 * for everyone reaches the relay's record stream ahead of the relay's own */
-	cc->rc.cork = !cc->rc.carried;
-	while (cc->rc.state != RC_CLOSING) {
-		rc = rdzv_conn_read(&cc->rc, &type, &body, &len);
-		if (rc <= 0)
-			break;
-		/* it measures the peer's silence, not our backlog; before the proof it stays short
-		 */
-		if (cc->deadline && cc->rc.session)
-			cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
-		rc = rdzv_co_handle(co, cc, type, body, len);
-		free(body);
-		if (rc == 1) /* cc is gone */
-			return 1;
-	}
-	cc->rc.in = NULL;
-	cc->rc.inlen = 0;
-	cc->rc.cork = 0;
-	if (rc < 0) {
-		read_error(co, cc, rc);
-		return 1;
-	}
-	if (cc->rc.carried) {
-		rdzv_co_update_out(co, cc);
-		if (cc->rc.state == RC_CLOSING) { /* its CK_CLOSE is queued behind its bytes */
-			rdzv_co_drop(co, cc, NULL);
-			return 1;
-		}
-		return 0;
-	}
-	if (cc->is_relay && (cc->carry.len || cc->carry.err)) /* with this event's one send */
-		rdzv_co_carry_flush(co);
-	rc = rdzv_conn_flush(&cc->rc);
-	if (rc == 0 && cc->rc.state == RC_CLOSING && relay_shut(co, cc))
-		return 0;
-	/* all written and closing (VERIFIED, a REJECT): close now, as the EPOLLOUT that
-	 * rdzv_co_update_out would wait for does (one epoll_ctl and wakeup less) */
-	if (rc == 0 && cc->rc.state == RC_CLOSING) {
-		rdzv_co_drop(co, cc, NULL);
-		return 1;
-	}
-	if (rc < 0) {
-		read_error(co, cc, rc);
-		return 1;
-	}
-	rdzv_co_update_out(co, cc);
-	return 0;
-}
-
-/* One recv per readiness into co->rbuf, every whole frame in it handled (rdzv_co_input). */
-static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
-{
-	struct cconn *cc = arg;
-	struct rdzv_coord *co = cc->co;
-	ssize_t n;
-	int rc = 0;
-
-	(void)ev;
-	if (events & EPOLLOUT) {
-		rc = rdzv_conn_flush(&cc->rc);
-		if (rc == 0 && cc->rc.state == RC_CLOSING && relay_shut(co, cc))
-			goto out;
-		rdzv_co_update_out(co, cc);
-		if (rc < 0 || (rc == 0 && cc->rc.state == RC_CLOSING)) {
-			rdzv_co_drop(co, cc, rc < 0 ? gx_strerror(rc) : NULL);
-			goto out;
-		}
-	}
-	if (cc->shut && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
-		/* what a closing relay still sends is read and dropped, up to its EOF */
-		n = recv(fd, co->rbuf, sizeof(co->rbuf), 0);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-			rdzv_co_drop(co, cc, NULL);
-		goto out;
-	}
-	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || cc->rc.state == RC_CLOSING)
-		goto out;
-	n = recv(fd, co->rbuf, sizeof(co->rbuf), 0);
-	if (n > 0) {
-		(void)rdzv_co_input(co, cc, co->rbuf, (size_t)n);
-		goto out;
-	}
-	if (n == 0)
-		rc = -ECONNRESET;
-	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-		rc = -errno;
-	else
-		rc = 0;
-	if (rc < 0)
-		read_error(co, cc, rc);
-out:
-	maybe_done(co);
-}
-
-/* ---- JOIN / VERIFY ---- */
 /* ---- start / free ---- */
-int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self)
-{
-	char why[160];
-	uint32_t i;
-
-	uint32_t nn = cfg->elastic ? cfg->nnames : cfg->world;
-
-	if (!cfg->names || cfg->world < 1 ||
-	    cfg->world > (cfg->relay_fanout > 1 ? RDZV_MAX_WORLD_RELAYED : RDZV_MAX_WORLD) ||
-	    cfg->relay_fanout > RDZV_RELAY_KIDS / 2 || (cfg->relay_fanout && cfg->elastic) ||
-	    !gx_valid_jobid(cfg->job_id) || cfg->deadline_ms <= 0 || nn < 1 || nn > cfg->world ||
-	    (cfg->elastic && (cfg->min_peers < 1 || cfg->min_peers > cfg->world)))
-		return GX_EUSAGE;
-	/* the coordinator checks every name once; a member needs the coordinator's and
-	 * its own (and compares table entries, which are checked, with the rest) */
-	for (i = 0; i < nn; i++)
-		if ((cfg->is_coordinator || i == 0 || i == cfg->self.index) &&
-		    !gx_valid_hostname(cfg->names[i]))
-			return GX_EINVAL_NAME;
-	*self = cfg->self;
-	if (rdzv_peer_check(self, why, sizeof(why)) < 0)
-		return GX_EINVAL_NAME;
-	if (self->index == RDZV_OBSERVER && !cfg->is_coordinator) {
-		self->flags |= RDZV_PF_OBSERVER | RDZV_PF_FULL_TABLE;
-		return sodium_init() < 0 ? -ENOMEM : 0; /* any name, no secondary needed */
-	}
-	self->flags &= ~(RDZV_PF_OBSERVER | RDZV_PF_ELASTIC);
-	if (self->index == RDZV_ELASTIC && cfg->elastic && !cfg->is_coordinator) {
-		self->flags |= RDZV_PF_ELASTIC;
-		self->flags &= ~RDZV_PF_FULL_TABLE;
-		if (!self->nd_err && !self->addr4[0] && !self->addr6[0])
-			return GX_EUSAGE;
-		return sodium_init() < 0 ? -ENOMEM : 0;
-	}
-	if (!cfg->is_coordinator && self->index >= nn)
-		return GX_EUSAGE;
-	if (strcmp(self->name, cfg->names[cfg->is_coordinator ? 0 : self->index]) != 0 ||
-	    (!cfg->is_coordinator && (self->index == 0 || self->index >= cfg->world)))
-		return GX_EUSAGE;
-	if (!self->nd_err && !self->addr4[0] && !self->addr6[0])
-		return GX_EUSAGE;
-	return sodium_init() < 0 ? -ENOMEM : 0;
-}
 
 static void res_init(struct rdzv_coord *co)
 {
@@ -1005,11 +396,6 @@ static void co_rdma_listen(struct rdzv_coord *co)
 	s->rdma_dev[0] = '\0';
 	s->gid_index = -1;
 	co->res.coord.rdma_dev[0] = '\0';
-}
-
-void rdzv_co_event_end(struct rdzv_coord *co)
-{
-	maybe_done(co);
 }
 
 static int rdzv_co_arm(struct rdzv_coord *co)

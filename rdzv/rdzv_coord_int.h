@@ -128,43 +128,38 @@ struct rdzv_coord {
 	unsigned char rbuf[16384]; /* one recv per readiness, all whole frames parsed */
 };
 
-/* ---- rdzv_coord.c: the job's state, intake and input, start, sweep and free ---- */
+/* ---- rdzv_coord_out.c: what the coordinator sends, and its end ---- */
 void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc);
 int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const struct rdzv_buf *b);
-void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
-/* cc gives up the peer slot it holds or waits for (no longer joined before a COMMIT; a
- * pending newer JOIN takes it); its cconn stays. */
-void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc);
 /* cc leaves the pre-authentication budget (authenticated, or going) */
 void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_close_later(struct rdzv_coord *co, struct cconn *cc);
+/* The end of every event: the relays' records go out; the job ends once it is over. */
+void rdzv_co_maybe_done(struct rdzv_coord *co);
+/* The job ends with rc (once): what is queued goes out, relays carry it to their children,
+ * then rdzv_co_maybe_done calls done. */
+void rdzv_co_finish(struct rdzv_coord *co, int rc);
 void rdzv_co_abort(struct rdzv_coord *co, int code, int linger, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void rdzv_co_send_abort(struct rdzv_coord *co, struct cconn *cc);
+/* The end of an event the coordinator did not see (a timer of the caller's) */
+void rdzv_co_event_end(struct rdzv_coord *co);
+
+/* ---- rdzv_coord_state.c: the job's state ---- */
+void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why);
 void rdzv_co_assign(struct rdzv_coord *co, struct cconn *cc);
 void rdzv_co_commit_one(struct rdzv_coord *co, uint32_t i);
 void rdzv_co_commit_conn(struct rdzv_coord *co, struct cconn *cc, uint32_t rank, int table);
 void rdzv_co_check_commit(struct rdzv_coord *co);
-/* sa: the peer's address from accept4 (no getpeername per connection); via_sec: accepted
- * on a listener bound to the secondary interface */
-void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_sockaddr *sa, int via_sec);
-/* Frames in buf for cc (direct: one recv; carried: one record's bytes): handled, answers
- * corked and flushed (direct) or carried. 1 when cc is gone. */
-int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned char *buf, size_t n);
-/* The end of an event the coordinator did not see (a timer of the caller's) */
-void rdzv_co_event_end(struct rdzv_coord *co);
+void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc);
+void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
 
 /* ---- rdzv_coord_msg.c: the handshake and a session's messages ---- */
 /* HELLO -> CHALLENGE, AUTH -> PROOF | REJECT, TVERIFY. Same return. */
 int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		      const unsigned char *body, size_t len);
-void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why);
-void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc);
-void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why);
-void rdzv_co_compare_peers(struct rdzv_coord *co);
-/* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
-int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
-/* A frame on a coordinator connection: 0 handled, 1 the connection is gone. */
+/* A frame on a coordinator connection (a CARRY is rdzv_co_input's): 0 handled, 1 the
+ * connection is gone. */
 int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 		   const unsigned char *body, size_t len);
 /* A ticket VERIFY (RDZV_TVERIFY: body, then the MAC) as the first frame. Same return. */
@@ -174,7 +169,7 @@ int rdzv_co_tverify(struct rdzv_coord *co, struct cconn *cc, const unsigned char
 const char *rdzv_co_ticket_check(struct rdzv_coord *co, const struct rdzv_msg *m,
 				 const unsigned char *body, size_t blen, struct cpeer **sp);
 
-/* ---- rdzv_conn.c: the coordinator's listeners ---- */
+/* ---- rdzv_coord_io.c: the coordinator's listeners, intake and input ---- */
 /* Listeners (wildcard v4 + v6, or cfg.listen_addr; with cfg.bind_iface also
  * the secondary addresses, bound to the secondary interface, on the same port). */
 int rdzv_co_listen_open(struct rdzv_coord *co);
@@ -184,8 +179,9 @@ void rdzv_co_listen_close(struct rdzv_coord *co);
 /* ---- rdzv_carry.c: the coordinator's side of relays ---- */
 /* A relay's JOIN was accepted on cc: it may carry children from now on. */
 int rdzv_co_relay_on(struct rdzv_coord *co, struct cconn *cc);
-/* A CARRY from a relay: 0, or 1 when the relay's connection is gone. */
-int rdzv_co_carry(struct rdzv_coord *co, struct cconn *cc, const unsigned char *body, size_t len);
+/* One record (id, kind, n bytes at p) into relay r's next CARRY. */
+void rdzv_co_carry_rec(struct rdzv_coord *co, struct cconn *r, uint32_t id, uint8_t kind,
+		       const unsigned char *p, size_t n);
 /* Move a carried connection's queued output into its relay's records. */
 void rdzv_co_carry_out(struct rdzv_coord *co, struct cconn *cc);
 /* Seal every relay's records into CARRY frames and write them (end of an event). */
@@ -198,8 +194,6 @@ void rdzv_co_relay_committed(struct rdzv_coord *co, struct cconn *r);
  * has room for it under its connection bound, else 1: answered (sent to a relay in
  * session, or told to wait) and closing. */
 int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv_peer *p);
-/* rdzv_co_drop's part: a relay's children go with it; a child's close is queued. */
-void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc);
 
 /* ---- rdzv_fabric.c ---- */
 /* A member's FABRIC frame (its body, after the MAC was checked) */

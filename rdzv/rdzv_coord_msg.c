@@ -15,8 +15,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+static int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot);
+
 /* ---- coordinator side of the handshake (PROTOCOL.md "Handshake") ---- */
-void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why)
+static void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, const char *why)
 {
 	struct rdzv_buf b = {0};
 	char note[300];
@@ -135,61 +137,6 @@ int rdzv_co_handshake(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 	}
 	free(m);
 	return rc;
-}
-
-/* A JOINed member's addresses become known to the budgets (co_admit, kid_open): its VERIFY
- * comes from its secondary address, a reconnect from its primary. A set bounded by 3 per
- * slot and some: a pod that restarted elsewhere many times is not known everywhere. */
-static void known_add(struct rdzv_coord *co, const struct rdzv_peer *t)
-{
-	if (gx_aset_add(&co->known, t->primary) < 0 || gx_aset_add(&co->known, t->addr4) < 0 ||
-	    gx_aset_add(&co->known, t->addr6) < 0)
-		gx_debug("rdzv: more than %zu table addresses: not all of %s's are known",
-			 co->known.cap, t->name);
-}
-
-void rdzv_co_accept_join(struct rdzv_coord *co, struct cconn *cc)
-{
-	struct cpeer *sp = &co->st[cc->peer];
-	struct rdzv_peer *t = &co->tab[cc->peer];
-	int64_t now = gx_now_ms();
-
-	*t = *cc->pj;
-	free(cc->pj);
-	cc->pj = NULL;
-	t->join_ms = now;
-	t->verify_ms = 0;
-	t->seen_from[0] = '\0';
-	if (cc->rc.peer_str[0] != '?')
-		gx_strlcpy(t->primary, cc->rc.peer_str, sizeof(t->primary));
-	known_add(co, t);
-	cc->role = ROLE_MEMBER;
-	cc->deadline = 0;
-	sp->conn = cc;
-	rdzv_co_addrs_claim(co, (uint32_t)cc->peer);
-	free(sp->note);
-	sp->note = NULL;
-	co->njoined += !sp->joined;
-	co->nverified -= sp->verified;
-	sp->joined = 1;
-	sp->verified = 0;
-	gx_debug("rdzv: %s joined from %s (incarnation %llx)", t->name, cc->rc.peer_str,
-		 (unsigned long long)t->incarnation);
-	if (co->aborted) {
-		rdzv_co_send_abort(co, cc);
-		return;
-	}
-	if (t->nd_err && !co->cfg.soft_verify) {
-		rdzv_co_abort(co, GX_ERDZV, 1, "%s: %s", t->name,
-			      t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
-		return;
-	}
-	rdzv_co_assign(co, cc);
-	if (t->nd_err)
-		rdzv_co_soft_fail(co, (uint32_t)cc->peer,
-				  t->nd_why[0] ? t->nd_why : gx_strerror(t->nd_err));
-	if (co->njoined + 1 == co->world && !co->res.t_joined_ms)
-		co->res.t_joined_ms = now;
 }
 
 /* An observer's JOIN: no slot, no phase 2; the table comes with the COMMIT. */
@@ -554,55 +501,8 @@ out:
 	return rc;
 }
 
-static size_t rail_count(const char *s)
-{
-	size_t n = s[0] ? 1 : 0;
-
-	for (; *s; s++)
-		n += *s == ',';
-	return n;
-}
-
-/*
- * One slow or missing rail (or a smaller MTU) on one pod
- * slows the whole job. Warn once at COMMIT, naming the odd pods against the
- * coordinator's values.
- */
-void rdzv_co_compare_peers(struct rdzv_coord *co)
-{
-	const struct rdzv_peer *c = &co->tab[0];
-	size_t nc = rail_count(c->rails), odd_mtu = 0, odd_rails = 0;
-	char mtu_list[512] = "", rail_list[512] = "";
-	uint32_t i;
-
-	for (i = 1; i < co->world; i++) {
-		const struct rdzv_peer *p = &co->tab[i];
-		char one[300];
-
-		if (p->mtu && c->mtu && p->mtu != c->mtu && odd_mtu++ < 8) {
-			snprintf(one, sizeof(one), "%s%s %d", mtu_list[0] ? ", " : "", p->name,
-				 p->mtu);
-			gx_strlcpy(mtu_list + strlen(mtu_list), one,
-				   sizeof(mtu_list) - strlen(mtu_list));
-		}
-		if (!(p->flags & RDZV_PF_VFAILED) && rail_count(p->rails) != nc &&
-		    odd_rails++ < 8) {
-			snprintf(one, sizeof(one), "%s%s %zu", rail_list[0] ? ", " : "", p->name,
-				 rail_count(p->rails));
-			gx_strlcpy(rail_list + strlen(rail_list), one,
-				   sizeof(rail_list) - strlen(rail_list));
-		}
-	}
-	if (odd_mtu)
-		gx_warn("rdzv: MTU mismatch on the secondary network: %s has %d; %s%s", c->name,
-			c->mtu, mtu_list, odd_mtu > 8 ? ", ..." : "");
-	if (odd_rails)
-		gx_warn("rdzv: rail count differs: %s has %zu; %s%s (one missing rail slows the "
-			"whole job)",
-			c->name, nc, rail_list, odd_rails > 8 ? ", ..." : "");
-}
-
-int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot)
+/* Elastic: the slot for a JOIN by name; GX_ERDZV when every slot is live. */
+static int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot)
 {
 	uint32_t i, idle = 0;
 	int64_t oldest = INT64_MAX;
@@ -629,25 +529,6 @@ int rdzv_co_elastic_slot(struct rdzv_coord *co, const char *name, uint32_t *slot
 	gx_info("rdzv: elastic slot %u (%s, gone) goes to %s", idle, co->tab[idle].name, name);
 	*slot = idle;
 	return 0;
-}
-
-/* soft_verify: count a member that failed its checks, flagged, so the COMMIT comes. */
-void rdzv_co_soft_fail(struct rdzv_coord *co, uint32_t i, const char *why)
-{
-	struct cpeer *sp = &co->st[i];
-	struct rdzv_peer *t = &co->tab[i];
-
-	if (sp->verified || co->aborted)
-		return;
-	t->flags |= RDZV_PF_VFAILED;
-	gx_strlcpy(t->nd_why, why, sizeof(t->nd_why));
-	co->nverified++;
-	sp->verified = 1;
-	if (co->committed) {
-		rdzv_co_commit_one(co, i);
-		return;
-	}
-	rdzv_co_check_commit(co);
 }
 
 static void co_pong(struct rdzv_coord *co, struct cconn *cc)
@@ -677,8 +558,6 @@ int rdzv_co_handle(struct rdzv_coord *co, struct cconn *cc, uint16_t type,
 
 	if (cc->rc.state != RC_SESSION)
 		return rdzv_co_handshake(co, cc, type, body, len);
-	if (type == RDZV_CARRY) /* records, not TLVs: a relay's children (rdzv_carry.c) */
-		return rdzv_co_carry(co, cc, body, len);
 	if (type == RDZV_FABRIC) /* a member's report after the COMMIT (rdzv_fabric.c) */
 		return rdzv_co_fabric(co, cc, body, len);
 	m = malloc(sizeof(*m));

@@ -324,6 +324,10 @@ static inline int rdzv_conn_pending(const struct rdzv_conn *c)
 {
 	return c->ooff < c->olen;
 }
+/* The owner's loop watches c's fd for input, and for output while some is queued. */
+void rdzv_conn_watch(struct gx_ev *ev, const struct rdzv_conn *c);
+/* Out of the loop, unread input drained (so that the close sends no RST), then reset. */
+void rdzv_conn_close(struct gx_ev *ev, struct rdzv_conn *c);
 /* Bring the session up: skey from K and both nonces, sequences from 0 (the send
  * sequence goes on where rdzv_conn_session_tx started it). */
 void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN]);
@@ -349,10 +353,9 @@ struct rdzv_rng *rdzv_rng_new(void);
 void rdzv_rng_buf(struct rdzv_rng *r, void *out, size_t n);
 void rdzv_rng_free(struct rdzv_rng *r);
 
+/* ---- rdzv_config.c: what both roles check and share ----------------------- */
 /* Checks a config for either role; fills a validated copy of cfg->self. */
 int rdzv_config_check(const struct rdzv_config *cfg, struct rdzv_peer *self);
-
-/* ---- shared helpers (rdzv_wire.c) --------------------------------------- */
 int64_t rdzv_backoff_ms(int attempt);
 /* The wait before retrying a refused connect (the coordinator is not listening yet):
  * quick for a small job, spread so that world members send ~2,000 SYN/s in all. The

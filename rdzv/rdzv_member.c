@@ -21,6 +21,7 @@
 static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg);
 static void p1_connect(struct rdzv_member *m);
 static void rdzv_mb_fail2_final(struct rdzv_member *m, int code, const char *why);
+static void rdzv_mb_fail1(struct rdzv_member *m, const char *why);
 
 void rdzv_mb_close(struct rdzv_member *m, struct mconn *c)
 {
@@ -29,22 +30,12 @@ void rdzv_mb_close(struct rdzv_member *m, struct mconn *c)
 		if (m->cfg.rdma->cancel)
 			m->cfg.rdma->cancel(m->cfg.rdma->arg);
 	}
-	if (c->rc.fd >= 0) {
-		unsigned char sink[512];
-
-		gx_ev_del(m->ev, c->rc.fd);
-		/* a close with unread input sends a RST: the last member's VERIFIED often
-		 * waits unread on phase 2 when its COMMIT is read first (it was the one
-		 * reset of every bench run) */
-		(void)recv(c->rc.fd, sink, sizeof(sink), MSG_DONTWAIT);
-	}
-	rdzv_conn_reset(&c->rc);
+	rdzv_conn_close(m->ev, &c->rc);
 }
 
 void rdzv_mb_update(struct rdzv_member *m, struct mconn *c)
 {
-	if (c->rc.fd >= 0)
-		gx_ev_mod(m->ev, c->rc.fd, EPOLLIN | (rdzv_conn_pending(&c->rc) ? EPOLLOUT : 0));
+	rdzv_conn_watch(m->ev, &c->rc);
 }
 
 int rdzv_mb_send(struct rdzv_member *m, struct mconn *c, uint16_t type, struct rdzv_buf *b)
@@ -173,7 +164,7 @@ int rdzv_mb_redirected(struct rdzv_member *m, const struct rdzv_msg *msg)
 }
 
 /* Phase 1 lost: start again from JOIN after a backoff. */
-void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
+static void rdzv_mb_fail1(struct rdzv_member *m, const char *why)
 {
 	gx_debug("rdzv: %s: %s; retrying", m->self.name, why);
 	if (why != m->err1)
@@ -603,7 +594,7 @@ static int relay_role(struct rdzv_member *m)
 	if (r == i && m->cfg.stay) /* our children stay too: they join the coordinator */
 		return 0;
 	if (r == i) {
-		rc = rdzv_mb_relay_open(m);
+		rc = rdzv_mb_relay_open(m, rdzv_mb_fail1);
 		if (rc < 0) /* our children go to the coordinator after their patience */
 			gx_warn("rdzv: %s: cannot relay (listen on port %u: %s): members %u-%u "
 				"join the coordinator",
@@ -691,14 +682,6 @@ void rdzv_member_free(struct rdzv_member *m)
 	sodium_memzero(m->k, sizeof(m->k));
 	sodium_memzero(m->vkey, sizeof(m->vkey));
 	free(m);
-}
-
-void rdzv_result_clear(struct rdzv_result *res)
-{
-	if (!res)
-		return;
-	free(res->table);
-	memset(res, 0, sizeof(*res));
 }
 
 int rdzv_member_relaying(const struct rdzv_member *m)

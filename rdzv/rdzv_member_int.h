@@ -76,8 +76,9 @@ struct rdzv_member {
 };
 
 /* ---- rdzv_relay.c: a member that carries its children's sessions ---- */
-/* Listen for children (cfg.relay_listen or the wildcard, port): 0, or < 0 (no relay). */
-int rdzv_mb_relay_open(struct rdzv_member *m);
+/* Listen for children (cfg.relay_listen or the wildcard, port): 0, or < 0 (no relay).
+ * lost(m, why): our records for the coordinator were lost (out of memory): phase 1 fails. */
+int rdzv_mb_relay_open(struct rdzv_member *m, void (*lost)(struct rdzv_member *, const char *));
 void rdzv_mb_relay_free(struct rdzv_member *m);
 /* The session on c1 is up, or c1's output drained: children's records go out. */
 void rdzv_mb_relay_push(struct rdzv_member *m);
@@ -100,7 +101,6 @@ int rdzv_mb_send(struct rdzv_member *m, struct mconn *c, uint16_t type, struct r
 void rdzv_mb_cancel_timers(struct rdzv_member *m);
 void rdzv_mb_finish(struct rdzv_member *m, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void rdzv_mb_fail1(struct rdzv_member *m, const char *why);
 void rdzv_mb_fail2(struct rdzv_member *m, const char *why);
 void rdzv_mb_fail(struct rdzv_member *m, struct mconn *c, const char *why);
 /* M_STAYING: the session ended (END status, or -1 and why); ended() once. */
@@ -112,9 +112,6 @@ int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c);
 int rdzv_mb_send_tverify(struct rdzv_member *m, struct mconn *c);
 /* Forget the phase-2 ticket (used, or phase 2 failed / phase 1 lost). */
 void rdzv_mb_ticket_end(struct rdzv_member *m);
-/* rdzv_preflight.c: a PREFLIGHT frame on c1; a COMMIT's job rank, world and note. */
-void rdzv_mb_pf_recv(struct rdzv_member *m, const struct rdzv_msg *msg);
-int rdzv_mb_pf_commit(struct rdzv_member *m, const struct rdzv_msg *msg);
 /* A frame on c: 0 go on, 1 the member is done or c was closed, < 0 protocol error. */
 int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 		     const unsigned char *body, size_t len);

@@ -2,7 +2,7 @@
 /*
  * rdzv_member_msg.c - the member's side of the handshake (HELLO, AUTH,
  * PROOF) and of the session: ASSIGN, COMMIT (with the table on request),
- * ABORT, WAITING, PING, VERIFIED (PROTOCOL.md "Member").
+ * ABORT, WAITING, PING, VERIFIED, PREFLIGHT (PROTOCOL.md "Member").
  */
 #include "rdzv/rdzv_member_int.h"
 
@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+static int rdzv_mb_pf_commit(struct rdzv_member *m, const struct rdzv_msg *msg);
+static void rdzv_mb_pf_recv(struct rdzv_member *m, const struct rdzv_msg *msg);
 
 /* ---- handshake, member side ---- */
 int rdzv_mb_send_hello(struct rdzv_member *m, struct mconn *c)
@@ -513,4 +516,38 @@ int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 out:
 	free(msg);
 	return rc;
+}
+
+/* ---- the preflight: PREFLIGHT frames, and a COMMIT's job rank ---- */
+static void rdzv_mb_pf_recv(struct rdzv_member *m, const struct rdzv_msg *msg)
+{
+	if (m->cfg.pf_recv && msg->pf && (m->st == M_ASSIGNED || m->st == M_VERIFIED))
+		m->cfg.pf_recv(m->cfg.pf_arg, 0, msg->pf, msg->pflen);
+}
+
+int rdzv_member_pf_send(struct rdzv_member *m, const void *p, size_t len)
+{
+	struct rdzv_buf b = {0};
+
+	if (!m || m->c1.rc.state != RC_SESSION || (m->st != M_ASSIGNED && m->st != M_VERIFIED))
+		return -ENOTCONN;
+	if (len > RDZV_PF_DATA_MAX)
+		return -EMSGSIZE;
+	rdzv_put(&b, T_PFDATA, p, len);
+	return rdzv_mb_send(m, &m->c1, RDZV_PREFLIGHT, &b);
+}
+
+/* A COMMIT's job rank, world and note, after a preflight. */
+static int rdzv_mb_pf_commit(struct rdzv_member *m, const struct rdzv_msg *msg)
+{
+	if (msg->text[0])
+		rdzv_sanitize(m->res.note, sizeof(m->res.note), msg->text);
+	if (!msg->jworld)
+		return msg->has_jrank ? GX_EPROTO : 0;
+	if (msg->jworld > m->cfg.world || (msg->has_jrank && msg->jrank >= msg->jworld))
+		return GX_EPROTO;
+	if (msg->has_jrank)
+		m->res.rank = (int)msg->jrank;
+	m->res.world = msg->jworld;
+	return 0;
 }

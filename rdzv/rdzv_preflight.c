@@ -5,10 +5,10 @@
  * PREFLIGHT frames carried on the phase-1 sessions (bytes this library never reads), and
  * its verdict is applied here: commit; leave the blamed pods of an elastic job out and
  * give the others contiguous job ranks; or end the job naming them. What is measured and
- * how is the caller's (agent/preflight).
+ * how is the caller's (agent/preflight). This is the coordinator's side; a member's
+ * PREFLIGHT frames and job rank are among its messages (rdzv_member_msg.c).
  */
 #include "rdzv/rdzv_coord_int.h"
-#include "rdzv/rdzv_member_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -359,38 +359,4 @@ void rdzv_co_pf_changed(struct rdzv_coord *co, uint32_t i)
 	rdzv_co_pf_result(co);
 	if (co->cfg.changed)
 		co->cfg.changed(co->cfg.changed_arg, co->res.table, co->res.ntable);
-}
-
-/* ---- member ---- */
-
-void rdzv_mb_pf_recv(struct rdzv_member *m, const struct rdzv_msg *msg)
-{
-	if (m->cfg.pf_recv && msg->pf && (m->st == M_ASSIGNED || m->st == M_VERIFIED))
-		m->cfg.pf_recv(m->cfg.pf_arg, 0, msg->pf, msg->pflen);
-}
-
-int rdzv_member_pf_send(struct rdzv_member *m, const void *p, size_t len)
-{
-	struct rdzv_buf b = {0};
-
-	if (!m || m->c1.rc.state != RC_SESSION || (m->st != M_ASSIGNED && m->st != M_VERIFIED))
-		return -ENOTCONN;
-	if (len > RDZV_PF_DATA_MAX)
-		return -EMSGSIZE;
-	rdzv_put(&b, T_PFDATA, p, len);
-	return rdzv_mb_send(m, &m->c1, RDZV_PREFLIGHT, &b);
-}
-
-int rdzv_mb_pf_commit(struct rdzv_member *m, const struct rdzv_msg *msg)
-{
-	if (msg->text[0])
-		rdzv_sanitize(m->res.note, sizeof(m->res.note), msg->text);
-	if (!msg->jworld)
-		return msg->has_jrank ? GX_EPROTO : 0;
-	if (msg->jworld > m->cfg.world || (msg->has_jrank && msg->jrank >= msg->jworld))
-		return GX_EPROTO;
-	if (msg->has_jrank)
-		m->res.rank = (int)msg->jrank;
-	m->res.world = msg->jworld;
-	return 0;
 }

@@ -41,6 +41,9 @@ struct rkid {
 
 struct mrelay {
 	struct rdzv_member *m;
+	/* phase 1 must fail (our records are lost): the member's, given at open, so that the
+	 * relay calls only downward */
+	void (*lost)(struct rdzv_member *m, const char *why);
 	int lfd[2], nlfd;
 	struct rkid *kids[RDZV_RELAY_KIDS]; /* slot id % RDZV_RELAY_KIDS */
 	uint32_t nkids, next_id;
@@ -375,7 +378,7 @@ void rdzv_mb_relay_push(struct rdzv_member *m)
 	if (!r || m->c1.rc.state != RC_SESSION || !m->c1.rc.session)
 		return;
 	if (r->up.err) { /* out of memory: what it lost cannot be told apart */
-		rdzv_mb_fail1(m, "relay: out of memory");
+		r->lost(m, "relay: out of memory");
 		return;
 	}
 	r->sent = 1;
@@ -391,7 +394,7 @@ void rdzv_mb_relay_push(struct rdzv_member *m)
 		       (end == off || next - off <= RDZV_CARRY_MAX))
 			end = next;
 		rc = rdzv_conn_send(&m->c1.rc, RDZV_CARRY, r->up.p + off, end - off);
-		rdzv_mb_update(m, &m->c1);
+		rdzv_conn_watch(m->ev, &m->c1.rc);
 		if (rc < 0)
 			break; /* c1's failure is seen by its event: the rest stays queued */
 		off = end;
@@ -501,7 +504,7 @@ static void relay_close_listen(struct mrelay *r)
 	r->nlfd = 0;
 }
 
-int rdzv_mb_relay_open(struct rdzv_member *m)
+int rdzv_mb_relay_open(struct rdzv_member *m, void (*lost)(struct rdzv_member *, const char *))
 {
 	struct mrelay *r = calloc(1, sizeof(*r));
 	union gx_sockaddr sa;
@@ -511,6 +514,7 @@ int rdzv_mb_relay_open(struct rdzv_member *m)
 	if (!r)
 		return -ENOMEM;
 	r->m = m;
+	r->lost = lost;
 	m->relay = r;
 	r->sweep_id = gx_ev_timer(m->ev, RDZV_SWEEP_MS, relay_sweep, r);
 	if (!r->sweep_id) {
@@ -592,7 +596,7 @@ static void relay_end(struct rdzv_member *m)
 	rdzv_mb_relay_free(m);
 	if (m->relay_only && m->st == M_STAYING) {
 		m->st = M_DONE;
-		rdzv_mb_close(m, &m->c1);
+		rdzv_conn_close(m->ev, &m->c1.rc);
 	}
 }
 

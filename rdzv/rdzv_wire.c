@@ -551,24 +551,3 @@ void rdzv_list_end(struct rdzv_list *l)
 	if (l->cap && l->n > l->shown)
 		snprintf(l->out + l->len, l->cap - l->len, " and %zu more", l->n - l->shown);
 }
-
-int64_t rdzv_backoff_ms(int attempt)
-{
-	int64_t d = RDZV_BACKOFF_MIN_MS;
-
-	while (attempt-- > 0 && d < RDZV_BACKOFF_MAX_MS)
-		d *= 2;
-	if (d > RDZV_BACKOFF_MAX_MS)
-		d = RDZV_BACKOFF_MAX_MS;
-	/* equal jitter: [d/2, d) */
-	return d / 2 + (int64_t)randombytes_uniform((uint32_t)(d / 2));
-}
-
-int64_t rdzv_refused_ms(uint32_t world, int first)
-{
-	int64_t d = (int64_t)world * 1000 / RDZV_REFUSED_SYN_PER_S;
-
-	if (d < RDZV_REFUSED_MIN_MS)
-		d = RDZV_REFUSED_MIN_MS;
-	return first ? (int64_t)randombytes_uniform((uint32_t)d) : d;
-}

@@ -13,10 +13,12 @@ Every folder of ours has a rank (RANKS below, lowest first). The rules:
 Calls come from the debug build's objects (nm: each undefined symbol is matched to the
 object that defines it); includes from the sources' #include "..." lines. tests/ is exempt.
 
-A finding in a folder under ENFORCED fails (exit 1); the others are printed as reported
-findings. `--report` prints the whole graph (folder edges, upward edges, circles) and exits
-0; `--selftest` plants one violation per rule in a scratch tree and fails unless each is
-caught (and a 2-file circle, a downward call and a reported finding pass).
+A finding in a folder under ENFORCED fails (exit 1), and so does a circle in one under
+ENFORCED_CIRCLES; the others are printed as reported findings, and so is an include listed in
+PENDING (one that no longer occurs fails). `--report` prints the whole graph (folder edges,
+upward edges, circles) and exits 0; `--selftest` plants one violation per rule in a scratch
+tree and fails unless each is caught (and a 2-file circle, a downward call, a pending include
+and a reported finding pass; a stale pending entry fails).
 """
 import argparse
 import collections
@@ -44,7 +46,22 @@ RANKS = {
     'agent/cli': 8,  # main, options, help, install; the netdetect and check commands
 }
 # The folders whose findings fail (rdzv/ and netdetect/ are reported only, for now).
-ENFORCED = ()
+ENFORCED = ('agent',)
+# The folders whose circles fail (their other findings as ENFORCED says): rdzv/'s files follow
+# its state machine, each side's protocol beside its handshake, so no circle of 3 comes back.
+ENFORCED_CIRCLES = ('rdzv',)
+# Includes of another folder's internals still allowed in an enforced folder, each with why.
+# An entry that no longer occurs fails as well: the list only shrinks.
+PENDING = {
+    ('agent/pipeline/run.c', 'agent/fabric/fabric_int.h'):
+        'fabric has no face yet: its types are being reworked',
+    ('agent/pipeline/run_fabric.c', 'agent/fabric/fabric_int.h'):
+        'fabric has no face yet: its types are being reworked',
+    ('agent/pipeline/run_int.h', 'agent/fabric/fabric_int.h'):
+        'fabric has no face yet: its types are being reworked',
+    ('agent/preflight/preflight_int.h', 'agent/check/check_int.h'):
+        "check's probes get a face once their frame reading sits on the shared connection type",
+}
 SCANNED = ('agent', 'rdzv', 'netdetect')
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -168,9 +185,15 @@ class Graph:
         self.folders = sorted({folder(f) for f in files})
         self.circles = circles(self.calls)
 
-    def findings(self):
-        """[(rule, path, line, detail)]: path decides whether it is enforced."""
+    def findings(self, pending=None):
+        """[(rule, path, line, detail)]: path decides whether it is enforced; an include in
+        pending is reported, and a pending entry that does not occur is a finding."""
+        pending = pending or {}
         out = []
+        for (f, h), why in sorted(pending.items()):
+            if (f, h) not in self.incs:
+                out.append(('pending', f, '%s no longer includes %s: remove the entry from '
+                            'tests/layers.py PENDING' % (f, h), ''))
         for fold in self.folders:
             if fold not in RANKS:
                 out.append(('unranked', fold, '%s has no rank: give it one in tests/layers.py '
@@ -179,7 +202,10 @@ class Graph:
             a, b = folder(f), folder(h)
             if a == b:
                 continue
-            if h.endswith('_int.h'):
+            if h.endswith('_int.h') and (f, h) in pending:
+                out.append(('faces', 'pending:' + f, '%s includes %s: pending (%s)' %
+                            (f, h, pending[(f, h)]), ''))
+            elif h.endswith('_int.h'):
                 out.append(('faces', f, '%s includes %s: another folder\'s internal header '
                             '(include its face, %s)' % (f, h, face_of(b)), ''))
             elif a.startswith('agent') and b.startswith('agent') and h != face_of(b):
@@ -250,12 +276,13 @@ class Graph:
                                                           ', '.join(sorted(self.calls[(a, b)]))))
 
 
-def check(root, objs, enforce, out=sys.stdout, err=sys.stderr):
+def check(root, objs, enforce, out=sys.stdout, err=sys.stderr, circles=ENFORCED_CIRCLES,
+          pending=None):
     """Prints the findings; returns (enforced, reported) counts."""
     g = Graph(root, objs)
     nbad = nrep = 0
-    for rule, path, line, detail in g.findings():
-        if enforced(path, enforce):
+    for rule, path, line, detail in g.findings(pending):
+        if enforced(path, enforce) or (rule == 'circles' and enforced(path, circles)):
             err.write('layers: %s: %s\n' % (rule, line))
             if detail:
                 err.write('    %s\n' % detail)
@@ -316,6 +343,14 @@ PLANTS = {
                             'int agent_c2(int n)\n{\n\treturn n ? agent_c1(n - 1) + agent_c3(n - 1) : 0;\n}\n',
         'agent/peers/c3.c': 'int agent_c2(int);\nint agent_c3(int);\n'
                             'int agent_c3(int n)\n{\n\treturn n ? agent_c2(n - 1) : 0;\n}\n'}),
+    # the same circle in rdzv/, which is not in the enforced folders: its circles still fail
+    'circles (rdzv)': ('circles', {
+        'rdzv/r1.c': 'int rdzv_c1(int);\nint rdzv_c2(int);\n'
+                     'int rdzv_c1(int n)\n{\n\treturn n ? rdzv_c2(n - 1) : 0;\n}\n',
+        'rdzv/r2.c': 'int rdzv_c1(int);\nint rdzv_c2(int);\nint rdzv_c3(int);\n'
+                     'int rdzv_c2(int n)\n{\n\treturn n ? rdzv_c1(n - 1) + rdzv_c3(n - 1) : 0;\n}\n',
+        'rdzv/r3.c': 'int rdzv_c2(int);\nint rdzv_c3(int);\n'
+                     'int rdzv_c3(int n)\n{\n\treturn n ? rdzv_c2(n - 1) : 0;\n}\n'}),
 }
 # reported, not enforced: must not fail, must be printed
 REPORTED = {'rdzv/gx/up.c': 'int rdzv_f(void);\nint gx_up(void);\n'
@@ -339,12 +374,12 @@ def build_tree(files):
     return root
 
 
-def run_tree(files, enforce):
+def run_tree(files, enforce, pending=None):
     import io
     root = build_tree(files)
     out, err = io.StringIO(), io.StringIO()
     try:
-        n = check(root, os.path.join(root, 'build/debug'), enforce, out, err)
+        n = check(root, os.path.join(root, 'build/debug'), enforce, out, err, pending=pending)
     finally:
         shutil.rmtree(root)
     return n, out.getvalue(), err.getvalue()
@@ -361,6 +396,18 @@ def selftest():
         if not bad or ('layers: %s:' % rule) not in err:
             sys.stderr.write('layers selftest: %s was not caught\n%s' % (name, err))
             fail = 1
+    # a pending include is reported, not enforced; a pending entry that does not occur fails
+    plant = PLANTS['faces'][1]
+    pair = ('agent/pipeline/bad.c', 'agent/peers/peers_int.h')
+    (bad, rep), out, err = run_tree(dict(BASE, **plant), ('agent',), {pair: 'being moved'})
+    if bad or not rep or 'pending (being moved)' not in out:
+        sys.stderr.write('layers selftest: a pending include must be reported, not enforced\n' +
+                         out + err)
+        fail = 1
+    (bad, _), _, err = run_tree(BASE, ('agent',), {pair: 'being moved'})
+    if not bad or 'layers: pending:' not in err:
+        sys.stderr.write('layers selftest: a stale pending entry was not caught\n' + err)
+        fail = 1
     (bad, rep), out, err = run_tree(dict(BASE, **REPORTED), ('agent',))
     if bad or not rep or 'rdzv/gx/up.c' not in out:
         sys.stderr.write('layers selftest: an rdzv finding must be reported, not enforced\n' +
@@ -384,14 +431,16 @@ def main():
     objs = a.objs or os.path.join(a.root, 'build/debug')
     if a.report:
         Graph(a.root, objs).report(sys.stdout)
-        check(a.root, objs, (), sys.stdout, sys.stdout)
+        check(a.root, objs, (), sys.stdout, sys.stdout, (), pending=PENDING)
         return 0
-    bad, rep = check(a.root, objs, ENFORCED)
+    bad, rep = check(a.root, objs, ENFORCED, pending=PENDING)
     if bad:
         sys.stderr.write('layers: %d finding(s) in %s (tests/layers.py --report for the graph)\n'
-                         % (bad, ', '.join(ENFORCED)))
+                         % (bad, ', '.join(ENFORCED + tuple(c + ' (circles)'
+                                                            for c in ENFORCED_CIRCLES))))
         return 1
-    print('layers: ok (%s enforced; %d reported)' % (', '.join(ENFORCED) or 'nothing', rep))
+    print('layers: ok (%s enforced; %s circles enforced; %d reported)' %
+          (', '.join(ENFORCED) or 'nothing', ', '.join(ENFORCED_CIRCLES) or 'no', rep))
     return 0
 
 

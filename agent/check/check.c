@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * check.c - `gxboot check` (never aborts on a broken pair): the run pipeline's
- * rendezvous on the check port with soft verification and the full table,
- * then the check service, this pod's probes, the reports and the result.
- * Every pod prints its own row and the summary; the coordinator prints the
- * matrix. Exit 0 when every pair is OK, 1 otherwise. Wire: agent/check/CHECK.md.
+ * check.c - `gxboot check` after its rendezvous (never aborts on a broken pair), given
+ * the job and what it met as plain data (check.h; cli/cmd_check.c meets through the
+ * pipeline): the check service, this pod's probes, the reports and the result. Every pod
+ * prints its own row and the summary; the coordinator prints the matrix. Exit 0 when
+ * every pair is OK, 1 otherwise. Wire: agent/check/CHECK.md.
  */
+#include "agent/check/check.h"
 #include "agent/check/check_int.h"
-#include "agent/peers/dns_int.h"
-#include "agent/launch/exec_int.h"
-#include "agent/pipeline/run_int.h"
+#include "netdetect/netdetect.h"
 #include "rdzv/rdma/rdzv_rdma.h"
 
 #include <arpa/inet.h>
@@ -27,8 +26,10 @@
 #define INFLIGHT 16
 #define MAX_WARN 8
 
-struct check_cmd {
-	struct agent_run r;
+struct agent_check {
+	struct agent_check_job j;
+	struct agent_check_met m;
+	int has_token;
 	struct check_world w;
 	struct check_net net;
 	struct rdzv_rdma_ctx *rdma;
@@ -50,19 +51,18 @@ static int64_t probe_budget_ms(const struct check_world *w, int rdma)
 	       (rdma ? probes * RDMA_PROBE_MS : 0);
 }
 
-static int derive_key(struct check_cmd *c, char *err, size_t errlen)
+static int derive_key(struct agent_check *c, char *err, size_t errlen)
 {
-	const struct agent_token *t = &c->r.token;
 	char purpose[160];
 	int rc;
 
-	snprintf(purpose, sizeof(purpose), "check:%s", c->r.job_id);
-	if (t->len) {
-		rc = rdzv_derive_key(t->data, t->len, purpose, c->net.key);
+	snprintf(purpose, sizeof(purpose), "check:%s", c->j.job_id);
+	if (c->j.token_len) {
+		rc = rdzv_derive_key(c->j.token, c->j.token_len, purpose, c->net.key);
 	} else {
 		/* the same as the rendezvous without a token: anyone knowing the job id */
 		gx_warn("unauthenticated check (no token)");
-		rc = rdzv_derive_key((const unsigned char *)c->r.job_id, strlen(c->r.job_id),
+		rc = rdzv_derive_key((const unsigned char *)c->j.job_id, strlen(c->j.job_id),
 				     purpose, c->net.key);
 	}
 	if (rc < 0)
@@ -70,13 +70,13 @@ static int derive_key(struct check_cmd *c, char *err, size_t errlen)
 	return rc;
 }
 
-static void rdma_setup(struct check_cmd *c)
+static void rdma_setup(struct agent_check *c)
 {
-	const struct nd_result *nd = c->r.nd;
+	const struct nd_result *nd = c->j.nd;
 	int rc;
 
 	c->rdma_state = CHECK_RDMA_NONE;
-	if (!nd || c->r.o->rdma == AGENT_RDMA_OFF)
+	if (!nd || c->j.o->rdma == AGENT_RDMA_OFF)
 		return;
 	if (!nd->rdma_usable) {
 		/* a device that cannot be used here (memlock, uverbs: netdetect said why) is
@@ -85,9 +85,9 @@ static void rdma_setup(struct check_cmd *c)
 			c->rdma_state = CHECK_RDMA_UNAVL;
 		return;
 	}
-	rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)c->r.o->size, &c->rdma);
+	rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)c->j.o->size, &c->rdma);
 	if (rc == 0) /* wire v2: the job's key, before the token is wiped */
-		rc = rdzv_rdma_set_key(c->rdma, c->r.token.data, c->r.token.len, c->r.job_id);
+		rc = rdzv_rdma_set_key(c->rdma, c->j.token, c->j.token_len, c->j.job_id);
 	if (rc < 0) {
 		rdzv_rdma_ctx_free(c->rdma);
 		gx_warn("RDMA: not available (%s): TCP probes only", gx_strerror(rc));
@@ -119,13 +119,13 @@ static void print_rails(const struct nd_result *nd)
  * check --rails without an RDMA rail: every up secondary netdev with a global
  * address is a rail (netdetect/README.md "Rails"); they travel in the JOIN.
  */
-static void rails_setup(struct check_cmd *c)
+static void rails_setup(struct agent_check *c)
 {
 	int rc;
 
-	if (!rails_wanted(c->r.o) || !c->r.nd)
+	if (!rails_wanted(c->j.o) || !c->j.nd)
 		return;
-	rc = nd_rails_netdevs(c->r.nd);
+	rc = nd_rails_netdevs(c->j.nd);
 	if (rc < 0)
 		gx_warn("check --rails: cannot list the rails: %s", gx_strerror(rc));
 	else if (rc == 0)
@@ -135,113 +135,34 @@ static void rails_setup(struct check_cmd *c)
 		gx_info("check --rails: %d rail%s", rc, rc == 1 ? "" : "s");
 }
 
-static void plan(struct check_cmd *c)
+static void plan(const struct agent_check *c)
 {
-	const struct agent_opts *o = c->r.o;
+	const struct agent_opts *o = c->j.o;
 
 	printf("gxboot check plan (dry run: no network used)\n");
-	printf("  peers:       %zu from %s\n", c->r.peers.n, c->r.peers.source);
-	printf("  this pod:    %s, %s\n", c->r.peers.names[c->r.peers.self],
-	       c->r.peers.self == 0 ? "coordinator" : "member");
+	printf("  peers:       %zu from %s\n", c->j.n, c->j.source);
+	printf("  this pod:    %s, %s\n", c->j.names[c->j.self],
+	       c->j.self == 0 ? "coordinator" : "member");
 	printf("  check port:  %ld\n", o->check_port ? o->check_port : o->port + 1);
 	printf("  mode:        %s\n",
 	       o->check_mode == AGENT_CHECK_SAMPLED
 		   ? "sampled (--sample peers per pod + the coordinator)"
 	       : o->check_mode == AGENT_CHECK_STAR ? "star"
-	       : o->check_mode == AGENT_CHECK_DEFAULT && c->r.peers.n > CHECK_MATRIX_MAX
+	       : o->check_mode == AGENT_CHECK_DEFAULT && c->j.n > CHECK_MATRIX_MAX
 		   ? "star (the default above 64 pods; --mode all probes every pair)"
 		   : "all");
-	printf("  token:       %s\n", c->r.token.len ? "yes" : "none (unauthenticated)");
-	printf("  interface:   %s\n", c->r.nd ? c->r.nd->iface : c->r.nd_err);
+	printf("  token:       %s\n", c->has_token ? "yes" : "none (unauthenticated)");
+	printf("  interface:   %s\n", c->j.nd ? c->j.nd->iface : c->j.nd_err);
 	if (rails_wanted(o))
-		print_rails(c->r.nd);
-}
-
-/* Rendezvous; our own netdetect failure does not stop a check: it reports it. */
-static int meet(struct check_cmd *c, char *err, size_t errlen)
-{
-	int rc = agent_run_meet(&c->r, err, errlen);
-
-	if (rc < 0 && c->r.rdzv_done && c->r.rdzv_rc == 0) {
-		gx_warn("%s: this pod stays in the check over the primary network", err);
-		err[0] = '\0';
-		rc = 0;
-	}
-	if (rc < 0)
-		return rc;
-	if (c->r.res.ntable != c->r.peers.n || !c->r.res.table || c->r.res.rank < 0 ||
-	    (size_t)c->r.res.rank >= c->r.peers.n) {
-		snprintf(err, errlen, "the rendezvous gave no peer table (%zu of %zu)",
-			 c->r.res.ntable, c->r.peers.n);
-		return GX_ERDZV;
-	}
-	return 0;
+		print_rails(c->j.nd);
 }
 
 /* Run the loop until *flag or the deadline. */
-static void run_until(struct check_cmd *c, const int *flag, int64_t deadline)
+static void run_until(struct agent_check *c, const int *flag, int64_t deadline)
 {
 	while (!*flag && gx_now_ms() < deadline)
-		if (gx_ev_run_until(c->r.ev, deadline) == -ETIMEDOUT)
+		if (gx_ev_run_until(c->m.ev, deadline) == -ETIMEDOUT)
 			break;
-}
-
-/* The coordinator's name looked up in the run's loop (no private loop). */
-struct coord_dns {
-	struct check_net *n;
-	int rc, done;
-};
-
-static void coord_dns_done(void *arg, int rc, const struct agent_dns_answer *ans)
-{
-	struct coord_dns *q = arg;
-
-	q->rc = rc;
-	if (rc == 0) {
-		q->n->coord = ans->addrs[0];
-		q->n->coordlen = ans->lens[0];
-	}
-	q->done = 1;
-}
-
-/*
- * The coordinator's primary address at the check port: its IP, else what the
- * rendezvous resolved (no second DNS query), else resolve again.
- */
-static int coord_addr(struct check_cmd *c, char *err, size_t errlen)
-{
-	struct agent_run *r = &c->r;
-	struct check_net *n = &c->net;
-	struct coord_dns q = {.n = n, .rc = -ETIMEDOUT};
-	struct agent_dns *d = NULL;
-	int rc;
-
-	if (gx_addr_parse(r->coord_lookup, n->port, &n->coord, &n->coordlen) == 0)
-		return 0;
-	if (r->ever_resolved && r->coord_primary.sa.sa_family == AF_INET) {
-		n->coord = r->coord_primary;
-		n->coord.in4.sin_port = htons(n->port);
-		n->coordlen = sizeof(n->coord.in4);
-		return 0;
-	}
-	if (r->ever_resolved && r->coord_primary.sa.sa_family == AF_INET6) {
-		n->coord = r->coord_primary;
-		n->coord.in6.sin6_port = htons(n->port);
-		n->coordlen = sizeof(n->coord.in6);
-		return 0;
-	}
-	rc = agent_dns_start(r->ev, r->coord_lookup, r->o->dns_server, n->port, coord_dns_done, &q,
-			     &d);
-	if (rc == 0) {
-		run_until(c, &q.done, gx_now_ms() + 5000);
-		rc = q.rc;
-	}
-	agent_dns_free(d);
-	if (rc == 0)
-		return 0;
-	snprintf(err, errlen, "cannot resolve the coordinator %s: %s", r->coord_lookup,
-		 gx_strerror(rc));
-	return rc;
 }
 
 /* A VFAILED entry's why: its netdetect line, or its failed secondary verification. */
@@ -254,30 +175,31 @@ static void vfailed_why(const struct rdzv_peer *p, char *buf, size_t len)
 			 p->nd_why);
 }
 
-static void own_row(struct check_cmd *c)
+static void own_row(struct agent_check *c)
 {
 	struct check_row *row = &c->w.rows[c->net.self];
-	const struct rdzv_peer *me = &c->r.res.table[c->net.self];
+	const struct rdzv_peer *me = &c->m.res->table[c->net.self];
 	uint32_t i;
 
 	row->reported = 1;
-	row->mtu = c->r.nd ? c->r.nd->mtu : 0;
+	row->mtu = c->j.nd ? c->j.nd->mtu : 0;
 	row->rdma = c->rdma_state;
-	if (c->r.nd_rc < 0)
-		gx_strlcpy(row->why, c->r.nd_err, sizeof(row->why));
+	if (c->j.nd_rc < 0)
+		gx_strlcpy(row->why, c->j.nd_err, sizeof(row->why));
 	else if (me->flags & RDZV_PF_VFAILED)
 		vfailed_why(me, row->why, sizeof(row->why));
 	/* the coordinator knows why a silent pod failed its verification */
 	for (i = 0; i < c->w.n && c->net.is_coord; i++) {
 		if (i == c->net.self)
 			continue;
-		c->w.rows[i].mtu = c->r.res.table[i].mtu; /* until its report says */
-		if (c->r.res.table[i].flags & RDZV_PF_VFAILED)
-			vfailed_why(&c->r.res.table[i], c->w.rows[i].why, sizeof(c->w.rows[i].why));
+		c->w.rows[i].mtu = c->m.res->table[i].mtu; /* until its report says */
+		if (c->m.res->table[i].flags & RDZV_PF_VFAILED)
+			vfailed_why(&c->m.res->table[i], c->w.rows[i].why,
+				    sizeof(c->w.rows[i].why));
 	}
 }
 
-static void add_warning(struct check_cmd *c, const char *line)
+static void add_warning(struct agent_check *c, const char *line)
 {
 	if (c->nwarn == MAX_WARN)
 		return;
@@ -306,7 +228,7 @@ static int fail_line(const struct check_world *w, const struct check_summary *s,
 	return GX_ECHECK;
 }
 
-static void coord_warnings(struct check_cmd *c)
+static void coord_warnings(struct agent_check *c)
 {
 	char line[512];
 	uint32_t i;
@@ -322,7 +244,8 @@ static void coord_warnings(struct check_cmd *c)
 
 /* A known-good member to probe through: not blamed, not probed again, holding its report
  * connection; the first after the coordinator in ring order. n: none. */
-static uint32_t pick_via(struct check_cmd *c, const unsigned char *blame, const unsigned char *only)
+static uint32_t pick_via(struct agent_check *c, const unsigned char *blame,
+			 const unsigned char *only)
 {
 	uint32_t m, i;
 
@@ -336,7 +259,7 @@ static uint32_t pick_via(struct check_cmd *c, const unsigned char *blame, const 
 }
 
 /* "A's second probe: timeout" for each vantage that probed pod i (""). */
-static void second_whys(struct check_cmd *c, uint32_t i, const struct check_world *again,
+static void second_whys(struct agent_check *c, uint32_t i, const struct check_world *again,
 			const struct check_world *via, uint32_t g, char *buf, size_t len)
 {
 	const struct check_probe *p;
@@ -352,7 +275,7 @@ static void second_whys(struct check_cmd *c, uint32_t i, const struct check_worl
 }
 
 /* The OK second probe of pod i (the coordinator's, else the member's), or NULL. */
-static const struct check_probe *second_ok(struct check_cmd *c, uint32_t i,
+static const struct check_probe *second_ok(struct agent_check *c, uint32_t i,
 					   const struct check_world *again,
 					   const struct check_world *via, uint32_t g, uint32_t *by)
 {
@@ -376,7 +299,7 @@ static const struct check_probe *second_ok(struct check_cmd *c, uint32_t i,
  * instead of it when it has no other failure. A report that arrives meanwhile goes into the world
  * and counts.
  */
-static void second_pass(struct check_cmd *c, int64_t by)
+static void second_pass(struct agent_check *c, int64_t by)
 {
 	struct check_net *n = &c->net;
 	struct check_world again, via;
@@ -412,7 +335,7 @@ static void second_pass(struct check_cmd *c, int64_t by)
 	if (self_good)
 		probing = agent_check_probes_again(n, &again, only) == 0;
 	while (gx_now_ms() < by && ((probing && !n->probes_done) || (asked && !n->probed_done)))
-		if (gx_ev_run_until(c->r.ev, by) == -ETIMEDOUT)
+		if (gx_ev_run_until(c->m.ev, by) == -ETIMEDOUT)
 			break;
 	if (asked && !n->probed_done)
 		gx_warn("check: second pass: no answer from %s", c->w.names[g]);
@@ -447,7 +370,7 @@ out:
 }
 
 /* Every reporting member gets the result; wait (at most 5 s) until it is written. */
-static int coord_send(struct check_cmd *c, const struct check_summary *s)
+static int coord_send(struct agent_check *c, const struct check_summary *s)
 {
 	int64_t by = gx_now_ms() + 5000, now;
 	json_t *doc;
@@ -462,15 +385,15 @@ static int coord_send(struct check_cmd *c, const struct check_summary *s)
 	rc = agent_check_serve_reply(&c->net, text, strlen(text));
 	free(text);
 	while (rc == 0 && agent_check_serve_pending(&c->net) && (now = gx_now_ms()) < by)
-		gx_ev_run_until(c->r.ev, now + 200 < by ? now + 200 : by);
+		gx_ev_run_until(c->m.ev, now + 200 < by ? now + 200 : by);
 	return rc;
 }
 
-static void coord_print(struct check_cmd *c, const struct check_summary *s)
+static void coord_print(struct agent_check *c, const struct check_summary *s)
 {
 	json_t *doc;
 
-	if (c->r.o->json) {
+	if (c->j.o->json) {
 		doc = agent_check_result_json(&c->w, s, c->warn, c->nwarn, 0);
 		if (doc)
 			json_dumpf(doc, stdout, JSON_INDENT(2));
@@ -495,9 +418,9 @@ static void coord_print(struct check_cmd *c, const struct check_summary *s)
  * written to FILE.tmp, then renamed. A failure to write is a warning: the
  * check's verdict stands.
  */
-static void coord_report(struct check_cmd *c, const struct check_summary *s)
+static void coord_report(struct agent_check *c, const struct check_summary *s)
 {
-	const struct agent_opts *o = c->r.o;
+	const struct agent_opts *o = c->j.o;
 	char tmp[4096], pods[32], port[16], when[64], rails[CHECK_MAX_RAILS * CHECK_RAIL_NAME];
 	char mode[128];
 	const char *params[20];
@@ -567,7 +490,7 @@ static void coord_report(struct check_cmd *c, const struct check_summary *s)
 	gx_info("check: report written to %s", o->report);
 }
 
-static int coord_finish(struct check_cmd *c, int64_t by, char *err, size_t errlen)
+static int coord_finish(struct agent_check *c, int64_t by, char *err, size_t errlen)
 {
 	struct check_summary s;
 	size_t i;
@@ -609,7 +532,7 @@ static void print_warnings(json_t *doc)
 	}
 }
 
-static int member_finish(struct check_cmd *c, char *err, size_t errlen)
+static int member_finish(struct agent_check *c, char *err, size_t errlen)
 {
 	struct check_world all;
 	struct check_summary s;
@@ -617,7 +540,7 @@ static int member_finish(struct check_cmd *c, char *err, size_t errlen)
 	char why[160];
 	int rc;
 
-	if (c->r.o->report && *c->r.o->report)
+	if (c->j.o->report && *c->j.o->report)
 		gx_info("check --report: the coordinator (%s) writes the page", c->w.names[0]);
 	if (!c->net.result_done) {
 		snprintf(err, errlen, "no result from the coordinator %s (%s)", c->w.names[0],
@@ -637,7 +560,7 @@ static int member_finish(struct check_cmd *c, char *err, size_t errlen)
 		goto out;
 	}
 	print_warnings(doc);
-	if (c->r.o->json) {
+	if (c->j.o->json) {
 		json_dumpf(doc, stdout, JSON_INDENT(2));
 		printf("\n");
 	} else {
@@ -656,14 +579,14 @@ out:
 	return rc;
 }
 
-static int report(struct check_cmd *c, char *err, size_t errlen)
+static int report(struct agent_check *c, char *err, size_t errlen)
 {
 	unsigned char *frame = NULL;
 	char *text = NULL;
 	size_t len = 0, flen = 0;
 	int rc;
 
-	rc = coord_addr(c, err, errlen);
+	rc = c->m.coord_addr(c->m.arg, c->net.port, &c->net.coord, &c->net.coordlen, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = agent_check_report_encode(&c->w, c->net.self, &text, &len);
@@ -683,15 +606,15 @@ static int report(struct check_cmd *c, char *err, size_t errlen)
  * later (check_rdma.c; no fork). A pod that cannot serve reports RDMA as not
  * available; probes to it are then not counted.
  */
-static void rdma_start(struct check_cmd *c, char *err, size_t errlen)
+static void rdma_start(struct agent_check *c, char *err, size_t errlen)
 {
 	struct check_net *n = &c->net;
 	int rc;
 
 	if (!c->rdma)
 		return;
-	agent_check_rdma_init(n, c->rdma, (size_t)c->r.o->size, &c->probes);
-	rc = rdzv_rdma_serve(c->rdma, c->r.ev, &c->r.res.table[n->self], n->port, err, errlen);
+	agent_check_rdma_init(n, c->rdma, (size_t)c->j.o->size, &c->probes);
+	rc = rdzv_rdma_serve(c->rdma, c->m.ev, &c->m.res->table[n->self], n->port, err, errlen);
 	if (rc < 0) {
 		gx_warn("RDMA: not available (%s): TCP probes only", err);
 		err[0] = '\0';
@@ -707,9 +630,9 @@ static void rdma_start(struct check_cmd *c, char *err, size_t errlen)
  * (the bootstrap address is already served). A rail that cannot serve is
  * probed by the others and fails there, naming this pod's rail.
  */
-static void rails_serve(struct check_cmd *c, char *err, size_t errlen)
+static void rails_serve(struct agent_check *c, char *err, size_t errlen)
 {
-	const struct rdzv_peer *me = &c->r.res.table[c->net.self];
+	const struct rdzv_peer *me = &c->m.res->table[c->net.self];
 	struct rdzv_peer rp;
 	uint32_t k;
 	int rc;
@@ -720,11 +643,11 @@ static void rails_serve(struct check_cmd *c, char *err, size_t errlen)
 		    (rp.addr6[0] && strcmp(rp.addr6, me->addr6) == 0))
 			continue;
 		err[0] = '\0';
-		rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)c->r.o->size, &c->rail_rdma[k]);
+		rc = rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)c->j.o->size, &c->rail_rdma[k]);
 		if (rc == 0)
 			rc = rdzv_rdma_share_key(c->rail_rdma[k], c->rdma);
 		if (rc == 0)
-			rc = rdzv_rdma_serve(c->rail_rdma[k], c->r.ev, &rp, c->net.port, err,
+			rc = rdzv_rdma_serve(c->rail_rdma[k], c->m.ev, &rp, c->net.port, err,
 					     errlen);
 		if (rc < 0)
 			gx_warn("RDMA: rail %s not served (%s)", c->w.rails[k],
@@ -738,7 +661,7 @@ static void rails_serve(struct check_cmd *c, char *err, size_t errlen)
  * stalled, and a pod that did not finish its probes says so itself
  * (CHECK_OVERLOADED) rather than letting the missing pairs blame its peers.
  */
-static void probes_end(struct check_cmd *c)
+static void probes_end(struct agent_check *c)
 {
 	struct check_net *n = &c->net;
 	struct check_row *row = &c->w.rows[n->self];
@@ -755,14 +678,14 @@ static void probes_end(struct check_cmd *c)
 }
 
 /* After the rendezvous: service, probes, reports, result. */
-static int check_phase(struct check_cmd *c, char *err, size_t errlen)
+static int check_phase(struct agent_check *c, char *err, size_t errlen)
 {
 	struct check_net *n = &c->net;
 	int64_t budget = probe_budget_ms(&c->w, c->rdma != NULL), deadline;
 	int rc;
 
 	rc = agent_check_serve_start(n, err, errlen);
-	if (rc == 0 && agent_port_shared(n->port)) {
+	if (rc == 0 && c->m.port_shared(n->port)) {
 		snprintf(err, errlen,
 			 "check port %u is already in use on this node (another check with "
 			 "hostNetwork?): give each its own --port",
@@ -805,87 +728,95 @@ static int check_phase(struct check_cmd *c, char *err, size_t errlen)
 	return member_finish(c, err, errlen);
 }
 
-static int setup_net(struct check_cmd *c)
+static int setup_net(struct agent_check *c)
 {
 	struct check_net *n = &c->net;
-	const struct agent_opts *o = c->r.o;
+	const struct agent_opts *o = c->j.o;
 	int star = o->check_mode == AGENT_CHECK_STAR ||
-		   (o->check_mode == AGENT_CHECK_DEFAULT && c->r.peers.n > CHECK_MATRIX_MAX);
+		   (o->check_mode == AGENT_CHECK_DEFAULT && c->j.n > CHECK_MATRIX_MAX);
 	int rc;
 
-	rc = agent_check_world_init(&c->w, (uint32_t)c->r.peers.n, star, c->r.peers.names);
+	rc = agent_check_world_init(&c->w, (uint32_t)c->j.n, star, c->j.names);
 	if (rc < 0)
 		return rc;
 	c->w.star_default = star && o->check_mode == AGENT_CHECK_DEFAULT;
 	if (!star && o->check_mode == AGENT_CHECK_SAMPLED)
 		agent_check_world_sample(&c->w, o->sample ? (uint32_t)o->sample : 8,
-					 c->r.res.round);
-	n->ev = c->r.ev;
+					 c->m.res->round);
+	n->ev = c->m.ev;
 	n->w = &c->w;
-	n->self = (uint32_t)c->r.res.rank;
-	n->round = c->r.res.round;
-	n->port = (uint16_t)c->r.port;
-	n->is_coord = c->r.res.rank == 0;
-	n->table = c->r.res.table;
+	n->self = (uint32_t)c->m.res->rank;
+	n->round = c->m.res->round;
+	n->port = (uint16_t)c->m.port;
+	n->is_coord = c->m.res->rank == 0;
+	n->table = c->m.res->table;
 	n->t0 = gx_now_ms();
 	/* the members' clocks start when the COMMIT reaches them; the coordinator's done may
 	 * come up to RDZV_COMMIT_WAIT_MS later (a member reconnecting for its COMMIT), and
 	 * its deadlines must not pass the members' (512 pods: 402 members gave up waiting
 	 * for a result the coordinator sent 26 s after their deadline) */
-	if (n->is_coord && c->r.res.t_commit_ms > 0 && c->r.res.t_commit_ms < n->t0)
-		n->t0 = c->r.res.t_commit_ms;
+	if (n->is_coord && c->m.res->t_commit_ms > 0 && c->m.res->t_commit_ms < n->t0)
+		n->t0 = c->m.res->t_commit_ms;
 	for (int i = 0; i < CHECK_LISTEN_MAX; i++)
 		n->lfd[i] = -1;
 	/* the probes' and the service's interface (its listeners are bound to it) */
-	if (c->r.nd)
-		gx_strlcpy(n->ifname, c->r.nd->iface, sizeof(n->ifname));
+	if (c->j.nd)
+		gx_strlcpy(n->ifname, c->j.nd->iface, sizeof(n->ifname));
 	/* the rendezvous' own route answers (it asked them for its path), or new ones */
-	if (!c->r.routes && nd_routes_open(&c->r.routes) < 0)
+	if (!*c->m.routes && nd_routes_open(c->m.routes) < 0)
 		gx_debug("check: no route answers: probes are not checked against the routes");
-	n->routes = c->r.routes;
+	n->routes = *c->m.routes;
 	if (rails_wanted(o))
-		agent_check_rails_plan(&c->w, c->r.res.table, c->w.n);
+		agent_check_rails_plan(&c->w, c->m.res->table, c->w.n);
 	return 0;
 }
 
-int agent_cmd_check(struct agent_opts *o, char *err, size_t errlen)
+int agent_check_new(const struct agent_check_job *j, struct agent_check **ret)
 {
-	struct check_cmd *c = calloc(1, sizeof(*c));
-	int rc;
+	struct agent_check *c = calloc(1, sizeof(*c));
 
+	*ret = c;
 	if (!c)
 		return -ENOMEM;
-	agent_signals_wait_mode();
-	rc = agent_run_prepare(&c->r, o, err, errlen);
-	if (rc < 0)
-		goto out;
-	c->r.port = o->check_port ? o->check_port : o->port + 1;
-	c->r.soft_verify = 1;
-	c->r.full_table = 1;
+	c->j = *j;
+	c->has_token = j->token_len > 0;
 	rails_setup(c);
-	if (o->dry_run) {
-		plan(c);
-		goto out;
-	}
-	rc = derive_key(c, err, errlen);
+	return 0;
+}
+
+void agent_check_plan(const struct agent_check *c)
+{
+	plan(c);
+}
+
+int agent_check_key(struct agent_check *c, char *err, size_t errlen)
+{
+	int rc = derive_key(c, err, errlen);
+
 	if (rc < 0)
-		goto out;
+		return rc;
 	rdma_setup(c);
-	rc = meet(c, err, errlen);
-	agent_token_free(&c->r.token);
-	if (rc < 0)
-		goto out;
-	/* the rendezvous is over: its port becomes the check service's */
-	rdzv_coord_free(c->r.coord);
-	c->r.coord = NULL;
-	rdzv_member_free(c->r.member);
-	c->r.member = NULL;
-	agent_dns_free(c->r.dns);
-	c->r.dns = NULL;
+	c->j.token = NULL; /* wiped by its owner after the rendezvous */
+	c->j.token_len = 0;
+	return 0;
+}
+
+int agent_check_run(struct agent_check *c, const struct agent_check_met *m, char *err,
+		    size_t errlen)
+{
+	int rc;
+
+	c->m = *m;
 	rc = setup_net(c);
 	if (rc == 0)
 		rc = check_phase(c, err, errlen);
-out:
+	return rc;
+}
+
+void agent_check_free(struct agent_check *c)
+{
+	if (!c)
+		return;
 	agent_check_rdma_stop(&c->probes);
 	agent_check_probes_stop(&c->net);
 	if (c->net.ev)
@@ -894,8 +825,6 @@ out:
 	for (size_t k = 0; k < CHECK_MAX_RAILS; k++)
 		rdzv_rdma_ctx_free(c->rail_rdma[k]);
 	agent_check_world_free(&c->w);
-	agent_run_free(&c->r);
 	sodium_memzero(c->net.key, sizeof(c->net.key));
 	free(c);
-	return rc;
 }

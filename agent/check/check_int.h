@@ -12,7 +12,7 @@
  * check_rails.c: check --rails (rails lists, rail set, which rail is broken);
  * check_serve.c / check_probe.c: the service and the clients in a gx_ev
  * loop; check_rdma.c: the RDMA-CM probes in the loop;
- * check.c: the command.
+ * check.c: the check after its rendezvous (check.h; the command is cli/cmd_check.c).
  */
 #ifndef AGENT_CHECK_INT_H
 #define AGENT_CHECK_INT_H
@@ -235,6 +235,10 @@ int agent_check_result_decode(struct check_world *w, const char *text, size_t le
 void agent_check_hdr_put(unsigned char h[CHECK_HDR_LEN], int type, uint32_t len);
 /* 0, or GX_EPROTO / GX_EVERSION for a bad header; *type / *len out. */
 int agent_check_hdr_get(const unsigned char h[CHECK_HDR_LEN], int *type, uint32_t *len);
+/* gx_frame's encode for the check wire (every type; the reader bounds them): 0, or -EMSGSIZE
+ * for a body a u32 cannot say. */
+int agent_check_frame_encode(const struct gx_frame *f, unsigned char *hdr, unsigned type,
+			     size_t blen);
 /* Sealed REPORT / RESULT / PROBE / PROBED frame: header | MAC | rank | payload. */
 int agent_check_seal(const unsigned char key[CHECK_KEY_LEN], int type, uint64_t round,
 		     uint32_t rank, const char *payload, size_t plen, unsigned char **out,
@@ -261,8 +265,8 @@ int agent_check_rails_plan(struct check_world *w, const struct rdzv_peer *table,
 int agent_check_rail_index(struct check_world *w, const char *name);
 /* Name of a probe's rail ("" for the bootstrap iface). */
 const char *agent_check_rail_name(const struct check_world *w, int rail);
-/* One matrix per rail and protocol, rails in name order. */
-void agent_check_print_rails(FILE *f, const struct check_world *w);
+/* Rail indices (1-based) in name order. */
+void agent_check_rail_order(const struct check_world *w, int order[CHECK_MAX_RAILS]);
 /*
  * " pod-2 (rail net3)" for each pod that takes part in more than half of
  * one rail's failed probes (every pod of a failed probe when none does),
@@ -278,6 +282,8 @@ int agent_check_world_has_probes(const struct check_world *w, int proto, int rai
 void agent_check_print_matrix(FILE *f, const struct check_world *w, int proto);
 /* The same for one rail (1..nrails). */
 void agent_check_print_rail_matrix(FILE *f, const struct check_world *w, int proto, int rail);
+/* One matrix per rail and protocol, rails in name order. */
+void agent_check_print_rails(FILE *f, const struct check_world *w);
 /* Every failed pair, one line each ("✗ a -> b tcp: timeout"), at most `max` (0 = all). */
 void agent_check_print_failures(FILE *f, const struct check_world *w, size_t max);
 /* One pod's row: its probes with latencies. */
@@ -443,12 +449,5 @@ void agent_check_rdma_init(struct check_net *n, struct rdzv_rdma_ctx *ctx, size_
 void agent_check_rdma_go(struct check_rdma *r);
 /* Cancels a probe still running. Safe on a zeroed struct. */
 void agent_check_rdma_stop(struct check_rdma *r);
-
-/* ---- check.c ---- */
-/*
- * gxboot check: a GX_E* / -errno code with one line in err, or the exit
- * status: 0 every pair OK, 1 any pair failed.
- */
-int agent_cmd_check(struct agent_opts *o, char *err, size_t errlen);
 
 #endif

@@ -45,9 +45,9 @@ enum pc_state {
 struct check_pc {
 	struct check_net *n;
 	uint32_t to;
-	int rail;	 /* 0: the bootstrap iface; k: rail n->w->rails[k - 1] */
-	char ifname[16]; /* the netdev the probe leaves on */
-	int fd;
+	int rail;	   /* 0: the bootstrap iface; k: rail n->w->rails[k - 1] */
+	char ifname[16];   /* the netdev the probe leaves on */
+	struct gx_frame f; /* the echo connection: frames out, the echo back raw */
 	enum pc_state state;
 	union gx_sockaddr dst, src;
 	socklen_t dlen, slen;
@@ -58,7 +58,27 @@ struct check_pc {
 	int64_t rtt[CHECK_ECHO_K], sent_us;
 	char route_why[64]; /* "routed via eth0": the kernel would send it out of another iface */
 	unsigned char frame[CHECK_HDR_LEN + ECHO_LEN], in[CHECK_HDR_LEN + ECHO_LEN];
-	size_t inoff;
+};
+
+/* What a client reads: a RESULT, or a PROBE (the second pass); anything else is no check
+ * service. The echo probe reads its answer raw instead. */
+static int client_decode(struct gx_frame *f, const unsigned char *hdr, unsigned *type, size_t *blen)
+{
+	uint32_t len = 0;
+	int t = 0;
+
+	(void)f;
+	if (agent_check_hdr_get(hdr, &t, &len) < 0 || (t != CHECK_RESULT && t != CHECK_PROBE))
+		return GX_EPROTO;
+	*type = (unsigned)t;
+	*blen = len;
+	return 0;
+}
+
+static const struct gx_frame_fmt client_fmt = {
+    .hdr_len = CHECK_HDR_LEN,
+    .decode = client_decode,
+    .encode = agent_check_frame_encode,
 };
 
 const char *agent_check_errno_why(int err)
@@ -111,7 +131,7 @@ out:
 /* socket, SO_BINDTODEVICE (best effort), bind the source, connect. */
 static int pc_connect(struct check_pc *pc)
 {
-	return agent_check_connect(pc->ifname, &pc->src, pc->slen, &pc->dst, pc->dlen, &pc->fd);
+	return agent_check_connect(pc->ifname, &pc->src, pc->slen, &pc->dst, pc->dlen, &pc->f.fd);
 }
 
 /*
@@ -160,11 +180,9 @@ static void pc_arm(struct check_pc *pc, int64_t ms)
 
 static void pc_close(struct check_pc *pc)
 {
-	if (pc->fd >= 0) {
-		gx_ev_del(pc->n->ev, pc->fd);
-		close(pc->fd);
-	}
-	pc->fd = -1;
+	if (pc->f.fd >= 0)
+		gx_ev_del(pc->n->ev, pc->f.fd);
+	gx_frame_reset(&pc->f); /* closes; fd -1 */
 	if (pc->timer)
 		gx_ev_timer_cancel(pc->n->ev, pc->timer);
 	pc->timer = 0;
@@ -224,14 +242,13 @@ static void pc_attempt(struct check_pc *pc)
 	int rc = pc_connect(pc);
 
 	if (rc == 0)
-		rc = gx_ev_add(pc->n->ev, pc->fd, EPOLLOUT, pc_io, pc);
+		rc = gx_ev_add(pc->n->ev, pc->f.fd, EPOLLOUT, pc_io, pc);
 	if (rc < 0) {
 		pc_finish(pc, rc, NULL);
 		return;
 	}
 	pc->state = PC_CONNECT;
 	pc->k = 0;
-	pc->inoff = 0;
 	pc_arm(pc, pc_timeout(pc, CONNECT_MS));
 }
 
@@ -251,36 +268,37 @@ static void pc_error(struct check_pc *pc, int err)
 
 static void pc_send(struct check_pc *pc)
 {
-	ssize_t put;
+	int rc;
 
+	/* kept whole: the echo must come back as these bytes */
 	agent_check_hdr_put(pc->frame, CHECK_ECHO, ECHO_LEN);
 	randombytes_buf(pc->frame + CHECK_HDR_LEN, ECHO_LEN);
 	pc->sent_us = gx_now_us();
-	pc->inoff = 0;
-	put = write(pc->fd, pc->frame, sizeof(pc->frame));
-	if (put != (ssize_t)sizeof(pc->frame)) {
-		/* 44 bytes on an idle socket: a short write is a broken connection */
-		pc_error(pc, put < 0 ? -errno : -EPIPE);
+	rc = gx_frame_send(&pc->f, CHECK_ECHO, pc->frame + CHECK_HDR_LEN, ECHO_LEN);
+	/* 44 bytes on an idle socket: a short write is a broken connection */
+	if (rc == 0 && gx_frame_pending(&pc->f))
+		rc = -EPIPE;
+	if (rc < 0) {
+		pc_error(pc, rc);
 		return;
 	}
 	pc->state = PC_ECHO;
-	gx_ev_mod(pc->n->ev, pc->fd, EPOLLIN);
+	gx_ev_mod(pc->n->ev, pc->f.fd, EPOLLIN);
 	pc_arm(pc, pc_timeout(pc, ECHO_MS));
 }
 
+/* The echo is read raw, not decoded: any byte that differs from what was sent, its header's
+ * included, is a bad echo. */
 static void pc_read(struct check_pc *pc)
 {
-	ssize_t got = read(pc->fd, pc->in + pc->inoff, sizeof(pc->in) - pc->inoff);
+	int rc = gx_frame_read_raw(&pc->f, pc->in, sizeof(pc->in));
 
-	if (got < 0 && errno == EAGAIN)
+	if (rc == 0)
 		return;
-	if (got <= 0) {
-		pc_error(pc, got < 0 ? -errno : -ECONNRESET);
+	if (rc < 0) {
+		pc_error(pc, rc);
 		return;
 	}
-	pc->inoff += (size_t)got;
-	if (pc->inoff < sizeof(pc->in))
-		return;
 	if (memcmp(pc->in, pc->frame, sizeof(pc->in)) != 0) {
 		pc_finish(pc, GX_EPROTO, NULL);
 		return;
@@ -303,7 +321,7 @@ static void pc_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	(void)ev;
 	(void)fd;
 	if (pc->state == PC_CONNECT) {
-		rc = gx_sock_error(pc->fd);
+		rc = gx_sock_error(pc->f.fd);
 		if (rc < 0)
 			pc_error(pc, rc);
 		else if (events & EPOLLOUT)
@@ -488,7 +506,7 @@ int agent_check_probes_start(struct check_net *n)
 			n->pcs[n->npcs].n = n;
 			n->pcs[n->npcs].to = j;
 			n->pcs[n->npcs].rail = (int)k;
-			n->pcs[n->npcs].fd = -1;
+			gx_frame_init(&n->pcs[n->npcs].f, -1, &client_fmt, NULL, &n->pcs[n->npcs]);
 			n->npcs++;
 		}
 	}
@@ -541,42 +559,33 @@ void agent_check_lag_stop(struct check_net *n)
 
 struct check_rep {
 	struct check_net *n;
-	int fd;
+	struct gx_frame f; /* corked: the REPORT, later PROBED, go out on EPOLLOUT */
 	int connected;
-	unsigned char *frame;
-	size_t flen, foff;
-	unsigned char hdr[CHECK_HDR_LEN];
-	size_t hoff;
-	unsigned char *body;
-	int type; /* of the frame being read: RESULT, or PROBE (the second pass) */
-	uint32_t blen;
-	size_t boff;
+	int reporting;	      /* the REPORT is queued: nothing is read until it is out */
+	unsigned char *frame; /* the REPORT, sent again on every connection */
+	size_t flen;
+	unsigned char *body; /* the frame read: RESULT, or PROBE (the second pass) */
+	size_t blen;
 	uint64_t timer;
 	/* the second pass asked of this member (PROBE): its probes, then PROBED */
 	struct check_world ask_w; /* scratch world, ask_w.rows != NULL while asked */
 	unsigned char *ask_only;
 	uint64_t ask_id;
 	uint64_t ask_timer;
-	unsigned char *out; /* the PROBED frame being written */
-	size_t olen, ooff;
 };
 
 static void rep_timer(struct gx_ev *ev, uint64_t id, void *arg);
 
 static void rep_close(struct check_rep *rp)
 {
-	if (rp->fd >= 0) {
-		gx_ev_del(rp->n->ev, rp->fd);
-		close(rp->fd);
-	}
-	rp->fd = -1;
+	if (rp->f.fd >= 0)
+		gx_ev_del(rp->n->ev, rp->f.fd);
+	gx_frame_reset(&rp->f); /* closes; what was queued or half read is dropped */
+	rp->f.cork = 1;
 	free(rp->body);
 	rp->body = NULL;
-	rp->hoff = rp->boff = rp->foff = 0;
-	rp->connected = 0;
-	free(rp->out);
-	rp->out = NULL;
-	rp->olen = rp->ooff = 0;
+	rp->blen = 0;
+	rp->connected = rp->reporting = 0;
 }
 
 /* The asked probes are over (or abandoned): free what they held. */
@@ -600,18 +609,22 @@ static void ask_send(struct gx_ev *ev, uint64_t id, void *arg)
 {
 	struct check_rep *rp = arg;
 	struct check_net *n = rp->n;
+	unsigned char *frame = NULL;
 	char *text = NULL;
-	size_t len = 0;
+	size_t len = 0, flen = 0;
 	int rc;
 
 	(void)id;
 	rp->ask_timer = 0;
 	rc = agent_check_probed_encode(&rp->ask_w, n->self, rp->ask_id, &text, &len);
-	if (rc == 0 && rp->fd >= 0 && rp->connected && !rp->out)
-		rc = agent_check_seal(n->key, CHECK_PROBED, n->round, n->self, text, len, &rp->out,
-				      &rp->olen);
+	if (rc == 0 && rp->f.fd >= 0 && rp->connected && !gx_frame_pending(&rp->f))
+		rc = agent_check_seal(n->key, CHECK_PROBED, n->round, n->self, text, len, &frame,
+				      &flen);
 	else if (rc == 0)
 		rc = -ENOTCONN;
+	if (rc == 0)
+		rc = gx_frame_send_raw(&rp->f, frame, flen);
+	free(frame);
 	free(text);
 	ask_end(rp);
 	if (rc < 0) {
@@ -619,8 +632,7 @@ static void ask_send(struct gx_ev *ev, uint64_t id, void *arg)
 			 gx_strerror(rc));
 		return;
 	}
-	rp->ooff = 0;
-	gx_ev_mod(ev, rp->fd, EPOLLIN | EPOLLOUT);
+	gx_ev_mod(ev, rp->f.fd, EPOLLIN | EPOLLOUT);
 }
 
 static void ask_done(struct check_net *n)
@@ -706,84 +718,64 @@ static void rep_result(struct check_rep *rp)
 	gx_ev_stop(n->ev, 0);
 }
 
-/* Read the RESULT: header, then a body of at most CHECK_MAX_RESULT. */
-static int rep_read(struct check_rep *rp)
+/* Write what is queued (the REPORT, a PROBED): 0, or < 0 when the connection broke. */
+static int rep_flush(struct check_rep *rp)
 {
-	ssize_t got;
-	int type;
+	int rc = gx_frame_flush(&rp->f);
 
-	if (rp->hoff < CHECK_HDR_LEN) {
-		got = read(rp->fd, rp->hdr + rp->hoff, CHECK_HDR_LEN - rp->hoff);
-		if (got <= 0)
-			return got < 0 && errno == EAGAIN ? 0 : -ECONNRESET;
-		rp->hoff += (size_t)got;
-		if (rp->hoff < CHECK_HDR_LEN)
-			return 0;
-		if (agent_check_hdr_get(rp->hdr, &type, &rp->blen) < 0 ||
-		    (type != CHECK_RESULT && type != CHECK_PROBE))
-			return GX_EPROTO;
-		rp->type = type;
-		rp->body = malloc(rp->blen);
-		if (!rp->body)
-			return -ENOMEM;
-	}
-	got = read(rp->fd, rp->body + rp->boff, rp->blen - rp->boff);
-	if (got <= 0)
-		return got < 0 && errno == EAGAIN ? 0 : -ECONNRESET;
-	rp->boff += (size_t)got;
-	return rp->boff == rp->blen;
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		gx_ev_mod(rp->n->ev, rp->f.fd, EPOLLIN);
+	return 0;
 }
 
 static void rep_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 {
 	struct check_rep *rp = arg;
-	ssize_t put;
+	unsigned type = 0;
 	int rc;
 
+	(void)ev;
 	(void)fd;
-	if (rp->out && (events & EPOLLOUT)) { /* PROBED */
-		put = write(rp->fd, rp->out + rp->ooff, rp->olen - rp->ooff);
-		if (put < 0 && errno != EAGAIN) {
-			rep_retry(rp, agent_check_errno_why(-errno));
+	if (!rp->reporting && gx_frame_pending(&rp->f) && (events & EPOLLOUT)) { /* PROBED */
+		rc = rep_flush(rp);
+		if (rc < 0) {
+			rep_retry(rp, agent_check_errno_why(rc));
 			return;
-		}
-		rp->ooff += put > 0 ? (size_t)put : 0;
-		if (rp->ooff == rp->olen) {
-			free(rp->out);
-			rp->out = NULL;
-			rp->olen = rp->ooff = 0;
-			gx_ev_mod(ev, rp->fd, EPOLLIN);
 		}
 		if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 			return;
 	}
 	if (!rp->connected) {
-		rc = gx_sock_error(rp->fd);
+		rc = gx_sock_error(rp->f.fd);
 		if (rc < 0 || !(events & EPOLLOUT)) {
 			rep_retry(rp, rc < 0 ? agent_check_errno_why(rc) : "connection failed");
 			return;
 		}
 		rp->connected = 1;
-	}
-	if (rp->foff < rp->flen) {
-		put = write(rp->fd, rp->frame + rp->foff, rp->flen - rp->foff);
-		if (put < 0 && errno != EAGAIN) {
-			rep_retry(rp, agent_check_errno_why(-errno));
+		rp->reporting = 1;
+		rc = gx_frame_send_raw(&rp->f, rp->frame, rp->flen);
+		if (rc < 0) {
+			rep_retry(rp, agent_check_errno_why(rc));
 			return;
 		}
-		rp->foff += put > 0 ? (size_t)put : 0;
-		if (rp->foff == rp->flen)
-			gx_ev_mod(ev, rp->fd, EPOLLIN);
+	}
+	if (rp->reporting) {
+		rc = rep_flush(rp);
+		if (rc < 0)
+			rep_retry(rp, agent_check_errno_why(rc));
+		else if (!gx_frame_pending(&rp->f))
+			rp->reporting = 0;
 		return;
 	}
-	rc = rep_read(rp);
+	rc = gx_frame_read(&rp->f, &type, &rp->body, &rp->blen);
 	if (rc < 0) {
 		rep_retry(rp, rc == GX_EPROTO ? "not a check service" : "connection closed");
-	} else if (rc == 1 && rp->type == CHECK_PROBE) {
+	} else if (rc == 1 && type == CHECK_PROBE) {
 		rep_probe(rp);
 		free(rp->body);
 		rp->body = NULL;
-		rp->hoff = rp->boff = 0;
 	} else if (rc == 1) {
 		rep_result(rp);
 	}
@@ -796,9 +788,9 @@ static void rep_timer(struct gx_ev *ev, uint64_t id, void *arg)
 
 	(void)id;
 	rp->timer = 0;
-	rc = gx_tcp_connect(&rp->n->coord, rp->n->coordlen, NULL, 0, &rp->fd);
+	rc = gx_tcp_connect(&rp->n->coord, rp->n->coordlen, NULL, 0, &rp->f.fd);
 	if (rc == 0)
-		rc = gx_ev_add(ev, rp->fd, EPOLLOUT, rep_io, rp);
+		rc = gx_ev_add(ev, rp->f.fd, EPOLLOUT, rep_io, rp);
 	if (rc < 0)
 		rep_retry(rp, agent_check_errno_why(rc));
 }
@@ -812,7 +804,8 @@ int agent_check_report_start(struct check_net *n, unsigned char *frame, size_t l
 		return -ENOMEM;
 	}
 	rp->n = n;
-	rp->fd = -1;
+	gx_frame_init(&rp->f, -1, &client_fmt, NULL, rp);
+	rp->f.cork = 1;
 	rp->frame = frame;
 	rp->flen = len;
 	n->rep = rp;

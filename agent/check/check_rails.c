@@ -181,8 +181,7 @@ int agent_check_rails_plan(struct check_world *w, const struct rdzv_peer *table,
 	return (int)w->nrails;
 }
 
-/* Rail indices (1-based) in name order. */
-static void rail_order(const struct check_world *w, int order[CHECK_MAX_RAILS])
+void agent_check_rail_order(const struct check_world *w, int order[CHECK_MAX_RAILS])
 {
 	uint32_t i, j;
 	int t;
@@ -197,18 +196,6 @@ static void rail_order(const struct check_world *w, int order[CHECK_MAX_RAILS])
 			order[j] = order[j - 1];
 			order[j - 1] = t;
 		}
-}
-
-void agent_check_print_rails(FILE *f, const struct check_world *w)
-{
-	int order[CHECK_MAX_RAILS];
-	uint32_t i;
-
-	rail_order(w, order);
-	for (i = 0; i < w->nrails; i++) {
-		agent_check_print_rail_matrix(f, w, CHECK_TCP, order[i]);
-		agent_check_print_rail_matrix(f, w, CHECK_RDMA, order[i]);
-	}
 }
 
 /* Failed probes of one rail: the total, and per pod the ones it takes part in. */
@@ -268,7 +255,7 @@ size_t agent_check_rails_broken(const struct check_world *w, char *buf, size_t l
 	per = calloc(w->n, sizeof(*per));
 	if (!per)
 		return 0;
-	rail_order(w, order);
+	agent_check_rail_order(w, order);
 	for (k = 0; k < w->nrails; k++) {
 		total = rail_failures(w, order[k], per);
 		if (total)

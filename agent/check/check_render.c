@@ -135,6 +135,18 @@ void agent_check_print_rail_matrix(FILE *f, const struct check_world *w, int pro
 	}
 }
 
+void agent_check_print_rails(FILE *f, const struct check_world *w)
+{
+	int order[CHECK_MAX_RAILS];
+	uint32_t i;
+
+	agent_check_rail_order(w, order);
+	for (i = 0; i < w->nrails; i++) {
+		agent_check_print_rail_matrix(f, w, CHECK_TCP, order[i]);
+		agent_check_print_rail_matrix(f, w, CHECK_RDMA, order[i]);
+	}
+}
+
 void agent_check_print_matrix(FILE *f, const struct check_world *w, int proto)
 {
 	agent_check_print_rail_matrix(f, w, proto, 0);

@@ -860,6 +860,16 @@ void agent_check_hdr_put(unsigned char h[CHECK_HDR_LEN], int type, uint32_t len)
 	memcpy(h + 8, &l, 4);
 }
 
+int agent_check_frame_encode(const struct gx_frame *f, unsigned char *hdr, unsigned type,
+			     size_t blen)
+{
+	(void)f;
+	if (blen > UINT32_MAX)
+		return -EMSGSIZE;
+	agent_check_hdr_put(hdr, (int)type, (uint32_t)blen);
+	return 0;
+}
+
 int agent_check_hdr_get(const unsigned char h[CHECK_HDR_LEN], int *type, uint32_t *len)
 {
 	uint32_t magic, l;

@@ -22,17 +22,11 @@
 struct check_sconn {
 	struct check_net *n;
 	struct check_sconn *next;
-	int fd;
+	/* corked: what is queued goes out on EPOLLOUT; a body grows as bytes arrive, from
+	 * CHECK_PREMAC_FREE, charged to the pre-MAC budget */
+	struct gx_frame f;
 	int closing; /* close once out is flushed */
-	int type;
-	long rank; /* REPORT received from this rank, -1 none */
-	uint32_t blen;
-	unsigned char hdr[CHECK_HDR_LEN];
-	size_t hoff;
-	unsigned char *body; /* grows as bytes arrive, at most blen */
-	size_t boff, bcap;
-	unsigned char *out;
-	size_t olen, ooff;
+	long rank;   /* REPORT received from this rank, -1 none */
 	int64_t deadline;
 	char peer[64];
 	int rank_known;	     /* REPORT: it comes from the address of the rank it claims */
@@ -63,51 +57,44 @@ static void sconn_free(struct check_net *n, struct check_sconn *c)
 			break;
 		}
 	}
-	if (c->fd >= 0) {
-		gx_ev_del(n->ev, c->fd);
-		close(c->fd);
-	}
+	if (c->f.fd >= 0)
+		gx_ev_del(n->ev, c->f.fd);
 	n->nconns--;
 	gx_pa_del(&n->pa, &c->pa);
-	n->premac -= premac_charged(c->bcap);
-	free(c->body);
-	free(c->out);
+	gx_frame_reset(&c->f); /* closes; a body's pre-MAC charge is released */
 	free(c);
 }
 
 static void sconn_events(struct check_sconn *c)
 {
-	uint32_t ev = c->olen > c->ooff ? EPOLLOUT : (c->closing ? 0 : EPOLLIN);
+	uint32_t ev = gx_frame_pending(&c->f) ? EPOLLOUT : (c->closing ? 0 : EPOLLIN);
 
-	gx_ev_mod(c->n->ev, c->fd, ev);
+	gx_ev_mod(c->n->ev, c->f.fd, ev);
 }
 
-static int sconn_queue(struct check_sconn *c, unsigned char *buf, size_t len)
+/* A whole frame (sealed by agent_check_seal) queued; written on EPOLLOUT. */
+static int sconn_queue(struct check_sconn *c, const unsigned char *frame, size_t len)
 {
-	free(c->out);
-	c->out = buf;
-	c->olen = len;
-	c->ooff = 0;
+	int rc = gx_frame_send_raw(&c->f, frame, len);
+
 	sconn_events(c);
-	return 0;
+	return rc;
 }
 
-/* ECHO: send the frame back unchanged. */
-static int on_echo(struct check_sconn *c)
+/* ECHO: send the frame back unchanged: the header as it came (its reserved bytes too). */
+static int on_echo(struct check_sconn *c, const unsigned char *body, size_t len)
 {
-	unsigned char *f;
+	int rc;
 
 	/* no echo for a probe that reached our secondary address through eth0 (weak host):
 	 * the pair is not what the job would use, and the prober says so (no echo) */
 	if (c->wrong_iface)
 		return GX_EPROTO;
-	f = malloc(CHECK_HDR_LEN + c->blen);
-	if (!f)
-		return -ENOMEM;
-	memcpy(f, c->hdr, CHECK_HDR_LEN);
-	memcpy(f + CHECK_HDR_LEN, c->body, c->blen);
 	c->deadline = gx_now_ms() + IDLE_MS;
-	return sconn_queue(c, f, CHECK_HDR_LEN + c->blen);
+	rc = gx_frame_send_raw(&c->f, c->f.hdr, CHECK_HDR_LEN);
+	if (rc == 0)
+		rc = sconn_queue(c, body, len);
+	return rc;
 }
 
 /* A second connection reporting for the same rank replaces the first. */
@@ -117,12 +104,12 @@ static void drop_rank(struct check_net *n, struct check_sconn *keep, uint32_t ra
 
 	for (c = n->conns; c; c = next) {
 		next = c->next;
-		if (c != keep && c->rank == (long)rank && !c->out)
+		if (c != keep && c->rank == (long)rank && !gx_frame_pending(&c->f))
 			sconn_free(n, c);
 	}
 }
 
-static int on_report(struct check_sconn *c)
+static int on_report(struct check_sconn *c, const unsigned char *body, size_t len)
 {
 	struct check_net *n = c->n;
 	const char *payload;
@@ -133,8 +120,8 @@ static int on_report(struct check_sconn *c)
 
 	if (!n->is_coord)
 		return GX_EPROTO;
-	rc = agent_check_open(n->key, CHECK_REPORT, n->round, n->w->n, c->body, c->blen, &rank,
-			      &payload, &plen);
+	rc = agent_check_open(n->key, CHECK_REPORT, n->round, n->w->n, body, len, &rank, &payload,
+			      &plen);
 	if (rc == 0 && rank == n->self)
 		rc = GX_EPROTO;
 	if (rc < 0) {
@@ -169,7 +156,7 @@ static int on_report(struct check_sconn *c)
 }
 
 /* PROBED: a member's answer to agent_check_serve_ask, on its report connection. */
-static int on_probed(struct check_sconn *c)
+static int on_probed(struct check_sconn *c, const unsigned char *body, size_t len)
 {
 	struct check_net *n = c->n;
 	const char *payload;
@@ -178,8 +165,8 @@ static int on_probed(struct check_sconn *c)
 	size_t plen;
 	int rc;
 
-	rc = agent_check_open(n->key, CHECK_PROBED, n->round, n->w->n, c->body, c->blen, &rank,
-			      &payload, &plen);
+	rc = agent_check_open(n->key, CHECK_PROBED, n->round, n->w->n, body, len, &rank, &payload,
+			      &plen);
 	if (rc == 0 && (long)rank != c->rank)
 		rc = GX_EPROTO;
 	if (rc < 0) {
@@ -232,7 +219,7 @@ static struct check_sconn *premac_victim(struct check_net *n, const struct check
 
 	for (e = n->pa.oldest; e; e = e->newer) {
 		c = (struct check_sconn *)((char *)e - offsetof(struct check_sconn, pa));
-		if (c != keep && c->type == CHECK_REPORT && premac_charged(c->bcap) &&
+		if (c != keep && c->f.type == CHECK_REPORT && premac_charged(c->f.bcap) &&
 		    !c->rank_known)
 			return c;
 	}
@@ -262,34 +249,33 @@ static int premac_room(struct check_net *n, struct check_sconn *c, size_t more)
 	return 0;
 }
 
-static int body_grow(struct check_sconn *c)
+/* gx_frame's charge: a body buffer grows from `from` to `to` bytes (0: released). */
+static int sconn_charge(struct gx_frame *f, size_t from, size_t to)
 {
-	size_t cap = c->bcap ? c->bcap * 2 : CHECK_PREMAC_FREE, more;
-	unsigned char *b;
+	struct check_sconn *c = f->owner;
+	size_t was = premac_charged(from), now = premac_charged(to);
 	int rc;
 
-	if (cap > c->blen)
-		cap = c->blen;
-	more = premac_charged(cap) - premac_charged(c->bcap);
-	rc = premac_room(c->n, c, more);
-	if (rc < 0)
-		return rc;
-	b = realloc(c->body, cap);
-	if (!b)
-		return -ENOMEM;
-	c->n->premac += more;
-	c->body = b;
-	c->bcap = cap;
+	if (now > was) {
+		rc = premac_room(c->n, c, now - was);
+		if (rc < 0)
+			return rc;
+		c->n->premac += now - was;
+	} else {
+		c->n->premac -= was - now;
+	}
 	return 0;
 }
 
 /* REPORT: the rank is known after MAC | rank; refuse what cannot be accepted right there. */
-static int report_rank(struct check_sconn *c)
+static int sconn_peek(struct gx_frame *f, const unsigned char *body, size_t got)
 {
+	struct check_sconn *c = f->owner;
 	struct check_net *n = c->n;
 	uint32_t r;
 
-	memcpy(&r, c->body + CHECK_MAC_LEN, 4);
+	(void)got;
+	memcpy(&r, body + CHECK_MAC_LEN, 4);
 	r = ntohl(r);
 	if (r >= n->w->n || r == n->self)
 		return GX_EPROTO;
@@ -297,107 +283,70 @@ static int report_rank(struct check_sconn *c)
 	return 0;
 }
 
-/*
- * STREAM (the preflight's throughput): its bytes are read and dropped as they come, a few
- * reads an event (the loop serves the others meanwhile); 1 once all are in.
- */
-static int stream_sink(struct check_sconn *c)
-{
-	static unsigned char sink[1 << 16];
-	size_t want;
-	ssize_t got;
-	int k;
-
-	for (k = 0; k < 16 && c->boff < c->blen; k++) {
-		want = c->blen - c->boff < sizeof(sink) ? c->blen - c->boff : sizeof(sink);
-		got = read(c->fd, sink, want);
-		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		if (got <= 0)
-			return -ECONNRESET;
-		c->boff += (size_t)got;
-	}
-	return c->boff == c->blen;
-}
-
 /* STREAMED: how many bytes came (all of them). */
-static int on_stream(struct check_sconn *c)
+static int on_stream(struct check_sconn *c, size_t len)
 {
-	unsigned char *f = malloc(CHECK_HDR_LEN + 8);
-	uint64_t v = c->blen;
-	int k;
+	unsigned char v8[8];
+	uint64_t v = len;
+	int k, rc;
 
-	if (!f)
-		return -ENOMEM;
-	agent_check_hdr_put(f, CHECK_STREAMED, 8);
 	for (k = 7; k >= 0; k--, v >>= 8)
-		f[CHECK_HDR_LEN + k] = (unsigned char)(v & 0xff);
+		v8[k] = (unsigned char)(v & 0xff);
 	c->deadline = gx_now_ms() + IDLE_MS;
-	return sconn_queue(c, f, CHECK_HDR_LEN + 8);
+	rc = gx_frame_send(&c->f, CHECK_STREAMED, v8, sizeof(v8));
+	sconn_events(c);
+	return rc;
 }
 
-/* One read; 1 when a whole frame is there, 0 for more, < 0 to close. */
-static int sconn_read(struct check_sconn *c)
+/*
+ * The header, bounded before a body byte is read: refused there are a RESULT or PROBE, a
+ * REPORT to a member (only the coordinator takes them), a PROBED on a connection that holds no
+ * verified REPORT. A STREAM (the preflight's throughput) is read and dropped as it comes, a few
+ * reads an event (the loop serves the others meanwhile); other bodies grow with what came,
+ * a REPORT's rank peeked after MAC | rank.
+ */
+static int sconn_decode(struct gx_frame *f, const unsigned char *hdr, unsigned *type, size_t *blen)
 {
-	ssize_t got;
-	int rc;
+	struct check_sconn *c = f->owner;
+	uint32_t len = 0;
+	int t = 0, rc = agent_check_hdr_get(hdr, &t, &len);
 
-	if (c->hoff == CHECK_HDR_LEN && c->type == CHECK_STREAM)
-		return stream_sink(c);
-	if (c->hoff < CHECK_HDR_LEN) {
-		got = read(c->fd, c->hdr + c->hoff, CHECK_HDR_LEN - c->hoff);
-		if (got <= 0)
-			return got < 0 && errno == EAGAIN ? 0 : -ECONNRESET;
-		c->hoff += (size_t)got;
-		if (c->hoff < CHECK_HDR_LEN)
-			return 0;
-		rc = agent_check_hdr_get(c->hdr, &c->type, &c->blen);
-		/* refused at the header: a RESULT or PROBE, a REPORT to a member (only the
-		 * coordinator takes them), a PROBED on a connection that holds no verified REPORT
-		 */
-		if (rc < 0 || c->type == CHECK_RESULT || c->type == CHECK_PROBE ||
-		    c->type == CHECK_STREAMED || (c->type == CHECK_REPORT && !c->n->is_coord) ||
-		    (c->type == CHECK_PROBED && c->rank < 0))
-			return rc < 0 ? rc : GX_EPROTO;
-		c->boff = 0;
-		c->rank_known = c->type == CHECK_PROBED;
+	if (rc < 0)
+		return rc;
+	if (t == CHECK_RESULT || t == CHECK_PROBE || t == CHECK_STREAMED ||
+	    (t == CHECK_REPORT && !c->n->is_coord) || (t == CHECK_PROBED && c->rank < 0))
+		return GX_EPROTO;
+	*type = (unsigned)t;
+	*blen = len;
+	c->rank_known = t == CHECK_PROBED;
+	if (t == CHECK_STREAM) {
 		/* a stream that reached our secondary address through eth0 measures a path the
 		 * job would not take: closed, as its echo is not answered */
-		if (c->type == CHECK_STREAM)
-			return c->blen > CHECK_STREAM_MAX || c->wrong_iface ? GX_EPROTO
-									    : stream_sink(c);
+		if (len > CHECK_STREAM_MAX || c->wrong_iface)
+			return GX_EPROTO;
+		f->sink = 1;
+		return 0;
 	}
-	/* the buffer may be larger than this frame: never read into the next one */
-	if (c->boff == c->bcap && body_grow(c) < 0)
-		return -ENOMEM;
-	got = read(c->fd, c->body + c->boff, (c->bcap < c->blen ? c->bcap : c->blen) - c->boff);
-	if (got <= 0)
-		return got < 0 && errno == EAGAIN ? 0 : -ECONNRESET;
-	if (c->type == CHECK_REPORT && c->boff < CHECK_MAC_LEN + 4 &&
-	    c->boff + (size_t)got >= CHECK_MAC_LEN + 4) {
-		c->boff += (size_t)got;
-		rc = report_rank(c);
-		if (rc < 0)
-			return rc;
-	} else {
-		c->boff += (size_t)got;
-	}
-	return c->boff == c->blen ? 1 : 0;
+	f->grow_from = CHECK_PREMAC_FREE;
+	if (t == CHECK_REPORT)
+		f->peek_at = CHECK_MAC_LEN + 4;
+	return 0;
 }
+
+static const struct gx_frame_fmt sconn_fmt = {
+    .hdr_len = CHECK_HDR_LEN,
+    .decode = sconn_decode,
+    .encode = agent_check_frame_encode,
+    .charge = sconn_charge,
+    .peek = sconn_peek,
+};
 
 static int sconn_flush(struct check_sconn *c)
 {
-	ssize_t put;
+	int rc = gx_frame_flush(&c->f);
 
-	while (c->ooff < c->olen) {
-		put = write(c->fd, c->out + c->ooff, c->olen - c->ooff);
-		if (put < 0)
-			return errno == EAGAIN ? 0 : -errno;
-		c->ooff += (size_t)put;
-	}
-	free(c->out);
-	c->out = NULL;
-	c->olen = c->ooff = 0;
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
 	if (c->closing)
 		return -ECONNRESET; /* done: close */
 	sconn_events(c);
@@ -407,6 +356,9 @@ static int sconn_flush(struct check_sconn *c)
 static void sconn_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 {
 	struct check_sconn *c = arg;
+	unsigned char *body = NULL;
+	unsigned type = 0;
+	size_t len = 0;
 	int rc = 0;
 
 	(void)ev;
@@ -414,20 +366,13 @@ static void sconn_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	if (events & EPOLLOUT)
 		rc = sconn_flush(c);
 	else if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
-		rc = sconn_read(c);
+		rc = gx_frame_read(&c->f, &type, &body, &len);
 	if (rc == 1) {
-		rc = c->type == CHECK_ECHO     ? on_echo(c)
-		     : c->type == CHECK_PROBED ? on_probed(c)
-		     : c->type == CHECK_STREAM ? on_stream(c)
-					       : on_report(c);
-		c->hoff = 0;
-		c->boff = 0;
-		if (c->type != CHECK_ECHO) {
-			c->n->premac -= premac_charged(c->bcap);
-			free(c->body);
-			c->body = NULL;
-			c->bcap = 0;
-		}
+		rc = type == CHECK_ECHO	    ? on_echo(c, body, len)
+		     : type == CHECK_PROBED ? on_probed(c, body, len)
+		     : type == CHECK_STREAM ? on_stream(c, len)
+					    : on_report(c, body, len);
+		free(body);
 	}
 	if (rc < 0) {
 		if (rc != -ECONNRESET)
@@ -487,8 +432,9 @@ static void on_accept(struct gx_ev *ev, int lfd, uint32_t events, void *arg)
 		free(c);
 		return;
 	}
+	gx_frame_init(&c->f, fd, &sconn_fmt, NULL, c);
+	c->f.cork = 1;
 	c->n = n;
-	c->fd = fd;
 	c->rank = -1;
 	c->wrong_iface = n->nsec && lfd != n->lfd[2] && lfd != n->lfd[3] && to_secondary(n, fd);
 	c->deadline = gx_now_ms() + IDLE_MS;
@@ -614,7 +560,10 @@ int agent_check_serve_reply(struct check_net *n, const char *payload, size_t ple
 			return rc;
 		c->closing = 1;
 		c->deadline = gx_now_ms() + 5000;
-		sconn_queue(c, f, flen);
+		rc = sconn_queue(c, f, flen);
+		free(f);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -624,7 +573,7 @@ static struct check_sconn *held(const struct check_net *n, uint32_t rank)
 	struct check_sconn *c;
 
 	for (c = n->conns; c; c = c->next)
-		if (c->rank == (long)rank && !c->closing && c->fd >= 0)
+		if (c->rank == (long)rank && !c->closing && c->f.fd >= 0)
 			return c;
 	return NULL;
 }
@@ -643,7 +592,7 @@ int agent_check_serve_ask(struct check_net *n, uint32_t rank, const unsigned cha
 	size_t len, flen;
 	int rc;
 
-	if (!c || c->out)
+	if (!c || gx_frame_pending(&c->f))
 		return -ENOENT;
 	rc = agent_check_probe_req_encode(n->probed_id + 1, only, n->w->n, &text, &len);
 	if (rc < 0)
@@ -656,7 +605,9 @@ int agent_check_serve_ask(struct check_net *n, uint32_t rank, const unsigned cha
 	n->probed = into;
 	n->probed_from = rank;
 	n->probed_done = 0;
-	return sconn_queue(c, f, flen);
+	rc = sconn_queue(c, f, flen);
+	free(f);
+	return rc;
 }
 
 size_t agent_check_serve_pending(const struct check_net *n)
@@ -665,7 +616,7 @@ size_t agent_check_serve_pending(const struct check_net *n)
 	size_t k = 0;
 
 	for (c = n->conns; c; c = c->next)
-		k += c->out != NULL;
+		k += gx_frame_pending(&c->f) > 0;
 	return k;
 }
 

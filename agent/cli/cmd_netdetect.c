@@ -5,7 +5,7 @@
  * debugged from this output), like
  * ibdev2netdev plus an explanation. Exit 4 when no secondary interface fits.
  */
-#include "agent/cli/cmd_netdetect.h"
+#include "agent/cli/cli_int.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/gx/gx.h"
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* install.c - gxboot install DIR: copy /proc/self/exe atomically (temp + fsync + rename). */
 #include "agent/agent.h"
-#include "agent/pipeline/out_int.h"
+#include "agent/cli/cli_int.h"
+#include "agent/pipeline/pipeline.h"
 #include "rdzv/gx/gx.h"
 
 #include <errno.h>

@@ -4,12 +4,11 @@
  * global mutable state (parsed options, log level) and the only one that exits.
  */
 #include "agent/agent.h"
-#include "agent/check/check_int.h"
-#include "agent/cli/cmd_netdetect.h"
-#include "agent/launch/exec_int.h"
-#include "agent/peers/dns_int.h"
-#include "agent/remote/rsh_int.h"
-#include "agent/pipeline/run_int.h"
+#include "agent/cli/cli_int.h"
+#include "agent/launch/launch.h"
+#include "agent/peers/peers.h"
+#include "agent/remote/remote.h"
+#include "agent/pipeline/pipeline.h"
 #include "rdzv/gx/gx.h"
 
 #include <errno.h>

@@ -5,6 +5,7 @@
  * Each option also reads GXBOOT_<NAME> (upper case, '-' -> '_'); a flag wins.
  */
 #include "agent/agent.h"
+#include "agent/cli/cli_int.h"
 #include "rdzv/gx/gx.h"
 
 #include <errno.h>
@@ -144,21 +145,6 @@ static const struct {
     {"sample", CMD_BIT(CHECK)},
     {"json", CMD_BIT(NETDETECT) | CMD_BIT(CHECK)},
 };
-
-static const char *const cmd_names[] = {
-    [AGENT_CMD_NONE] = "gxboot",     [AGENT_CMD_RUN] = "run",
-    [AGENT_CMD_INIT] = "init",	     [AGENT_CMD_EXEC] = "exec",
-    [AGENT_CMD_INSTALL] = "install", [AGENT_CMD_NETDETECT] = "netdetect",
-    [AGENT_CMD_CHECK] = "check",     [AGENT_CMD_SERVE] = "serve",
-    [AGENT_CMD_RSH] = "rsh",	     [AGENT_CMD_HOSTS] = "hosts",
-    [AGENT_CMD_VERSION] = "version", [AGENT_CMD_HELP] = "help",
-    [AGENT_CMD_TOKEN] = "token",
-};
-
-const char *agent_cmd_name(enum agent_cmd cmd)
-{
-	return cmd_names[cmd];
-}
 
 __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
 							  ...)
@@ -329,7 +315,7 @@ static enum agent_cmd find_cmd(const char *s)
 	int i;
 
 	for (i = AGENT_CMD_INIT; i <= AGENT_CMD_HELP; i++) {
-		if (strcmp(cmd_names[i], s) == 0)
+		if (strcmp(agent_cmd_name((enum agent_cmd)i), s) == 0)
 			return (enum agent_cmd)i;
 	}
 	return AGENT_CMD_NONE;
@@ -426,7 +412,7 @@ static int parse_positional(int argc, char **argv, int *i, struct agent_opts *o,
 	}
 	/* "help run" too: the run command has no word of its own on the command line */
 	if (o->cmd == AGENT_CMD_HELP && o->install_dir == NULL &&
-	    (find_cmd(a) != AGENT_CMD_NONE || strcmp(a, cmd_names[AGENT_CMD_RUN]) == 0)) {
+	    (find_cmd(a) != AGENT_CMD_NONE || strcmp(a, agent_cmd_name(AGENT_CMD_RUN)) == 0)) {
 		o->install_dir = a; /* "help CMD": reuse the slot for the topic */
 		return 0;
 	}
@@ -441,7 +427,8 @@ static int parse_positional(int argc, char **argv, int *i, struct agent_opts *o,
 		set_err(err, errlen, "unexpected argument '%s': put '--' before the command to run",
 			a);
 	else
-		set_err(err, errlen, "unexpected argument '%s' for '%s'", a, cmd_names[o->cmd]);
+		set_err(err, errlen, "unexpected argument '%s' for '%s'", a,
+			agent_cmd_name(o->cmd));
 	(void)argc;
 	return GX_EUSAGE;
 }
@@ -479,7 +466,7 @@ static void cmd_list(unsigned mask, char *buf, size_t len)
 	for (c = AGENT_CMD_RUN; c <= AGENT_CMD_HOSTS && off < len; c++) {
 		if (!(mask & (1u << c)))
 			continue;
-		n = snprintf(buf + off, len - off, "%s%s", off ? ", " : "", cmd_names[c]);
+		n = snprintf(buf + off, len - off, "%s%s", off ? ", " : "", agent_cmd_name(c));
 		off += n > 0 ? (size_t)n : 0;
 	}
 }
@@ -500,7 +487,7 @@ static int check_taken(const struct agent_opts *o, uint64_t given, char *err, si
 		snprintf(name, sizeof(name), "--%s", opt_defs[i].name);
 		cmd_list(mask, takers, sizeof(takers));
 		snprintf(err, errlen, "'%s' does not take %s (it is an option of: %s)",
-			 o->cmd == AGENT_CMD_RUN ? "gxboot -- CMD" : cmd_names[o->cmd], name,
+			 o->cmd == AGENT_CMD_RUN ? "gxboot -- CMD" : agent_cmd_name(o->cmd), name,
 			 takers);
 		return GX_EUSAGE;
 	}
@@ -519,7 +506,7 @@ static int check_combination(struct agent_opts *o, char *err, size_t errlen)
 	}
 	if (o->cmd != AGENT_CMD_RUN && o->cmd != AGENT_CMD_EXEC && o->cmd != AGENT_CMD_RSH &&
 	    o->argc > 0) {
-		set_err(err, errlen, "'%s' takes no command after '--'", cmd_names[o->cmd]);
+		set_err(err, errlen, "'%s' takes no command after '--'", agent_cmd_name(o->cmd));
 		return GX_EUSAGE;
 	}
 	if (o->cmd == AGENT_CMD_INSTALL && !o->install_dir && !o->help) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* usage.c - --help texts, one per command. */
 #include "agent/agent.h"
+#include "agent/cli/cli_int.h"
 
 static const char usage_main[] =
     "gxboot - put distributed training on the pod's secondary / RDMA network\n"

@@ -5,7 +5,7 @@
  * process group, zombies reaped with waitpid(-1, WNOHANG) in a loop, exit code
  * 128+n for a signal, _exit() in the forked child.
  */
-#include "agent/launch/exec_int.h"
+#include "agent/launch/launch.h"
 
 #include <errno.h>
 #include <fcntl.h>

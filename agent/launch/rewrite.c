@@ -10,9 +10,8 @@
  * expansion, except that ${VAR:=def} / ${VAR:-def} / $VAR words are evaluated
  * against the environment to decide what they name (TorchX writes ${VAR:=default}).
  */
-#include "agent/launch/rewrite_int.h"
-#include "agent/peers/peers_int.h"
-#include "agent/pipeline/out_int.h"
+#include "agent/launch/launch.h"
+#include "agent/peers/peers.h"
 
 #include <errno.h>
 #include <fcntl.h>

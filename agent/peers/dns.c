@@ -6,7 +6,7 @@
  * agent_dns_start runs a lookup in the caller's loop (the rendezvous member
  * resolves that way, never blocking it; so does `check`).
  */
-#include "agent/peers/dns_int.h"
+#include "agent/peers/peers_int.h"
 
 #include <ares.h>
 #include <errno.h>

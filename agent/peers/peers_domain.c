@@ -55,6 +55,13 @@ void agent_domain_detect(const struct agent_detect *c, struct agent_domain *d)
 	}
 }
 
+void agent_domain_of(const char *root, const char *host, struct agent_domain *d)
+{
+	struct agent_detect c = {.root = root, .self = host, .host = host};
+
+	agent_domain_detect(&c, d);
+}
+
 /*
  * The full name (no trailing dot) name reaches from this pod, "" when that depends on a
  * part of the domain this pod does not know:

@@ -12,6 +12,7 @@
 #define AGENT_PEERS_INT_H
 
 #include "agent/agent.h"
+#include "agent/peers/peers.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,8 +21,6 @@
 #define AGENT_PEERS_MAX 1000000
 /* Upper bound on the --peers text itself. */
 #define AGENT_PEERS_TEXT_MAX (1 << 20)
-/* agent_peers.self of an observer (MPI launcher not listed in the hostfile). */
-#define AGENT_SELF_NONE SIZE_MAX
 
 /*
  * Bash-like brace expansion of a peer list: split on commas outside braces,
@@ -38,12 +37,6 @@ int agent_peers_expand_max(const char *list, size_t max, char ***names, size_t *
 			   size_t errlen);
 void agent_names_free(char **names, size_t n);
 
-/* Host names compared without case or a trailing dot: 2 the same full name, 1 the
- * same first label where one side is a single label (a pod name vs its FQDN), or one
- * the leading whole labels of the other ("w-1.svc" vs "w-1.svc.ns.svc.cluster.local",
- * a pod with setHostnameAsFQDN), 0 no. */
-int agent_name_match(const char *a, const char *b);
-
 /*
  * Index of this pod in names. A name matches self by full name (case does not
  * matter, a trailing dot neither) or by first DNS label when either side is a
@@ -55,66 +48,6 @@ int agent_name_match(const char *a, const char *b);
  */
 int agent_self_index(char *const *names, size_t n, const char *self,
 		     int (*is_local_ip)(const char *ip), size_t *idx);
-
-/* 1 when ip (a normalised address) is configured on a local interface. */
-int agent_is_local_ip(const char *ip);
-
-/*
- * How a Kubernetes resolver expands a name in this pod: its subdomain (the headless
- * Service of its /etc/hosts full name), namespace and cluster domain, each "" when
- * unknown (no kubelet-written files; no subdomain: then ns and cluster come from the
- * search list).
- */
-struct agent_domain {
-	char sub[64];
-	char ns[64];
-	char cluster[192];
-};
-
-struct agent_peers {
-	char **names;	       /* rank order, NULL-terminated */
-	size_t n;	       /* number of names */
-	size_t self;	       /* this pod's index, AGENT_SELF_NONE for an observer */
-	const char *source;    /* "--peers", "TorchX", "Volcano", "MPI Operator", ... (static) */
-	char *coord_fqdn;      /* the coordinator's full name with a trailing dot, or NULL */
-	int coord_nosub;       /* the coordinator's name is bare and this pod has no subdomain */
-	int coord_maybe_plain; /* coord_fqdn is our guess for a bare --peers name */
-	long slots_hint;       /* this pod's slots from the source (MPI hostfile), 0 = none */
-	long *slots;	       /* each listed host's slots from the source (0: none), or NULL */
-	int observer;	       /* this pod is not a peer (MPI launcher) */
-	/* elastic (Ray): the coordinator never waits; a pod not listed
-	 * (self == AGENT_SELF_NONE, observer 0) joins by name and gets a rank */
-	int elastic;
-	long elastic_max;	 /* the most peers (world) */
-	int ray;		 /* enum agent_ray_role: this pod is a Ray head / worker */
-	struct agent_domain dom; /* this pod's DNS domain (agent_host_names) */
-};
-
-#define AGENT_ELASTIC_MAX 1024 /* elastic world when --nnodes gives no MAX */
-
-/*
- * Peers from --peers, or else from the first job system recognised (each one
- * tried in turn and logged): TorchX, Volcano, MPI Operator v2, Kubeflow
- * PyTorchJob, LeaderWorkerSet, then an indexed hostname (JobSet, Indexed Job,
- * StatefulSet, TorchX on MCAD/Kueue) with --nnodes as the count. envp is the
- * environment to read (NULL-terminated), root prefixes every file read ("" in
- * production), hostname is this pod's host name (--self wins). The count is
- * checked against --nnodes. GX_EUSAGE with one line in err on any failure,
- * saying which option or variable to set.
- */
-int agent_peers_discover(const struct agent_opts *o, char **envp, const char *root,
-			 const char *hostname, int (*is_local_ip)(const char *),
-			 struct agent_peers *p, char *err, size_t errlen);
-void agent_peers_free(struct agent_peers *p);
-
-/*
- * The job id: --job-id when given (checked with gx_valid_jobid), else the hex
- * SHA-256 of the peers joined by "," followed by ":<port>". Host names enter
- * by their first label, lower case, so two sources that spell the same pods
- * differently ("a-worker-0" vs "a-worker-0.a.ns.svc") agree. out needs 65
- * bytes (or 129 for a --job-id). GX_EUSAGE / -ENOSPC.
- */
-int agent_job_id(const struct agent_opts *o, char *const *names, size_t n, char *out, size_t len);
 
 /* ---- between peers.c and peers_detect.c ------------------------------------ */
 
@@ -149,8 +82,6 @@ struct agent_detect {
 const char *agent_detect_env(char **envp, const char *name);
 /* A base-10 variable in [0, max]: 0, -ENOENT when unset/empty, -EINVAL/-ERANGE. */
 int agent_detect_long(char **envp, const char *name, long max, long *v);
-/* root/path (at most 4 MiB) into a NUL-terminated malloc'd buffer; -errno. */
-int agent_detect_read(const char *root, const char *path, char **out);
 /*
  * This pod's domain from root/etc/hosts (kubelet writes "<ip> <host>.<sub>.
  * <ns>.svc.<domain> <host>" when the pod has a subdomain): the part after the
@@ -164,18 +95,6 @@ void agent_detect_search_domain(const struct agent_detect *c, const char *starts
 				size_t len);
 
 void agent_domain_detect(const struct agent_detect *c, struct agent_domain *d);
-/*
- * 1 when the host name a user wrote names peer (a name of the peer list), 0 when not.
- * Case and trailing dots do not matter. A single-label host is the peer whose first
- * label it is (a bare sibling name). A name of several labels names the peer only when
- * this pod's resolver can take it, as written or through its search list, to the peer's
- * full name (d: NULL = nothing known; a bare peer's is <name>.<sub>.<ns>.svc.<cluster>
- * with this pod's subdomain): the FQDN, <name>.<sub>, <name>.<sub>.<ns>,
- * <name>.<sub>.<ns>.svc; never another subdomain's or namespace's pod with the same
- * first label.
- */
-int agent_host_names(const char *peer, const char *host, const struct agent_domain *d);
-
 /* How agent_detect_coord qualifies the coordinator's name. */
 enum agent_coord_how {
 	AGENT_COORD_SIBLING,  /* a pod of the gang: bare -> this pod's subdomain, else guess */

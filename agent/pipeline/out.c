@@ -122,40 +122,6 @@ void agent_env_free(struct agent_env *e)
 
 /* ---- gxboot's set -------------------------------------------------------------- */
 
-static const char *const selections[] = {
-    "NCCL_SOCKET_IFNAME",
-    "NCCL_IB_HCA",
-    "GLOO_SOCKET_IFNAME",
-    "UCX_NET_DEVICES",
-    "NCCL_IB_GID_INDEX",
-    "NCCL_IB_DISABLE",
-    "OMPI_MCA_btl_tcp_if_include",
-    "OMPI_MCA_oob_tcp_if_include",
-    "HOROVOD_GLOO_IFACE",
-    "NCCL_SOCKET_FAMILY",
-    "OMPI_MCA_plm_rsh_agent",
-    "PRTE_MCA_plm_ssh_agent",
-    "HYDRA_IFACE",
-    "I_MPI_HYDRA_IFACE",
-    "FI_TCP_IFACE",
-    "FI_SOCKETS_IFACE",
-    "HYDRA_LAUNCHER",
-    "HYDRA_LAUNCHER_EXEC",
-    "I_MPI_HYDRA_BOOTSTRAP",
-    "I_MPI_HYDRA_BOOTSTRAP_EXEC",
-    NULL,
-};
-
-int agent_env_is_selection(const char *name)
-{
-	size_t i, l = strlen(name);
-
-	for (i = 0; selections[i]; i++)
-		if (strcmp(name, selections[i]) == 0)
-			return 1;
-	return l > 11 && strcmp(name + l - 11, "_if_include") == 0;
-}
-
 /* "DEV[:PORT][,DEV[:PORT]...]" with valid RDMA device names and ports 1..255. */
 static int rails_ok(const char *s)
 {

@@ -9,6 +9,7 @@
 #define AGENT_OUT_INT_H
 
 #include "agent/agent.h"
+#include "agent/pipeline/pipeline.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -86,8 +87,6 @@ int agent_env_merge(const struct agent_env *ours, char **user_envp, int override
 /* agent_env_ours + agent_env_merge(user_envp). */
 int agent_env_build(const struct agent_env_input *in, char **user_envp, struct agent_env *out,
 		    char *err, size_t errlen);
-/* 1 when NAME is an interface/device selection the user may keep. */
-int agent_env_is_selection(const char *name);
 
 /*
  * The envp for execve: base (NULL: environ) with every variable of e set,
@@ -141,13 +140,6 @@ int agent_write_file_at(int dfd, const char *dir, const char *name, const char *
 /* name in dfd as a symlink to target, replaced atomically (temp link + renameat). */
 int agent_write_link_at(int dfd, const char *dir, const char *name, const char *target, char *err,
 			size_t errlen);
-
-/*
- * The name of a temp file for name in --out, unique across PID namespaces and
- * hosts: ".NAME.<pid>.<pidns inode>.<boot id, 16 hex>.<us>.tmp".
- * -ENAMETOOLONG when it does not fit len.
- */
-int agent_out_temp_name(char *buf, size_t len, const char *name, long long us);
 
 /* A temp file older than this is removed whoever wrote it (a write takes ms). */
 #define AGENT_OUT_TEMP_OLD_S 3600

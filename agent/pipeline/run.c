@@ -5,13 +5,11 @@
  */
 #include "agent/fabric/fabric_int.h"
 #include "agent/pipeline/run_int.h"
-#include "agent/peers/dns_int.h"
-#include "agent/launch/exec_int.h"
+#include "agent/peers/peers.h"
+#include "agent/launch/launch.h"
 #include "agent/pipeline/out_int.h"
-#include "agent/peers/peers_int.h"
-#include "agent/launch/rewrite_int.h"
-#include "agent/remote/rsh_int.h"
-#include "agent/preflight/preflight_int.h"
+#include "agent/remote/remote.h"
+#include "agent/preflight/preflight.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/rdzv.h"
 #include "rdzv/rdma/rdzv_rdma.h"
@@ -182,18 +180,6 @@ static int resolve_relay(void *arg, uint32_t relay, union gx_sockaddr *sa, sockl
 	rc = agent_dns_start(r->ev, relay_lookup_name(r), r->o->dns_server, port, relay_resolved, r,
 			     &r->rdns);
 	return rc < 0 ? rc : -EINPROGRESS;
-}
-
-/* A peer's name as looked up: see run_int.h (our relay's, a missing peer's). */
-void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *buf, size_t cap)
-{
-	const char *c0 = r->peers.names[0], *fq = r->peers.coord_fqdn;
-	size_t l0 = strlen(c0);
-
-	if (!as_given && fq && strncmp(fq, c0, l0) == 0 && fq[l0] == '.')
-		snprintf(buf, cap, "%s%s", r->peers.names[i], fq + l0);
-	else
-		snprintf(buf, cap, "%s", r->peers.names[i]);
 }
 
 /*
@@ -447,6 +433,24 @@ int agent_port_shared(uint16_t port)
 	return p.foreign;
 }
 
+/* The preflight writes preflight.json into --out as every file of the run (agent_run_out). */
+static int pf_write(void *arg, const char *name, const char *text, size_t len, char *err,
+		    size_t errlen)
+{
+	struct agent_run *r = arg;
+	int dfd = agent_run_out(r, err, errlen);
+
+	if (dfd < 0)
+		return dfd;
+	return agent_write_file_at(dfd, r->o->out, name, text, len, 0644, err, errlen);
+}
+
+static void pf_end(struct agent_run *r)
+{
+	agent_pf_end(r->pf, &r->res, r->rdzv_rc);
+	r->pf = NULL;
+}
+
 static int start_rdzv(struct agent_run *r)
 {
 	struct rdzv_config cfg;
@@ -512,7 +516,20 @@ static int start_rdzv(struct agent_run *r)
 	r->self.flags = cfg.self.flags;
 	/* the preflight (run, init, serve): members always answer a coordinator's plan */
 	if (!r->soft_verify && !r->peers.observer) {
-		rc = agent_pf_hook(r, &cfg);
+		struct agent_pf_host h = {.o = r->o,
+					  .ev = r->ev,
+					  .coord = &r->coord,
+					  .member = &r->member,
+					  .rdma_ctx = &r->rdma_ctx,
+					  .self = &r->self,
+					  .nd = r->nd,
+					  .routes = &r->routes,
+					  .routes_off = r->routes_off,
+					  .npeers = r->peers.n,
+					  .write_file = pf_write,
+					  .arg = r};
+
+		rc = agent_pf_hook(&h, &cfg, &r->pf);
 		if (rc < 0)
 			return rc;
 	}
@@ -704,7 +721,7 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen)
 		if (rc == -ETIMEDOUT)
 			rc = 0;
 	}
-	agent_pf_end(r); /* its service and probes stop with the rendezvous */
+	pf_end(r); /* its service and probes stop with the rendezvous */
 	if (rc < 0)
 		return rc;
 	if (r->rdzv_rc < 0) {
@@ -748,19 +765,6 @@ static int hostfile_text(struct agent_run *r, enum agent_hostfile_fmt fmt, char 
 	rc = agent_hostfile_render(fmt, hp, n, text, len, err, errlen);
 	free(hp);
 	return rc;
-}
-
-int agent_run_out(struct agent_run *r, char *err, size_t errlen)
-{
-	int rc;
-
-	if (r->out_open)
-		return r->out_fd;
-	rc = agent_out_open(r->o->out, 1, &r->out_fd, err, errlen);
-	if (rc < 0)
-		return rc;
-	r->out_open = 1;
-	return r->out_fd;
 }
 
 static int write_text(struct agent_run *r, const char *name, const char *text, size_t len,
@@ -1367,7 +1371,7 @@ void agent_run_free(struct agent_run *r)
 {
 	agent_fabric_free(r->fabric); /* its timers are in r->ev */
 	free(r->fabric_early);
-	agent_pf_end(r);
+	pf_end(r);
 	rdzv_coord_free(r->coord);
 	rdzv_member_free(r->member);
 	if (r->out_open)

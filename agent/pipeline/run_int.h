@@ -4,8 +4,9 @@
 #define AGENT_RUN_INT_H
 
 #include "agent/agent.h"
+#include "agent/pipeline/pipeline.h"
 #include "agent/fabric/fabric_int.h"
-#include "agent/peers/peers_int.h"
+#include "agent/peers/peers.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/gx/gx.h"
 #include "rdzv/rdzv.h"
@@ -28,8 +29,6 @@ int agent_token_bits(const unsigned char *t, size_t len);
 #define AGENT_RELAY_WORLD 8192
 #define AGENT_RELAY_FANOUT 256
 #define AGENT_TOKEN_MIN_BITS 128
-/* gxboot token: AGENT_TOKEN_RAW random bytes (randombytes_buf), base64, on stdout. */
-int agent_cmd_token(char *err, size_t errlen);
 #define AGENT_TOKEN_RAW 32
 #define AGENT_TOKEN_TEXT_LEN 45 /* 44 base64 characters and the NUL */
 #define AGENT_TOKEN_DRAWS 16
@@ -165,12 +164,6 @@ int agent_run_meet(struct agent_run *r, char *err, size_t errlen);
 void agent_run_free(struct agent_run *r);
 
 /*
- * run / init: meet the peers, write the files, then (run) exec or supervise CMD.
- * Returns a GX_E* / -errno code with the one line in err, or an exit status >= 0.
- */
-int agent_cmd_run(struct agent_opts *o, char *err, size_t errlen);
-
-/*
  * Remote exec glue (run_serve.c). before_meet: a serving pod needs a token
  * (GX_EUSAGE) and flags its JOIN. after_meet: derive the rsh key, decide
  * whether the peers serve (then CMD's env gets the rsh agent and rsh.key is
@@ -190,13 +183,10 @@ int agent_run_serve_supervise(struct agent_run *r, char **argv, char **envp, cha
 int agent_run_serve_after_init(struct agent_run *r, char *err, size_t errlen);
 /* rdzv_config.ended for the member / coordinator of this run. */
 void agent_run_ended(void *arg, int status, const char *why);
-/* Peer i's name to look up (run.c): qualified as the coordinator's is, its full name with the
+/* Peer i's name to look up (run_state.c): qualified as the coordinator's is, its full name with the
  * listed name replaced (one headless Service); as listed with as_given, for an IP, or when the
  * coordinator's name is used as given. */
 void agent_peer_lookup(const struct agent_run *r, size_t i, int as_given, char *buf, size_t cap);
-/* 1 when another process listens on TCP port (sock_diag): listeners that share a port with
- * SO_REUSEPORT (the rendezvous', check's) must not share it with another job's. */
-int agent_port_shared(uint16_t port);
 /*
  * run_probe.c: a pod whose --self or --peers names another coordinator than its peers'.
  * agent_claims_coord: this member's host name is its list's first entry (the coordinator's)
@@ -231,7 +221,11 @@ struct agent_env;
 int agent_run_fabric_env(struct agent_run *r, struct agent_env *env);
 int agent_run_fabric_start(struct agent_run *r, char *err, size_t errlen);
 int agent_run_fabric_finish(struct agent_run *r, int rc, char *err, size_t errlen);
-/* exec: load --out/env, apply the variable rules against our environment, exec CMD. */
-int agent_cmd_exec(struct agent_opts *o, char *err, size_t errlen);
+/* gxboot exec (cmd_exec.c): 1 when gxboot itself writes the variable name. */
+int agent_exec_var_allowed(const char *name);
+/* --out is this user's own directory (or root's), not a symlink, where no other user can
+ * move it (agent_out_open), and its env file when present is ours, not group/world-writable:
+ * 0, else GX_EUSAGE with the line in err. */
+int agent_exec_out_check(const char *out, char *err, size_t errlen);
 
 #endif

@@ -20,7 +20,7 @@
  *   final line says so on both sides: the real coordinator missing the odd pod, and the odd
  *   pod, coordinator of its own list, missing the others.
  */
-#include "agent/peers/dns_int.h"
+#include "agent/peers/peers.h"
 #include "agent/pipeline/run_int.h"
 #include "netdetect/netdetect.h"
 

@@ -7,14 +7,15 @@
  * remote shell when every other peer serves, stays as CMD's parent, and tells
  * the servers the job's status when CMD exits, so their pods complete.
  */
-#include "agent/launch/exec_int.h"
+#include "agent/launch/launch.h"
 #include "agent/pipeline/out_int.h"
-#include "agent/remote/rsh_int.h"
+#include "agent/remote/remote.h"
 #include "agent/pipeline/run_int.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,14 +80,21 @@ void agent_run_serve_after_meet(struct agent_run *r)
 int agent_run_serve_write_key(struct agent_run *r, char *err, size_t errlen)
 {
 	long port = (r->port ? r->port : r->o->port) + RSH_PORT_OFFSET;
+	char text[RSH_KEY_TEXT_MAX];
+	int dfd, n, rc;
 
 	if (!r->have_rsh_key)
 		return 0;
-	int dfd = agent_run_out(r, err, errlen);
-
+	dfd = agent_run_out(r, err, errlen);
 	if (dfd < 0)
 		return dfd;
-	return agent_rsh_key_write(dfd, r->o->out, r->rsh_key, port, err, errlen);
+	n = agent_rsh_key_text(r->rsh_key, port, text, sizeof(text));
+	if (n < 0)
+		return n;
+	/* the key opens every serving pod of this job: its owner alone reads it */
+	rc = agent_write_file_at(dfd, r->o->out, "rsh.key", text, (size_t)n, 0600, err, errlen);
+	sodium_memzero(text, sizeof(text));
+	return rc;
 }
 
 int agent_run_needs_supervisor(const struct agent_run *r)

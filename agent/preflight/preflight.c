@@ -11,7 +11,6 @@
  * Documents are JSON cut into frames of RDZV_PF_DATA_MAX: a kind byte, a flags byte (last).
  */
 #include "agent/preflight/preflight_int.h"
-#include "agent/pipeline/out_int.h"
 #include "rdzv/rdma/rdzv_rdma.h"
 
 #include <errno.h>
@@ -51,7 +50,7 @@ struct pf_pod { /* coordinator: a participant */
 };
 
 struct agent_pf {
-	struct agent_run *r;
+	struct agent_pf_host h;
 	int is_coord, all;
 	double slow;
 	int64_t bytes, rdzv_deadline, t0;
@@ -96,8 +95,8 @@ static int send_doc(struct agent_pf *pf, uint32_t slot, char kind, const char *t
 		buf[0] = (unsigned char)kind;
 		buf[1] = off + n == len ? PF_LAST : 0;
 		memcpy(buf + PF_HDR, text + off, n);
-		rc = pf->is_coord ? rdzv_coord_pf_send(pf->r->coord, slot, buf, n + PF_HDR)
-				  : rdzv_member_pf_send(pf->r->member, buf, n + PF_HDR);
+		rc = pf->is_coord ? rdzv_coord_pf_send(*pf->h.coord, slot, buf, n + PF_HDR)
+				  : rdzv_member_pf_send(*pf->h.member, buf, n + PF_HDR);
 		off += n;
 	} while (rc == 0 && off < len);
 	return rc;
@@ -244,7 +243,7 @@ static void pr_finish(struct pf_prober *pr)
  * once: later plans reuse them. */
 static void pr_serve(struct pf_prober *pr)
 {
-	struct agent_run *r = pr->pf->r;
+	const struct agent_pf_host *h = &pr->pf->h;
 	char err[256];
 
 	if (pr->serving)
@@ -255,10 +254,10 @@ static void pr_serve(struct pf_prober *pr)
 		gx_warn("preflight: %s", err);
 		return;
 	}
-	if (!r->rdma_ctx || !r->self.rdma_dev[0])
+	if (!*h->rdma_ctx || !h->self->rdma_dev[0])
 		return;
 	if (rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)pr->plan.bytes, &pr->ctx) < 0 ||
-	    rdzv_rdma_share_key(pr->ctx, r->rdma_ctx) < 0 ||
+	    rdzv_rdma_share_key(pr->ctx, *h->rdma_ctx) < 0 ||
 	    rdzv_rdma_serve(pr->ctx, pr->net.ev, &pr->ltab[0], (uint16_t)pr->plan.port, err,
 			    sizeof(err)) < 0) {
 		gx_warn("preflight: no RDMA-CM server (%s): TCP probes only", err);
@@ -279,7 +278,7 @@ static int pr_world(struct pf_prober *pr)
 	pr->lmap = calloc(m, sizeof(*pr->lmap));
 	if (!pr->lnames || !pr->ltab || !pr->lmap)
 		return -ENOMEM;
-	pr->ltab[0] = pr->pf->r->self;
+	pr->ltab[0] = *pr->pf->h.self;
 	if (v6)
 		pr->ltab[0].addr4[0] = '\0';
 	else
@@ -373,7 +372,7 @@ static int send_plan(struct agent_pf *pf, uint32_t k, uint32_t *targets, uint32_
 				  .me = k,
 				  .ntargets = nt,
 				  .targets = targets,
-				  .port = pf->r->o->port + 1,
+				  .port = pf->h.o->port + 1,
 				  .bytes = bytes,
 				  .bound_ms = AGENT_PF_BOUND_MS,
 				  .tries = pf->stage == 1 ? 3 : 2,
@@ -416,7 +415,7 @@ static int64_t pass_budget(const struct agent_pf *pf, uint32_t nt)
 
 	return (int64_t)(nt + 15) / 16 * echo +
 	       (int64_t)nt * (2000 + AGENT_PF_BOUND_MS) * (pf->stage == 3 ? 3 : 1) +
-	       (pf->r->self.rdma_dev[0] ? (int64_t)nt * 3000 : 0) + 1000;
+	       (pf->h.self->rdma_dev[0] ? (int64_t)nt * 3000 : 0) + 1000;
 }
 
 static void pass_arm(struct agent_pf *pf, uint32_t maxt)
@@ -425,8 +424,8 @@ static void pass_arm(struct agent_pf *pf, uint32_t maxt)
 
 	if (by > pf->rdzv_deadline - 1500) /* a verdict before the rendezvous' own deadline */
 		by = pf->rdzv_deadline - 1500;
-	gx_ev_timer_cancel(pf->r->ev, pf->timer);
-	pf->timer = gx_ev_timer(pf->r->ev, by > now ? by - now : 0, pass_end, pf);
+	gx_ev_timer_cancel(pf->h.ev, pf->timer);
+	pf->timer = gx_ev_timer(pf->h.ev, by > now ? by - now : 0, pass_end, pf);
 }
 
 /* A stage-3 row also goes into the second pass' record (preflight.json). */
@@ -456,8 +455,8 @@ static void coord_take(struct agent_pf *pf, uint32_t k, const char *doc, size_t 
 		keep_row(pf, k);
 	pf->want[k] = 0;
 	if (++pf->ngot == pf->nwant) {
-		gx_ev_timer_cancel(pf->r->ev, pf->timer);
-		pf->timer = gx_ev_timer(pf->r->ev, 0, pass_end, pf);
+		gx_ev_timer_cancel(pf->h.ev, pf->timer);
+		pf->timer = gx_ev_timer(pf->h.ev, 0, pass_end, pf);
 	}
 }
 
@@ -719,17 +718,16 @@ static void stage_slow(struct agent_pf *pf)
 
 static void write_json(struct agent_pf *pf, int64_t ms)
 {
-	const char *out = pf->r->o->out;
+	const char *out = pf->h.o->out;
 	json_t *j = agent_pf_json(&pf->w, pf->stage > 1 ? &pf->w2 : NULL, pf->blamed, pf->line,
 				  pf->all || pf->n <= AGENT_PF_SMALL ? "all pairs" : "ring + chord",
 				  pf->bytes, ms);
 	char *text = j ? json_dumps(j, JSON_INDENT(1)) : NULL, err[256] = "out of memory";
-	/* --out as the run opens it once (agent_out_open): created, ours, no symlink followed */
-	int dfd = text ? agent_run_out(pf->r, err, sizeof(err)) : -1;
 
 	json_decref(j);
-	if (dfd < 0 || agent_write_file_at(dfd, out, "preflight.json", text, strlen(text), 0644,
-					   err, sizeof(err)) < 0)
+	/* --out as the run opens it once (agent_out_open): created, ours, no symlink followed */
+	if (!text ||
+	    pf->h.write_file(pf->h.arg, "preflight.json", text, strlen(text), err, sizeof(err)) < 0)
 		gx_warn("preflight: %s/preflight.json not written: %s", out, err);
 	free(text);
 }
@@ -767,7 +765,7 @@ static void verdict(struct agent_pf *pf)
 	char rate[32];
 	uint32_t k, nb;
 
-	gx_ev_timer_cancel(pf->r->ev, pf->timer);
+	gx_ev_timer_cancel(pf->h.ev, pf->timer);
 	pf->timer = 0;
 	nb = compose(pf);
 	if (fig)
@@ -781,7 +779,7 @@ static void verdict(struct agent_pf *pf)
 	write_json(pf, ms);
 	for (k = 0; leave && k < pf->n; k++)
 		leave[pf->pods[k].slot] = pf->blamed[k];
-	rdzv_coord_pf_done(pf->r->coord, leave, pf->line);
+	rdzv_coord_pf_done(*pf->h.coord, leave, pf->line);
 	free(leave);
 	free(fig);
 }
@@ -875,7 +873,7 @@ static void pf_start(void *arg, const uint32_t *slots, uint32_t n, const struct 
 	pf->vant = calloc((size_t)n * AGENT_PF_VANTAGES, sizeof(*pf->vant));
 	if (!pf->pods || !pf->names || !pf->bufs || !pf->sus || !pf->vant || !pf->bwhy ||
 	    !pf->batch || agent_check_world_init(&pf->w, n, 0, pf->names) < 0) {
-		rdzv_coord_pf_done(pf->r->coord, NULL, NULL); /* no memory: no preflight */
+		rdzv_coord_pf_done(*pf->h.coord, NULL, NULL); /* no memory: no preflight */
 		return;
 	}
 	pf->want = pf->sus + n;
@@ -904,18 +902,19 @@ static void pf_start(void *arg, const uint32_t *slots, uint32_t n, const struct 
 		pf->names[k] = e->name;
 	}
 	agent_pf_shape(&pf->w, pf->all);
-	pf->timer = gx_ev_timer(pf->r->ev, 0, pf_begin, pf);
+	pf->timer = gx_ev_timer(pf->h.ev, 0, pf_begin, pf);
 }
 
-int agent_pf_hook(struct agent_run *r, struct rdzv_config *cfg)
+int agent_pf_hook(const struct agent_pf_host *h, struct rdzv_config *cfg, struct agent_pf **ret)
 {
-	const struct agent_opts *o = r->o;
+	const struct agent_opts *o = h->o;
 	struct agent_pf *pf = calloc(1, sizeof(*pf));
 	int i;
 
+	*ret = NULL;
 	if (!pf)
 		return -ENOMEM;
-	pf->r = r;
+	pf->h = *h;
 	pf->is_coord = cfg->is_coordinator;
 	pf->all = o->preflight_shape == AGENT_PF_SHAPE_ALL;
 	pf->slow = o->preflight_slow > 0 ? o->preflight_slow : AGENT_PF_SLOW;
@@ -923,18 +922,18 @@ int agent_pf_hook(struct agent_run *r, struct rdzv_config *cfg)
 	pf->world = cfg->world;
 	pf->rdzv_deadline = cfg->deadline_ms;
 	pf->pr.pf = pf;
-	pf->pr.net.ev = r->ev;
+	pf->pr.net.ev = h->ev;
 	pf->pr.net.probes_arg = pf;
 	for (i = 0; i < CHECK_LISTEN_MAX; i++)
 		pf->pr.net.lfd[i] = -1;
-	if (r->nd)
-		gx_strlcpy(pf->pr.net.ifname, r->nd->iface, sizeof(pf->pr.net.ifname));
-	if (!r->routes && !r->routes_off && nd_routes_open(&r->routes) < 0)
+	if (h->nd)
+		gx_strlcpy(pf->pr.net.ifname, h->nd->iface, sizeof(pf->pr.net.ifname));
+	if (!*h->routes && !h->routes_off && nd_routes_open(h->routes) < 0)
 		gx_debug("preflight: no route answers: probes are not checked against the routes");
-	pf->pr.net.routes = r->routes;
-	if (pf->all && r->peers.n > AGENT_PF_ALL_MAX) {
+	pf->pr.net.routes = *h->routes;
+	if (pf->all && h->npeers > AGENT_PF_ALL_MAX) {
 		gx_warn("--preflight-shape all: %zu pods, more than %d: ring + chord instead",
-			r->peers.n, AGENT_PF_ALL_MAX);
+			h->npeers, AGENT_PF_ALL_MAX);
 		pf->all = 0;
 	}
 	cfg->pf_recv = pf_recv;
@@ -945,26 +944,25 @@ int agent_pf_hook(struct agent_run *r, struct rdzv_config *cfg)
 		cfg->pf_settle_ms =
 		    (o->preflight_settle ? o->preflight_settle : AGENT_PF_SETTLE_S) * 1000;
 	}
-	r->pf = pf;
+	*ret = pf;
 	return 0;
 }
 
-void agent_pf_end(struct agent_run *r)
+void agent_pf_end(struct agent_pf *pf, const struct rdzv_result *res, int rdzv_rc)
 {
-	struct agent_pf *pf = r->pf;
 	uint32_t k;
 
 	if (!pf)
 		return;
-	if (r->res.note[0] && r->rdzv_rc == 0)
-		gx_warn("preflight: the job starts with %u pods, without %s", r->res.world,
-			r->res.note);
+	if (res->note[0] && rdzv_rc == 0)
+		gx_warn("preflight: the job starts with %u pods, without %s", res->world,
+			res->note);
 	pr_clear(&pf->pr);
 	agent_check_probes_stop(&pf->pr.net);
 	if (pf->pr.serving)
 		agent_check_serve_stop(&pf->pr.net);
 	rdzv_rdma_ctx_free(pf->pr.ctx);
-	gx_ev_timer_cancel(r->ev, pf->timer);
+	gx_ev_timer_cancel(pf->h.ev, pf->timer);
 	free(pf->in.p);
 	for (k = 0; pf->bufs && k < pf->n; k++)
 		free(pf->bufs[k].p);
@@ -981,5 +979,4 @@ void agent_pf_end(struct agent_run *r)
 	free(pf->batch);
 	free(pf->vant);
 	free(pf);
-	r->pf = NULL;
 }

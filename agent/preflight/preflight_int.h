@@ -18,22 +18,15 @@
 #define AGENT_PREFLIGHT_INT_H
 
 #include "agent/check/check_int.h"
-#include "agent/pipeline/run_int.h"
+#include "agent/preflight/preflight.h"
+#include "netdetect/netdetect.h"
+#include "rdzv/rdzv.h"
 
 #include <jansson.h>
 #include <stdint.h>
 
-/*
- * 16 MiB: a 10 Gbit/s path takes 13 ms and a 100 Gbit/s one (at the ~50 Gbit/s a single
- * TCP stream reaches) 2.7 ms, long past slow start on a datacenter RTT (the window covers
- * the BDP in a few round trips), so the figure is the path's and not TCP's ramp; a ring
- * costs each pod 2 x 16 MiB each way. A slower path is measured, not waited for: every
- * stream stops after AGENT_PF_BOUND_MS with what got through.
- */
-#define AGENT_PF_BYTES (16L << 20)
 #define AGENT_PF_BYTES_MAX (64L << 20) /* the RDMA WRITE's cap (RDZV_RDMA_MAX_WRITE) */
 #define AGENT_PF_BOUND_MS 1000
-#define AGENT_PF_SLOW 0.5	    /* slow: below this fraction of the job's median */
 #define AGENT_PF_SETTLE_S 5	    /* elastic: the gather after MIN are in */
 #define AGENT_PF_SMALL 4	    /* all pairs by default up to this many pods */
 #define AGENT_PF_ALL_MAX 64	    /* --preflight-shape all up to this many pods */
@@ -128,13 +121,5 @@ int agent_pf_report_decode(struct check_world *w, uint32_t from, uint64_t want_i
 json_t *agent_pf_json(const struct check_world *w, const struct check_world *w2,
 		      const unsigned char *blamed, const char *line, const char *shape,
 		      int64_t bytes, int64_t elapsed_ms);
-
-/* ---- preflight.c ---- */
-struct agent_pf;
-/* rdzv hooks for this run (run, init, serve): members always answer a coordinator's
- * plan; the coordinator holds its COMMIT when --preflight. 0 or -ENOMEM. */
-int agent_pf_hook(struct agent_run *r, struct rdzv_config *cfg);
-/* After the rendezvous: the service and probes stop; the note is logged. */
-void agent_pf_end(struct agent_run *r);
 
 #endif

@@ -12,7 +12,7 @@
  * retries (timers), the handshake, the signalfd, stdin and the socket.
  */
 #include "agent/remote/rsh_int.h"
-#include "agent/peers/peers_int.h"
+#include "agent/peers/peers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,11 +95,10 @@ static int find_in(const char *dir, const char *host, const struct agent_domain 
 static void this_domain(struct agent_domain *d)
 {
 	char host[256] = "";
-	struct agent_detect c = {.root = "", .self = host, .host = host};
 
 	if (gethostname(host, sizeof(host) - 1) < 0)
 		host[0] = '\0';
-	agent_domain_detect(&c, d);
+	agent_domain_of("", host, d);
 }
 
 /*
@@ -166,13 +165,9 @@ static void fail_handshake(struct client *cl, int rc)
 
 static void conn_close(struct client *cl)
 {
-	if (cl->c.fd >= 0)
-		gx_ev_del(cl->ev, cl->c.fd);
-	if (cl->c.in)
-		agent_rsh_conn_free(&cl->c);
-	else if (cl->c.fd >= 0)
-		close(cl->c.fd);
-	cl->c.fd = -1;
+	if (cl->c.f.fd >= 0)
+		gx_ev_del(cl->ev, cl->c.f.fd);
+	agent_rsh_conn_free(&cl->c); /* closes; fd -1 */
 }
 
 static void sock_arm(struct client *cl)
@@ -181,7 +176,7 @@ static void sock_arm(struct client *cl)
 
 	if (cl->phase == CL_CONNECT || rsh_conn_queued(&cl->c))
 		ev |= EPOLLOUT;
-	gx_ev_mod(cl->ev, cl->c.fd, ev);
+	gx_ev_mod(cl->ev, cl->c.f.fd, ev);
 }
 
 static void connect_start(struct client *cl);
@@ -228,12 +223,9 @@ static void connect_start(struct client *cl)
 	if (rc == 0)
 		rc = gx_tcp_connect(&sa, len, NULL, 0, &fd);
 	if (rc == 0) {
-		rc = agent_rsh_conn_init(&cl->c, fd);
-		if (rc < 0)
-			close(fd);
-	}
-	if (rc == 0)
+		agent_rsh_conn_init(&cl->c, fd);
 		rc = gx_ev_add(cl->ev, fd, EPOLLOUT | EPOLLIN, fd_event, cl);
+	}
 	if (rc < 0)
 		connect_failed(cl, rc);
 }
@@ -251,7 +243,8 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
 		fail_handshake(cl, -ETIMEDOUT);
 }
 
-/* The handshake's next step when its bytes are in: 0 wait, 1 advanced, < 0 failed. */
+/* The handshake's next step, reading its own bytes (never the session's): 0 wait, 1 advanced,
+ * < 0 failed (-ECONNRESET: the server closed before the step's bytes were all in). */
 static int hs_step(struct client *cl)
 {
 	unsigned char m[RSH_HELLO_LEN], a[RSH_AUTH_LEN], acc[RSH_ACCEPT_LEN - 1];
@@ -260,8 +253,9 @@ static int hs_step(struct client *cl)
 
 	switch (cl->phase) {
 	case CL_HELLO:
-		if (!agent_rsh_conn_take(&cl->c, m, sizeof(m)))
-			return 0;
+		rc = agent_rsh_conn_take(&cl->c, m, sizeof(m));
+		if (rc <= 0)
+			return rc;
 		if (memcmp(m, RSH_MAGIC, 8) != 0)
 			return GX_EPROTO;
 		memcpy(cl->ns, m + 8, sizeof(cl->ns));
@@ -274,15 +268,17 @@ static int hs_step(struct client *cl)
 		cl->phase = CL_AUTH;
 		return rc ?: 1;
 	case CL_AUTH:
-		if (!agent_rsh_conn_take(&cl->c, acc, 1))
-			return 0;
+		rc = agent_rsh_conn_take(&cl->c, acc, 1);
+		if (rc <= 0)
+			return rc;
 		if (acc[0] != 0)
 			return GX_EAUTH;
 		cl->phase = CL_ACCEPT;
 		return 1;
 	case CL_ACCEPT:
-		if (!agent_rsh_conn_take(&cl->c, acc, sizeof(acc)))
-			return 0;
+		rc = agent_rsh_conn_take(&cl->c, acc, sizeof(acc));
+		if (rc <= 0)
+			return rc;
 		agent_rsh_proof(cl->key.k, 'S', cl->nc, cl->ns, want);
 		if (sodium_memcmp(acc, want, 32) != 0)
 			return GX_EAUTH;
@@ -321,15 +317,8 @@ static void hs_event(struct client *cl, uint32_t events)
 
 	if (events & EPOLLOUT)
 		rc = agent_rsh_conn_flush(&cl->c) < 0 ? -EPIPE : 0;
-	if (rc == 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-		rc = agent_rsh_conn_fill(&cl->c);
-		if (rc == -ECONNRESET)
-			rc = 0; /* what came before the EOF is still read */
-	}
 	while (rc == 0 && cl->phase != CL_SESSION && (rc = hs_step(cl)) == 1)
 		rc = 0;
-	if (rc == 0 && cl->phase != CL_SESSION && cl->c.eof)
-		rc = -ECONNRESET;
 	if (rc < 0)
 		fail_handshake(cl, rc);
 	else if (cl->phase != CL_SESSION)
@@ -380,26 +369,23 @@ static int on_frame(struct client *cl, uint8_t type, const unsigned char *p, siz
 	}
 }
 
+/* The server's frames, a few a readiness (what came before its EOF is read first). */
 static int sock_ready(struct client *cl)
 {
 	uint8_t type;
 	size_t len;
-	int rc, st;
+	int rc = 0, st, k;
 
-	rc = agent_rsh_conn_fill(&cl->c);
-	if (rc < 0 && rc != -ECONNRESET)
-		goto lost;
-	while ((st = agent_rsh_conn_next(&cl->c, &type, cl->buf, &len)) == 1) {
+	for (k = 0; k < RSH_FRAMES_PER_EVENT; k++) {
+		rc = agent_rsh_conn_next(&cl->c, &type, cl->buf, &len);
+		if (rc <= 0)
+			break;
 		st = on_frame(cl, type, cl->buf, len);
 		if (st >= 0)
 			return st;
 	}
-	if (st < 0 || rc == -ECONNRESET) {
-		rc = st < 0 ? st : rc;
-		goto lost;
-	}
-	return -1;
-lost:
+	if (rc >= 0)
+		return -1;
 	snprintf(cl->err, sizeof(cl->err), "connection to %s (%s) lost: %s", cl->host, cl->addr,
 		 rc == -ECONNRESET ? "closed by the server" : gx_strerror(rc));
 	return RSH_FAIL;
@@ -625,7 +611,7 @@ int agent_cmd_rsh(struct agent_opts *o, char *err, size_t errlen)
 	int rc, st = RSH_FAIL;
 
 	memset(&cl, 0, sizeof(cl));
-	cl.c.fd = cl.sfd = -1;
+	cl.c.f.fd = cl.sfd = -1;
 	cl.host = o->rsh_host;
 	cl.stdin_open = cl.stdin_polls = 1;
 	cl.st = -1;
@@ -652,8 +638,8 @@ int agent_cmd_rsh(struct agent_opts *o, char *err, size_t errlen)
 		gx_ev_del(cl.ev, 0);
 		if (cl.sfd >= 0)
 			gx_ev_del(cl.ev, cl.sfd);
-	} else if (cl.c.fd >= 0) {
-		close(cl.c.fd);
+	} else if (cl.c.f.fd >= 0) {
+		close(cl.c.f.fd);
 	}
 	if (cl.sfd >= 0)
 		close(cl.sfd);

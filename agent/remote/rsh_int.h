@@ -11,6 +11,7 @@
 #define AGENT_RSH_INT_H
 
 #include "agent/agent.h"
+#include "agent/remote/remote.h"
 #include "rdzv/gx/gx.h"
 
 #include <sodium.h>
@@ -18,7 +19,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define RSH_KEY_LEN 32
 #define RSH_NONCE_LEN 32
 #define RSH_MAGIC "GXRSH1\n"		  /* 8 bytes with its NUL */
 #define RSH_HELLO_LEN (8 + RSH_NONCE_LEN) /* magic + nonce, both ways */
@@ -40,7 +40,6 @@
 #define RSH_UNKNOWN_POOL 8     /* unauthenticated ones from the rest, all together */
 #define RSH_KILL_GRACE_MS 2000 /* SIGTERM -> SIGKILL of a session's group */
 #define RSH_CONNECT_MS 10000   /* client: connect + handshake */
-#define RSH_PORT_OFFSET 2      /* serve listens on --port + 2 */
 
 enum rsh_type {
 	RSH_EXEC = 1,	   /* C->S: the command line (no NUL) */
@@ -58,11 +57,6 @@ struct rsh_key {
 	unsigned char k[RSH_KEY_LEN];
 	long port; /* the serve port of this job */
 };
-int agent_rsh_key_derive(const unsigned char *token, size_t len, const char *job_id,
-			 unsigned char k[RSH_KEY_LEN]);
-/* rsh.key in the directory dfd (dir: its path, for lines), 0600. */
-int agent_rsh_key_write(int dfd, const char *dir, const unsigned char k[RSH_KEY_LEN], long port,
-			char *err, size_t errlen);
 int agent_rsh_key_load(const char *path, struct rsh_key *key, char *err, size_t errlen);
 
 /* ssh's joining: the words with one space between them, no quoting (the
@@ -79,90 +73,42 @@ void agent_rsh_stream_keys(const unsigned char k[RSH_KEY_LEN],
 			   unsigned char s2c[32]);
 
 /* ---- a non-blocking connection: raw handshake bytes, then sealed frames ---- */
+/*
+ * A gx_frame on the remote-exec wire: the clear handshake as raw bytes of fixed size, then
+ * frames of a 4-byte length (bounded to 18 .. RSH_MAX_CT before a body byte is read) and
+ * the secretstream ciphertext of type | payload. Sending seals through gx_frame's seal hook
+ * (the push stream, straight into the output queue); a frame read comes whole and the pull
+ * stream opens it into the caller's buffer (it cannot decrypt in place: the type byte
+ * shifts the payload by one). Reads never go past the current frame: what the peer sends
+ * next stays in the socket, which is the backpressure on a client's stdin.
+ */
+#define RSH_FRAMES_PER_EVENT 4 /* frames read per readiness: the loop serves the rest between */
 struct rsh_conn {
-	int fd;
-	int sealed; /* 1: push stream up, 2: pull too */
+	struct gx_frame f; /* f.fd the socket, f.eof once the peer closed */
+	int sealed;	   /* 1: push stream up, 2: pull too */
 	crypto_secretstream_xchacha20poly1305_state tx, rx;
-	unsigned char *in; /* 4 + RSH_MAX_CT */
-	size_t ilen;
-	unsigned char *out;
-	size_t olen, ooff, ocap;
-	int eof;
 };
-int agent_rsh_conn_init(struct rsh_conn *c, int fd);
+void agent_rsh_conn_init(struct rsh_conn *c, int fd);
 void agent_rsh_conn_free(struct rsh_conn *c); /* closes fd */
-/* Read what the socket has: 0 (maybe nothing), -ECONNRESET at EOF, -errno. */
-int agent_rsh_conn_fill(struct rsh_conn *c);
-/* Raw handshake bytes: 1 and n bytes in out, 0 not yet, GX_EPROTO over-long input. */
+/* Raw handshake bytes: 1 and n bytes in out (the same n each call until then), 0 not yet,
+ * -ECONNRESET at EOF, -errno. */
 int agent_rsh_conn_take(struct rsh_conn *c, void *out, size_t n);
+/* Raw handshake bytes: written as far as the socket takes them, the rest queued. */
 int agent_rsh_conn_put(struct rsh_conn *c, const void *p, size_t n);
 /* The two streams: ours (its header to send into txhdr), the peer's (from rxhdr). */
 int agent_rsh_conn_push_init(struct rsh_conn *c, const unsigned char key[32],
 			     unsigned char txhdr[RSH_HDR_LEN]);
 int agent_rsh_conn_pull_init(struct rsh_conn *c, const unsigned char key[32],
 			     const unsigned char rxhdr[RSH_HDR_LEN]);
-/* One frame: 1 (type, payload in buf[RSH_MAX_PLAIN], len), 0 need more, GX_EMAC / GX_EPROTO. */
+/* One frame: 1 (type, payload in buf[RSH_MAX_PLAIN], len), 0 not yet (or the peer's stream
+ * is not up), GX_EMAC / GX_EPROTO, -ECONNRESET at EOF, -errno. */
 int agent_rsh_conn_next(struct rsh_conn *c, uint8_t *type, unsigned char *buf, size_t *len);
 int agent_rsh_conn_send(struct rsh_conn *c, uint8_t type, const void *p, size_t len);
 /* 0 all written, 1 some left, -errno. */
 int agent_rsh_conn_flush(struct rsh_conn *c);
 static inline size_t rsh_conn_queued(const struct rsh_conn *c)
 {
-	return c->olen - c->ooff;
+	return gx_frame_pending(&c->f);
 }
-
-/* ---- serve --------------------------------------------------------------- */
-struct agent_serve_cfg {
-	const char *addr4, *addr6; /* the secondary addresses to listen on ("" = none) */
-	uint16_t port;
-	const unsigned char *key; /* RSH_KEY_LEN */
-	char **envp;		  /* the sessions' environment */
-	/* the peers this pod knows (its table): their addresses' handshakes cannot be pushed
-	 * out by a stranger's connections; copied at start */
-	const struct rdzv_peer *table;
-	size_t ntable;
-};
-struct agent_serve;
-/*
- * A serving member asks for the whole table up to this many peers, so every peer's
- * address keeps its pre-authentication slots (tree-spawned MPI daemons rsh each other, not
- * only the launcher); above it, only the coordinator's and the learned launchers' do.
- */
-#define AGENT_SERVE_TABLE_MAX 1024
-
-int agent_serve_start(struct gx_ev *ev, const struct agent_serve_cfg *cfg, struct agent_serve **ret,
-		      char *err, size_t errlen);
-/* A reaped child: 1 when it was a session's, 0 otherwise. */
-int agent_serve_reaped(struct agent_serve *s, pid_t pid, int status);
-/* 1 when pid is a session's command. */
-int agent_serve_owns(const struct agent_serve *s, pid_t pid);
-/* Stop listening; SIGTERM every session's process group (SIGKILL after a grace). */
-void agent_serve_shutdown(struct agent_serve *s);
-/* Session processes not yet reaped. */
-size_t agent_serve_running(const struct agent_serve *s);
-void agent_serve_free(struct agent_serve *s);
-
-/* ---- commands -------------------------------------------------------------- */
-int agent_cmd_rsh(struct agent_opts *o, char *err, size_t errlen);
-int agent_cmd_hosts(struct agent_opts *o, char *err, size_t errlen);
-
-/*
- * hosts / rsh: the peers of rendezvous.json. One entry per peer; strings
- * validated. 0, -ENOENT (no file), GX_EUSAGE (unreadable / malformed).
- */
-struct rsh_peer {
-	char name[254];
-	char addr[46];	  /* secondary: IPv4, else IPv6 */
-	char primary[46]; /* "" unknown */
-	long slots;
-	int serves;
-};
-int agent_rsh_peers_load(const char *path, struct rsh_peer **ret, size_t *n, long *port, char *err,
-			 size_t errlen);
-struct agent_domain;
-/* HOST (a peer's name in a form that resolves to it from this pod: agent_host_names with
- * this pod's domain d, NULL unknown; or any of its addresses) -> its entry, or NULL. */
-const struct rsh_peer *agent_rsh_peer_find(const struct rsh_peer *p, size_t n, const char *host,
-					   const struct agent_domain *d);
 
 #endif

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rsh_proto.c - what serve and rsh share: the credential file, ssh's argument
- * joining, the handshake proofs, and a non-blocking connection that carries
- * the clear handshake and then secretstream frames (4-byte length, sealed
+ * joining, the handshake proofs, and a non-blocking connection (a gx_frame) that
+ * carries the clear handshake and then secretstream frames (4-byte length, sealed
  * type byte + payload; both bounded before use).
  */
-#include "agent/pipeline/out_int.h"
 #include "agent/remote/rsh_int.h"
 #include "rdzv/rdzv.h"
 
@@ -27,20 +26,6 @@ int agent_rsh_key_derive(const unsigned char *token, size_t len, const char *job
 	if (snprintf(purpose, sizeof(purpose), "rsh:%s", job_id) >= (int)sizeof(purpose))
 		return -EINVAL;
 	return rdzv_derive_key(token, len, purpose, k);
-}
-
-int agent_rsh_key_write(int dfd, const char *dir, const unsigned char k[RSH_KEY_LEN], long port,
-			char *err, size_t errlen)
-{
-	char hex[2 * RSH_KEY_LEN + 1], text[160];
-	int n, rc;
-
-	sodium_bin2hex(hex, sizeof(hex), k, RSH_KEY_LEN);
-	n = snprintf(text, sizeof(text), "key=%s\nport=%ld\n", hex, port);
-	rc = agent_write_file_at(dfd, dir, "rsh.key", text, (size_t)n, 0600, err, errlen);
-	sodium_memzero(hex, sizeof(hex));
-	sodium_memzero(text, sizeof(text));
-	return rc;
 }
 
 static int key_parse(char *text, struct rsh_key *key)
@@ -152,87 +137,81 @@ void agent_rsh_stream_keys(const unsigned char k[RSH_KEY_LEN],
 }
 
 /* ---- connection ---- */
-int agent_rsh_conn_init(struct rsh_conn *c, int fd)
+static int rsh_decode(struct gx_frame *f, const unsigned char *hdr, unsigned *type, size_t *blen)
+{
+	uint32_t n;
+
+	(void)f;
+	memcpy(&n, hdr, 4);
+	n = ntohl(n);
+	if (n < crypto_secretstream_xchacha20poly1305_ABYTES + 1 || n > RSH_MAX_CT)
+		return GX_EPROTO;
+	*type = 0; /* inside the seal */
+	*blen = n;
+	return 0;
+}
+
+static int rsh_encode(const struct gx_frame *f, unsigned char *hdr, unsigned type, size_t blen)
+{
+	uint32_t n = htonl((uint32_t)blen);
+
+	(void)f;
+	(void)type;
+	if (blen > RSH_MAX_CT)
+		return -EINVAL;
+	memcpy(hdr, &n, 4);
+	return 0;
+}
+
+/* type | payload, pushed into the output queue's room for it */
+static int rsh_seal(struct gx_frame *f, unsigned type, const unsigned char *body, size_t len,
+		    unsigned char *out)
+{
+	struct rsh_conn *c = f->owner;
+	unsigned char *plain = malloc(len + 1);
+
+	if (!plain)
+		return -ENOMEM;
+	plain[0] = (unsigned char)type;
+	if (len)
+		memcpy(plain + 1, body, len);
+	crypto_secretstream_xchacha20poly1305_push(&c->tx, out, NULL, plain, len + 1, NULL, 0, 0);
+	free(plain);
+	return 0;
+}
+
+static const struct gx_frame_fmt rsh_fmt = {
+    .hdr_len = 4,
+    .decode = rsh_decode,
+    .encode = rsh_encode,
+};
+static const struct gx_frame_seal rsh_seal_tx = {
+    .over = 1 + crypto_secretstream_xchacha20poly1305_ABYTES,
+    .seal = rsh_seal,
+};
+
+void agent_rsh_conn_init(struct rsh_conn *c, int fd)
 {
 	memset(c, 0, sizeof(*c));
-	c->fd = fd;
-	c->in = malloc(4 + RSH_MAX_CT);
-	return c->in ? 0 : -ENOMEM;
+	gx_frame_init(&c->f, fd, &rsh_fmt, &rsh_seal_tx, c);
 }
 
 void agent_rsh_conn_free(struct rsh_conn *c)
 {
-	if (c->fd >= 0)
-		close(c->fd);
-	free(c->in);
-	free(c->out);
+	gx_frame_reset(&c->f);
 	sodium_memzero(&c->tx, sizeof(c->tx));
 	sodium_memzero(&c->rx, sizeof(c->rx));
-	memset(c, 0, sizeof(*c));
-	c->fd = -1;
-}
-
-int agent_rsh_conn_fill(struct rsh_conn *c)
-{
-	size_t cap = 4 + RSH_MAX_CT;
-	ssize_t n;
-
-	while (c->ilen < cap) {
-		n = read(c->fd, c->in + c->ilen, cap - c->ilen);
-		if (n > 0) {
-			c->ilen += (size_t)n;
-			continue;
-		}
-		if (n == 0) {
-			c->eof = 1;
-			return -ECONNRESET;
-		}
-		if (errno == EINTR)
-			continue;
-		return errno == EAGAIN ? 0 : -errno;
-	}
-	return 0;
-}
-
-static void consume(struct rsh_conn *c, size_t n)
-{
-	memmove(c->in, c->in + n, c->ilen - n);
-	c->ilen -= n;
+	c->sealed = 0;
 }
 
 int agent_rsh_conn_take(struct rsh_conn *c, void *out, size_t n)
 {
-	if (c->ilen < n)
-		return 0;
-	memcpy(out, c->in, n);
-	consume(c, n);
-	return 1;
+	return gx_frame_read_raw(&c->f, out, n);
 }
 
 int agent_rsh_conn_put(struct rsh_conn *c, const void *p, size_t n)
 {
-	if (c->olen + n > c->ocap) {
-		size_t cap = c->ocap ? c->ocap : 4096;
-		unsigned char *q;
-
-		if (c->ooff) { /* compact first */
-			memmove(c->out, c->out + c->ooff, c->olen - c->ooff);
-			c->olen -= c->ooff;
-			c->ooff = 0;
-		}
-		while (cap < c->olen + n)
-			cap *= 2;
-		if (cap != c->ocap) {
-			q = realloc(c->out, cap);
-			if (!q)
-				return -ENOMEM;
-			c->out = q;
-			c->ocap = cap;
-		}
-	}
-	memcpy(c->out + c->olen, p, n);
-	c->olen += n;
-	return 0;
+	return gx_frame_send_raw(&c->f, p, n);
 }
 
 int agent_rsh_conn_push_init(struct rsh_conn *c, const unsigned char key[32],
@@ -241,6 +220,7 @@ int agent_rsh_conn_push_init(struct rsh_conn *c, const unsigned char key[32],
 	if (crypto_secretstream_xchacha20poly1305_init_push(&c->tx, txhdr, key) != 0)
 		return GX_EPROTO;
 	c->sealed |= 1;
+	c->f.sealed_tx = 1;
 	return 0;
 }
 
@@ -256,68 +236,39 @@ int agent_rsh_conn_pull_init(struct rsh_conn *c, const unsigned char key[32],
 int agent_rsh_conn_next(struct rsh_conn *c, uint8_t *type, unsigned char *buf, size_t *len)
 {
 	unsigned long long plen = 0;
-	unsigned char tag = 0;
-	uint32_t n;
+	unsigned char tag = 0, *ct = NULL;
+	unsigned t = 0;
+	size_t n = 0;
+	int rc;
 
-	if (!(c->sealed & 2) || c->ilen < 4)
+	if (!(c->sealed & 2))
 		return 0;
-	memcpy(&n, c->in, 4);
-	n = ntohl(n);
-	if (n < crypto_secretstream_xchacha20poly1305_ABYTES + 1 || n > RSH_MAX_CT)
-		return GX_EPROTO;
-	if (c->ilen < 4 + (size_t)n)
-		return 0;
-	if (crypto_secretstream_xchacha20poly1305_pull(&c->rx, buf, &plen, &tag, c->in + 4, n, NULL,
-						       0) != 0)
-		return GX_EMAC;
-	consume(c, 4 + (size_t)n);
-	*type = buf[0];
-	*len = (size_t)plen - 1;
-	memmove(buf, buf + 1, *len);
-	return 1;
-}
-
-int agent_rsh_conn_send(struct rsh_conn *c, uint8_t type, const void *p, size_t len)
-{
-	unsigned char *plain = NULL, *ct = NULL;
-	unsigned long long clen = 0;
-	uint32_t n;
-	int rc = -ENOMEM;
-
-	if (!(c->sealed & 1) || len + 1 > RSH_MAX_PLAIN)
-		return -EINVAL;
-	plain = malloc(len + 1);
-	ct = malloc(4 + len + 1 + crypto_secretstream_xchacha20poly1305_ABYTES);
-	if (!plain || !ct)
-		goto out;
-	plain[0] = type;
-	if (len)
-		memcpy(plain + 1, p, len);
-	crypto_secretstream_xchacha20poly1305_push(&c->tx, ct + 4, &clen, plain, len + 1, NULL, 0,
-						   0);
-	n = htonl((uint32_t)clen);
-	memcpy(ct, &n, 4);
-	rc = agent_rsh_conn_put(c, ct, 4 + (size_t)clen);
-	if (rc == 0)
-		rc = agent_rsh_conn_flush(c) < 0 ? -EPIPE : 0;
-out:
-	free(plain);
+	rc = gx_frame_read(&c->f, &t, &ct, &n);
+	if (rc <= 0)
+		return rc;
+	if (crypto_secretstream_xchacha20poly1305_pull(&c->rx, buf, &plen, &tag, ct, n, NULL, 0) !=
+	    0) {
+		rc = GX_EMAC;
+	} else {
+		*type = buf[0];
+		*len = (size_t)plen - 1;
+		memmove(buf, buf + 1, *len);
+	}
 	free(ct);
 	return rc;
 }
 
+int agent_rsh_conn_send(struct rsh_conn *c, uint8_t type, const void *p, size_t len)
+{
+	int rc;
+
+	if (!(c->sealed & 1) || len + 1 > RSH_MAX_PLAIN)
+		return -EINVAL;
+	rc = gx_frame_send(&c->f, type, p, len);
+	return rc == -ENOMEM ? rc : rc < 0 ? -EPIPE : 0;
+}
+
 int agent_rsh_conn_flush(struct rsh_conn *c)
 {
-	ssize_t n;
-
-	while (c->ooff < c->olen) {
-		n = write(c->fd, c->out + c->ooff, c->olen - c->ooff);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? 1 : -errno;
-		c->ooff += (size_t)n;
-	}
-	c->ooff = c->olen = 0;
-	return 0;
+	return gx_frame_flush(&c->f);
 }

@@ -92,8 +92,8 @@ static void drop_io(struct sess *s)
 {
 	struct agent_serve *sv = s->sv;
 
-	if (s->c.fd >= 0)
-		gx_ev_del(sv->ev, s->c.fd);
+	if (s->c.f.fd >= 0)
+		gx_ev_del(sv->ev, s->c.f.fd);
 	agent_rsh_conn_free(&s->c);
 	gx_pa_del(&sv->pa, &s->pa);
 	close_fd(sv, &s->in_fd);
@@ -122,13 +122,13 @@ static void update_sock(struct sess *s)
 {
 	uint32_t ev = 0;
 
-	if (s->c.fd < 0)
+	if (s->c.f.fd < 0)
 		return;
 	if (s->st != S_CLOSING && s->ilen < RSH_OUT_HIGH)
 		ev |= EPOLLIN;
 	if (rsh_conn_queued(&s->c))
 		ev |= EPOLLOUT;
-	gx_ev_mod(s->sv->ev, s->c.fd, ev);
+	gx_ev_mod(s->sv->ev, s->c.f.fd, ev);
 }
 
 /* Producers (the child's stdout / stderr) pause while the socket lags. */
@@ -199,13 +199,13 @@ static void orphan(struct sess *s, const char *why)
  */
 static void sent_all(struct sess *s)
 {
-	if (!s->linger || s->c.fd < 0 || shutdown(s->c.fd, SHUT_WR) < 0) {
+	if (!s->linger || s->c.f.fd < 0 || shutdown(s->c.f.fd, SHUT_WR) < 0) {
 		sess_free(s);
 		return;
 	}
 	s->wr_shut = 1;
 	s->deadline = gx_now_ms() + 2000; /* for the client's EOF */
-	gx_ev_mod(s->sv->ev, s->c.fd, EPOLLIN);
+	gx_ev_mod(s->sv->ev, s->c.f.fd, EPOLLIN);
 }
 
 /*
@@ -223,16 +223,7 @@ static int expired(struct sess *s, int64_t now)
 /* Draining after the half-close: 1 when the client's EOF (or an error) has come. */
 static int drain(struct sess *s)
 {
-	ssize_t n;
-
-	for (;;) {
-		n = read(s->c.fd, s->sv->buf, RSH_CHUNK);
-		if (n > 0)
-			continue;
-		if (n < 0 && errno == EINTR)
-			continue;
-		return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
-	}
+	return gx_frame_drain(&s->c.f) != 0;
 }
 
 static void closing(struct sess *s)
@@ -432,9 +423,10 @@ static int is_known(const struct agent_serve *sv, const char *peer);
 static int on_hello(struct sess *s)
 {
 	unsigned char m[RSH_HELLO_LEN];
+	int rc = agent_rsh_conn_take(&s->c, m, sizeof(m));
 
-	if (!agent_rsh_conn_take(&s->c, m, sizeof(m)))
-		return 0;
+	if (rc <= 0)
+		return rc;
 	if (memcmp(m, RSH_MAGIC, 8) != 0)
 		return GX_EPROTO;
 	memcpy(s->nc, m + 8, RSH_NONCE_LEN);
@@ -449,8 +441,9 @@ static int on_auth(struct sess *s)
 	unsigned char a[RSH_AUTH_LEN], want[32], acc[RSH_ACCEPT_LEN], c2s[32], s2c[32];
 	int rc;
 
-	if (!agent_rsh_conn_take(&s->c, a, sizeof(a)))
-		return 0;
+	rc = agent_rsh_conn_take(&s->c, a, sizeof(a));
+	if (rc <= 0)
+		return rc;
 	agent_rsh_proof(s->sv->key, 'C', s->nc, s->ns, want);
 	if (sodium_memcmp(a, want, 32) != 0) {
 		acc[0] = 1;
@@ -478,18 +471,20 @@ static int on_auth(struct sess *s)
 }
 
 /*
- * Everything the socket brought: 0 go on, 1 s is gone or closing, < 0 error. Every complete
- * frame in the buffer (at most one frame's worth of bytes, 4 + RSH_MAX_CT), unless the
- * child's stdin is full: then the rest waits in the buffer and pipe_event resumes it once
- * the child reads, since the socket may have nothing more to wake us with.
+ * What the socket brought: 0 go on, 1 s is gone or closing, < 0 error (-ECONNRESET: the
+ * client closed). The handshake's steps, then a few frames, unless the child's stdin is
+ * full: what the client sends then stays in the socket, and update_sock asks for it again
+ * once the child reads (nothing is read ahead of its turn, so nothing waits in a buffer).
  */
 static int sock_input(struct sess *s)
 {
+	enum sess_state was;
 	uint8_t type;
 	size_t len;
-	int rc = 0;
+	int rc = 0, k;
 
-	while (rc == 0) {
+	for (k = 0; rc == 0 && k < RSH_FRAMES_PER_EVENT; k++) {
+		was = s->st;
 		if (s->st == S_HELLO)
 			rc = on_hello(s);
 		else if (s->st == S_AUTH)
@@ -503,8 +498,8 @@ static int sock_input(struct sess *s)
 			break;
 		if (rc != 0)
 			break; /* 1: s may be gone */
-		if (s->st == S_HELLO || (s->st == S_AUTH && s->c.ilen < RSH_AUTH_LEN))
-			break;
+		if (s->st == was && (was == S_HELLO || was == S_AUTH))
+			break; /* the step's bytes are not all in */
 	}
 	return rc;
 }
@@ -512,7 +507,7 @@ static int sock_input(struct sess *s)
 static void sess_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 {
 	struct sess *s = arg;
-	int rc = 0, eof = 0;
+	int rc = 0;
 
 	(void)ev;
 	(void)fd;
@@ -529,15 +524,13 @@ static void sess_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		}
 	}
 	if (rc >= 0 && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && s->st != S_CLOSING) {
-		rc = agent_rsh_conn_fill(&s->c);
-		eof = rc == -ECONNRESET;
-		if (rc == 0 || eof) {
-			int r2 = sock_input(s);
-
-			if (r2 == 1)
-				return; /* s may be gone */
-			rc = r2 < 0 ? r2 : rc;
-		}
+		rc = sock_input(s);
+		if (rc == 1)
+			return; /* s may be gone */
+		/* a hang-up while the child's stdin is full: nothing more is read from this
+		 * client, and the hang-up would be reported again at once */
+		if (rc == 0 && (events & (EPOLLERR | EPOLLHUP)) && s->ilen >= RSH_OUT_HIGH)
+			rc = -ECONNRESET;
 	}
 	if (rc < 0) {
 		if (rc != -ECONNRESET)
@@ -605,19 +598,8 @@ static void pipe_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		maybe_exit(s);
 		return;
 	}
-	/* frames read before the child's stdin filled up (STDIN, STDIN_EOF, a SIGNAL): the
-	 * socket may be empty, so no EPOLLIN would bring them (the session hung) */
-	if (s->st == S_RUN && s->c.fd >= 0 && s->c.ilen && s->ilen < RSH_OUT_HIGH) {
-		int rc = sock_input(s);
-
-		if (rc == 1)
-			return; /* s may be gone */
-		if (rc < 0) {
-			gx_debug("rsh: %s: %s", s->peer, gx_strerror(rc));
-			orphan(s, "the client went away: session killed");
-			return;
-		}
-	}
+	/* the client's frames wait in the socket while the child's stdin is full: update_sock
+	 * asks for them again */
 	update_sock(s);
 	update_pipes(s);
 }
@@ -717,14 +699,11 @@ static void accept_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		}
 		evicted += rc;
 		s = calloc(1, sizeof(*s));
-		if (!s || agent_rsh_conn_init(&s->c, cfd) < 0) {
-			if (s)
-				agent_rsh_conn_free(&s->c);
-			else
-				close(cfd);
-			free(s);
+		if (!s) {
+			close(cfd);
 			continue;
 		}
+		agent_rsh_conn_init(&s->c, cfd);
 		s->sv = sv;
 		s->in_fd = s->out_fd = s->err_fd = -1;
 		s->t0 = gx_now_ms();

@@ -150,6 +150,136 @@ int gx_sock_error(int fd);
 /* Raise RLIMIT_NOFILE soft limit to the hard limit; returns the new soft limit. */
 long gx_raise_nofile(void);
 
+/* ---- framed connections (gx_frame.c) ------------------------------------ */
+/*
+ * One framed, bounded, optionally sealed byte stream over a socket. A wire is a fmt: a
+ * fixed-size header that fmt->decode turns into a type and the body's length, bounded for
+ * that type in the owner's state BEFORE a body byte is read or allocated; then the body.
+ * A seal (a MAC trailer, an AEAD) is optional, through hooks that read their keys and
+ * sequences from f->owner: gx_frame knows no protocol state, key or budget itself.
+ *
+ * Input, one frame at a time:
+ * - direct: recv on fd, never asking for more than the current header or body, so the next
+ *   frame stays in the socket (backpressure; a peer's pipelined frames wait their turn);
+ * - fed (f->fed, or carried): the owner's bytes through gx_frame_feed (one recv it made per
+ *   readiness, a relay's records); a partial frame is copied and completed by the next feed;
+ * - raw: gx_frame_read_raw, exactly n clear bytes (handshakes of fixed size).
+ * The body is allocated whole at its header, or grown from f->grow_from doubling under
+ * fmt->charge (a budget across connections); fmt->peek sees the first f->peek_at bytes
+ * before the rest comes (a rank to refuse early); f->sink reads and drops it (a stream).
+ *
+ * Output: one queue (buf, len, off) with an optional cap (omax): a frame is queued whole and
+ * written at once, or only queued when f->cork (the owner flushes once per event) or
+ * carried (no fd: the owner takes it out with gx_frame_out_peek / gx_frame_out_drop). A
+ * drained queue holds no buffer (idle connections cost their struct only).
+ *
+ * recv / send retry EINTR; EAGAIN is "not yet" (read 0, flush 1); EOF is -ECONNRESET (and
+ * f->eof); sends never raise SIGPIPE. After a read error the owner resets the connection.
+ */
+#define GX_FRAME_HDR_MAX 16
+#define GX_FRAME_BURST 16 /* recv calls per gx_frame_read: a busy peer cannot hold the loop */
+
+struct gx_frame;
+
+/* One wire's header; const, one per protocol (and per role where the bounds differ). */
+struct gx_frame_fmt {
+	size_t hdr_len; /* 1 .. GX_FRAME_HDR_MAX */
+	/*
+	 * The header just read: its type and the body's length on the wire (a seal's bytes
+	 * included; check f->sealed_rx), bounded here. 0, or a code gx_frame_read returns
+	 * (GX_EPROTO, GX_EVERSION, ...). May set f->grow_from, f->peek_at, f->sink.
+	 */
+	int (*decode)(struct gx_frame *f, const unsigned char *hdr, unsigned *type, size_t *blen);
+	/* The header of a frame of type whose body is blen bytes on the wire; < 0 refuses it
+	 * (over its type's bound) before anything is sealed or queued. */
+	int (*encode)(const struct gx_frame *f, unsigned char *hdr, unsigned type, size_t blen);
+	/* Optional: a body buffer grows from cap `from` to `to` (0 at its release); < 0
+	 * refuses the growth (gx_frame_read returns it). Called before every allocation. */
+	int (*charge)(struct gx_frame *f, size_t from, size_t to);
+	/* Optional: the first f->peek_at body bytes are in (got of them); < 0 refuses. */
+	int (*peek)(struct gx_frame *f, const unsigned char *body, size_t got);
+};
+
+/* A frame's integrity, optional; used when f->sealed_tx / f->sealed_rx say so. */
+struct gx_frame_seal {
+	size_t over; /* the bytes seal adds to a body, exactly (a MAC; type and AEAD tag) */
+	/* len + over bytes into out: body sealed (MAC'd, encrypted) for type */
+	int (*seal)(struct gx_frame *f, unsigned type, const unsigned char *body, size_t len,
+		    unsigned char *out);
+	/* In place on a body read whole: checked (GX_EMAC), *len shortened to the payload,
+	 * which the hook leaves at body[0]; may set *type (a type inside the seal). */
+	int (*open)(struct gx_frame *f, unsigned *type, unsigned char *body, size_t *len);
+};
+
+struct gx_frame {
+	int fd; /* -1: none (carried, or reset) */
+	const struct gx_frame_fmt *fmt;
+	const struct gx_frame_seal *seal;
+	void *owner; /* the protocol's connection: the hooks find their state here */
+	uint8_t sealed_tx, sealed_rx; /* seal what is sent / open what is read */
+	uint8_t fed;		      /* input only from gx_frame_feed, even with an fd */
+	uint8_t carried;	      /* no fd: input fed, output taken out by the owner */
+	uint8_t cork;		      /* sends queue; the owner flushes */
+	uint8_t eof;		      /* the peer closed its side */
+	/* per frame, set by fmt->decode (cleared before it runs) */
+	uint8_t sink;	  /* read and drop the body: gx_frame_read gives NULL and its length */
+	size_t grow_from; /* 0: the body allocated whole at its header; else from this, x2 */
+	size_t peek_at;	  /* > 0: fmt->peek once this many body bytes are in */
+	/* input: the last header read (valid until the next frame's first byte), then its body */
+	unsigned char hdr[GX_FRAME_HDR_MAX];
+	size_t hoff;
+	uint8_t in_body, in_raw, peeked;
+	unsigned type;
+	unsigned char *body;
+	size_t blen, boff, bcap;
+	const unsigned char *in; /* fed input not yet taken */
+	size_t inlen;
+	/* output */
+	unsigned char *out;
+	size_t olen, ooff, ocap;
+	size_t omax; /* refuse (-ENOBUFS) to queue beyond this many bytes; 0: no cap */
+};
+
+/* An empty connection on fd (-1: none); fmt and seal are borrowed (const, static). */
+void gx_frame_init(struct gx_frame *f, int fd, const struct gx_frame_fmt *fmt,
+		   const struct gx_frame_seal *seal, void *owner);
+/* Closes fd, frees both buffers (a charged body is released); f stays usable: fd -1, its
+ * fmt, seal and owner kept, every flag and setting cleared. */
+void gx_frame_reset(struct gx_frame *f);
+/* Fed input: p stays the caller's until gx_frame_read returns 0 (all of it taken) or < 0. */
+void gx_frame_feed(struct gx_frame *f, const unsigned char *p, size_t n);
+/*
+ * The next frame. 1: *type, *body (malloc'd, the caller frees; NULL for a sink frame) and
+ * *len (the payload, seal removed); 0: not yet (no more input now, or GX_FRAME_BURST recv
+ * calls made: level-triggered readiness comes back); < 0: -ECONNRESET at EOF, -EBADF with no
+ * fd, -EBUSY in a raw read, a decode / charge / peek / open refusal, -ENOMEM, -errno.
+ */
+int gx_frame_read(struct gx_frame *f, unsigned *type, unsigned char **body, size_t *len);
+/* Exactly n clear bytes into buf: 1 when all came (with the same n each call until then),
+ * 0 not yet, < 0 as gx_frame_read (-EBUSY inside a frame). */
+int gx_frame_read_raw(struct gx_frame *f, void *buf, size_t n);
+/* Read and drop what the peer still sends (a lingering close, after a half-close): 1 at its
+ * EOF or an error, 0 not yet (EAGAIN, or GX_FRAME_BURST reads made), -EBADF with no fd. */
+int gx_frame_drain(struct gx_frame *f);
+/* Queue one frame (sealed when f->sealed_tx) and write it unless corked or carried: 0, or
+ * the encode refusal, -ENOBUFS past omax, -ENOMEM, -EBADF, a write error (-EPIPE ...). */
+int gx_frame_send(struct gx_frame *f, unsigned type, const void *body, size_t len);
+/* A header alone for a body of blen bytes the owner then sends raw (a stream); clear only
+ * (-EINVAL when sealed_tx). */
+int gx_frame_send_hdr(struct gx_frame *f, unsigned type, size_t blen);
+/* Bytes as they are (a handshake, an echo of a header read). */
+int gx_frame_send_raw(struct gx_frame *f, const void *p, size_t n);
+/* Write what is queued: 0 all written (the buffer freed), 1 some left (wait for EPOLLOUT;
+ * carried: the owner takes it), < 0 an error. */
+int gx_frame_flush(struct gx_frame *f);
+static inline size_t gx_frame_pending(const struct gx_frame *f)
+{
+	return f->olen - f->ooff;
+}
+/* Carried output: what is queued (*p, the returned length), then n of it taken. */
+size_t gx_frame_out_peek(const struct gx_frame *f, const unsigned char **p);
+void gx_frame_out_drop(struct gx_frame *f, size_t n);
+
 /* ---- pre-authentication budgets (gx_guard.c; PROTOCOL.md "Bounds") ------ */
 /*
  * Every listening service (rendezvous, check, remote exec) keeps its not yet

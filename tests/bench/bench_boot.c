@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_boot.c - how fast one `gxboot init` member reaches the network (issue 10).
+ * bench_boot.c - how fast one `gxboot init` member reaches the network: from its execve to
+ * its first packet at the coordinator, and from a late DNS record to its connect.
  * The bench owns the coordinator's listening socket (127.0.9.1, a free port) and
  * starts a member gxboot (127.0.9.2, --iface lo) with fork + execve; timestamps are
  * CLOCK_MONOTONIC, the child's taken just before execve (shared page).

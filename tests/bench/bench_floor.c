@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench_floor.c - what the kernel alone charges for one TCP exchange on this machine's
- * loopback: the floor under issue 26's rows (run.sh section (h)).
+ * loopback: the floor under the scale rows of run.sh (section (h)), and the floor under
+ * `gxboot check` all pairs (section (f), check_scale.sh FLOOR=1).
  *
  *   bench_floor N P
  *       N bare exchanges of the shape of one VERIFY connection: a client connects, sends
@@ -12,12 +13,23 @@
  *       exchange at a time, so that up to P are in flight.
  * Prints one line: server_us (the server's user + system CPU per exchange), total_us (every
  * process's, the clients' included) and wall_ms. A member of the rendezvous makes two such
- * connections (phase 1 and its VERIFY) and sends more frames on the first, so twice these
- * are lower bounds: of the coordinator's CPU per member (2 x server_us; 1 x in a relay tree,
- * where only VERIFY is direct), and, with the members on the same cores, of the time to
- * rendezvous N members (N x 2 x total_us / cores).
+ * connections (phase 1 and its VERIFY) and sends more frames on the first, so run.sh runs
+ * 2 (N - 1) exchanges for a row of N pods: server_us is then a lower bound of the
+ * coordinator's CPU per connection, and wall_ms of the time to rendezvous N members on the
+ * same cores under the same load.
+ *
+ *   bench_floor pairs I PORT ADDR0 ADDR1 ...
+ *       pod I of the list (run in its network namespace) does what `gxboot check --mode all`
+ *       does per pair, with no protocol: it listens on ADDR_I:PORT and echoes every byte
+ *       back, and probes every other address in ring order from I + 1, at most INFLIGHT at
+ *       a time, each a TCP connect from ADDR_I, ECHO_K round trips of ECHO_LEN bytes and a
+ *       close (the check's probe: a 12-byte header and 32 random bytes, 5 times, 16 in
+ *       flight). A refused connect (the target's listener is not up yet) is tried again
+ *       after 100 ms, as the check does. It exits when its own probes are done and every
+ *       other pod's probe of it has closed; prints one line "pairs: ...".
  * Exit 0, or 1 with one line on stderr.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -144,6 +156,217 @@ static int client(const struct sockaddr_in *sa, long n, int p, int procs)
 	return 0;
 }
 
+#define INFLIGHT 16 /* the check's probes in flight per pod */
+#define ECHO_K 5    /* the check's echo round trips per probe */
+#define ECHO_LEN 44 /* the check's ECHO frame: 12-byte header, 32 bytes */
+#define RETRY_US 100000
+#define STALL_MS 120000 /* no probe done and none served this long: a pod is gone */
+
+struct probe {
+	int fd, target, k; /* fd -1: the slot is free; k: round trips done */
+	int connected;
+	size_t off;	  /* bytes of this round trip received */
+	int64_t retry_at; /* > 0: refused, connect again then */
+	unsigned char buf[ECHO_LEN];
+};
+
+/* epoll data: the listener, a probe slot, or an accepted connection by descriptor */
+#define TAG_LISTEN 0
+#define TAG_PROBE (1ull << 32)
+#define TAG_CONN (2ull << 32)
+
+static int probe_connect(int ep, struct probe *pr, const struct sockaddr_in *self,
+			 const struct sockaddr_in *to, int slot)
+{
+	struct epoll_event ee = {.events = EPOLLOUT, .data.u64 = TAG_PROBE | (uint64_t)slot};
+	struct sockaddr_in src = *self;
+
+	src.sin_port = 0;
+	pr->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (pr->fd < 0 || bind(pr->fd, (const struct sockaddr *)&src, sizeof(src)) < 0)
+		return -errno;
+	if (connect(pr->fd, (const struct sockaddr *)to, sizeof(*to)) < 0 && errno != EINPROGRESS)
+		return -errno;
+	pr->k = 0;
+	pr->off = 0;
+	pr->connected = 0;
+	pr->retry_at = 0;
+	return epoll_ctl(ep, EPOLL_CTL_ADD, pr->fd, &ee) < 0 ? -errno : 0;
+}
+
+static int probe_send(struct probe *pr)
+{
+	memset(pr->buf, 'x', sizeof(pr->buf));
+	if (send(pr->fd, pr->buf, ECHO_LEN, MSG_NOSIGNAL) != ECHO_LEN)
+		return -EIO;
+	pr->off = 0;
+	return 0;
+}
+
+/* one event on a probe: the connect's result, then ECHO_K echoes; 1 when done */
+static int probe_event(int ep, struct probe *pr, int slot)
+{
+	struct epoll_event ee = {.events = EPOLLIN, .data.u64 = TAG_PROBE | (uint64_t)slot};
+	socklen_t sl = sizeof(int);
+	int err = 0;
+	ssize_t r;
+
+	if (!pr->connected) {
+		if (getsockopt(pr->fd, SOL_SOCKET, SO_ERROR, &err, &sl) < 0)
+			return -errno;
+		if (err == ECONNREFUSED) {
+			epoll_ctl(ep, EPOLL_CTL_DEL, pr->fd, NULL);
+			close(pr->fd);
+			pr->fd = -1;
+			pr->retry_at = now_us() + RETRY_US;
+			return 0;
+		}
+		if (err)
+			return -err;
+		if (epoll_ctl(ep, EPOLL_CTL_MOD, pr->fd, &ee) < 0)
+			return -errno;
+		pr->connected = 1;
+		return probe_send(pr);
+	}
+	r = recv(pr->fd, pr->buf + pr->off, ECHO_LEN - pr->off, 0);
+	if (r < 0 && errno == EAGAIN)
+		return 0;
+	if (r <= 0)
+		return r < 0 ? -errno : -ECONNRESET;
+	pr->off += (size_t)r;
+	if (pr->off < ECHO_LEN)
+		return 0;
+	if (++pr->k < ECHO_K)
+		return probe_send(pr);
+	epoll_ctl(ep, EPOLL_CTL_DEL, pr->fd, NULL);
+	close(pr->fd);
+	pr->fd = -1;
+	return 1;
+}
+
+static int pairs(int self, uint16_t port, int n, char **addrs)
+{
+	struct sockaddr_in *sa = calloc((size_t)n, sizeof(*sa));
+	struct probe pr[INFLIGHT];
+	struct epoll_event evs[256], ee = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
+	uint32_t *got = calloc(MAXFD, sizeof(*got)); /* bytes echoed so far, by descriptor */
+	int next = 1, done = 0, served = 0, ep = -1, lfd = -1, one = 1, i, k, rc = -ENOMEM;
+	int64_t t0 = now_us(), last = t0, t;
+	char buf[512];
+	const char *what = "setup";
+
+	if (!sa || !got)
+		goto out;
+	for (i = 0; i < n; i++) {
+		sa[i].sin_family = AF_INET;
+		sa[i].sin_port = htons(port);
+		if (inet_pton(AF_INET, addrs[i], &sa[i].sin_addr) != 1) {
+			rc = -EINVAL;
+			goto out;
+		}
+	}
+	for (i = 0; i < INFLIGHT; i++)
+		pr[i].fd = -1, pr[i].target = -1, pr[i].retry_at = 0;
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ep < 0 || lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(lfd, (const struct sockaddr *)&sa[self], sizeof(sa[self])) < 0 ||
+	    listen(lfd, 4096) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ee) < 0) {
+		rc = -errno;
+		what = "listen";
+		goto out;
+	}
+	while (done < n - 1 || served < n - 1) {
+		t = now_us();
+		for (i = 0; i < INFLIGHT;
+		     i++) { /* free slots take the next target; refused retry */
+			struct probe *p = &pr[i];
+
+			if (p->fd < 0 && p->retry_at == 0 && next < n)
+				p->target = (self + next++) % n, p->retry_at = 1;
+			if (p->fd < 0 && p->retry_at > 0 && p->retry_at <= t) {
+				what = "connect";
+				rc = probe_connect(ep, p, &sa[self], &sa[p->target], i);
+				if (rc < 0)
+					goto out;
+			}
+		}
+		k = epoll_wait(ep, evs, 256, 10);
+		if (k < 0 && errno != EINTR) {
+			rc = -errno;
+			goto out;
+		}
+		/* events alone are no progress: a dead target refuses every 100 ms forever */
+		if (now_us() - last > (int64_t)STALL_MS * 1000) {
+			rc = -ETIMEDOUT;
+			what = "stalled";
+			goto out;
+		}
+		for (i = 0; i < k; i++) {
+			uint64_t tag = evs[i].data.u64 & ~0xffffffffull;
+			int fd = (int)(evs[i].data.u64 & 0xffffffffu);
+			ssize_t r;
+
+			if (tag == TAG_LISTEN) {
+				int j;
+
+				for (j = 0; j < 256; j++) {
+					fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+					if (fd < 0)
+						break;
+					ee.data.u64 = TAG_CONN | (uint64_t)fd;
+					if (fd >= MAXFD ||
+					    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee) < 0) {
+						rc = -EMFILE;
+						what = "accept";
+						goto out;
+					}
+					got[fd] = 0;
+				}
+			} else if (tag == TAG_PROBE) {
+				what = "probe";
+				rc = probe_event(ep, &pr[fd], fd);
+				if (rc < 0)
+					goto out;
+				if (rc == 1) {
+					done++;
+					last = now_us();
+					pr[fd].retry_at = 0;
+				}
+			} else {
+				r = recv(fd, buf, sizeof(buf), 0);
+				if (r < 0 && errno == EAGAIN)
+					continue;
+				if (r > 0 && send(fd, buf, (size_t)r, MSG_NOSIGNAL) == r) {
+					got[fd] += (uint32_t)r;
+					continue;
+				}
+				/* the prober's close after its round trips: one pair served */
+				if (r == 0 && got[fd] >= ECHO_K * ECHO_LEN) {
+					served++;
+					last = now_us();
+				}
+				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+				close(fd);
+			}
+		}
+	}
+	printf("pairs: pod %d of %d probed %d served %d wall_ms=%.0f\n", self, n, done, served,
+	       (double)(now_us() - t0) / 1000.0);
+	rc = 0;
+out:
+	if (rc < 0)
+		fprintf(stderr, "bench_floor pairs: pod %d: %s: %s (probed %d, served %d)\n", self,
+			what, strerror(-rc), done, served);
+	if (lfd >= 0)
+		close(lfd);
+	if (ep >= 0)
+		close(ep);
+	free(sa);
+	free(got);
+	return rc < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? strtol(argv[1], NULL, 10) : 16384;
@@ -155,6 +378,16 @@ int main(int argc, char **argv)
 	int64_t t0, t1, all;
 	int lfd;
 
+	if (argc > 1 && strcmp(argv[1], "pairs") == 0) {
+		long self = argc > 2 ? strtol(argv[2], NULL, 10) : -1;
+		long port = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
+
+		if (argc < 6 || self < 0 || self >= argc - 4 || port < 1 || port > 65535) {
+			fprintf(stderr, "usage: bench_floor pairs I PORT ADDR0 ADDR1 ...\n");
+			return 1;
+		}
+		return pairs((int)self, (uint16_t)port, argc - 4, argv + 4);
+	}
 	if (n < 1 || n > 1000000 || procs < 1 || procs > MAXPROCS) {
 		fprintf(stderr, "usage: bench_floor N P (N <= 1000000, P <= %d)\n", MAXPROCS);
 		return 1;

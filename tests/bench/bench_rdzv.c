@@ -2,12 +2,12 @@
 /*
  * bench_rdzv.c - the real coordinator as its own process against N-1 members
  * driven by the real member code in P processes (one epoll loop each), on
- * loopback; members' "secondary" addresses are 127.0.x.y (issue 10 (b)).
+ * loopback; members' "secondary" addresses are 127.0.x.y (run.sh sections (b), (g)).
  *
  *   bench_rdzv N [P [F]]  prints: N, latency ms after the last member started until
  *                      every member holds rank + MASTER_ADDR (COMMIT), the
  *                      coordinator's peak RSS, and each member process's peak RSS.
- *                      F > 1: the relay tree (issue 26), member i joins through peer
+ *                      F > 1: the relay tree (past 8,192 pods), member i joins through peer
  *                      (i / F) * F, which listens on its own 127.x.y.z; the line adds
  *                      the coordinator's peak open connections and relays.
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# profile.sh [N]: the coordinator's cost per member (issue 26): bench_rdzv N P (P =
+# profile.sh [N]: the coordinator's cost per member, where it goes: bench_rdzv N P (P =
 # PROFILE_PROCS member processes, 2 by default) once under strace (the coordinator process
 # only is counted: syscalls per member by name), once plain (CPU us per member: user +
 # system, getrusage) and once under perf record, then both per phase: accept, handshake,

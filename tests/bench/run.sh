@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# run.sh [--smoke]: gxboot's measured speed, memory and size (issue 10), one table.
-# Not a timed test: absolute figures are this machine's; ratios are measured in one run.
+# run.sh [--smoke]: gxboot's measured speed, memory and size; ends with one table that reads
+# every scale row against its floor. Not a timed test: absolute figures are this machine's
+# (2 cores that the members share with the coordinator); the ratios are measured in one run.
 #   (a) N real `gxboot init` processes on loopback (N = 2, 8, 64, 256)
 #   (b) the real coordinator process against members driven by the real member code in
 #       BENCH_PROCS processes (default N/256, 2 to 64: 4, 32, 64 for N = 1024, 8192, 16384),
 #       inside a private network namespace whose somaxconn / tcp_max_syn_backlog are raised
-#       (DECISIONS 30); N=16384 REPS_16K times (default 10) with a busy loop per core (issue
-#       26: 0 resets, p90 <= 1.5x the median). A pod is one process: with 2 processes of 8192
-#       members each, the bench's own members sent their HELLO seconds late and the
+#       (a pod cannot raise them, the bench can: it measures gxboot, not the default
+#       backlog); N=16384 REPS_16K times (default 10) with a busy loop per core (a loaded
+#       machine: 0 resets, p90 <= 1.5x the median). A pod is one process: with 2 processes
+#       of 8192 members each, the bench's own members sent their HELLO seconds late and the
 #       coordinator closed them (16,452 resets in one run), which no real pod does; with
 #       1024 each, 14 resets in 10 runs; with 256 each, none
 #   (c) torchrun 1.13 c10d rendezvous with a trivial script (N = 2, 4, 8), timed the same way
@@ -16,26 +18,32 @@
 #   (e) DNS: a member resolving the coordinator's name through c-ares at a dnsmasq on
 #       127.0.0.1 (high port, --no-resolv, addn-hosts) whose record appears DELAY ms late
 #       (file rewritten + SIGHUP): the lag from the record's appearance to the member's connect
-#   (f) `gxboot check` all pairs on N netns pods with a busy loop per core (issue 30;
-#       tests/bench/check_scale.sh, as root): pods exit 0, time per pair, pairs/s, peak RSS;
-#       CHECK_NS (default "24 120 512": 512 is the largest N this 2-core machine holds,
-#       about 4 minutes), CHECK_REPS (default 1)
-#   (g) the relay tree (issue 26 item 4, fan-out 256, bench_rdzv N P 256): star and tree
-#       alternated at N=16384 (2 pairs: the coordinator's CPU and open descriptors side by
-#       side), then N=65536 REPS_64K times (default 3; 64 member processes of 1024, a relay
-#       and its children in one process): latency, the coordinator's peak open descriptors
+#   (f) `gxboot check` all pairs on N netns pods with a busy loop per core
+#       (tests/bench/check_scale.sh, as root): pods exit 0, time per pair, pairs/s, peak RSS,
+#       the start (until the last pod begins its probes); then, in the same pods under the
+#       same busy loops, its floor (check_scale.sh FLOOR=1: a TCP connect and the probe's 5
+#       echo round trips per ordered pair, 16 in flight per pod, no protocol). CHECK_NS
+#       (default "24 120 512": 512 is the largest N this 2-core machine holds, about 4
+#       minutes; the table's check row is the largest N given: CHECK_NS=24 tries the table
+#       in seconds), CHECK_REPS (default 1)
+#   (g) the relay tree (fan-out 256, bench_rdzv N P 256): star and tree alternated at
+#       N=16384 (2 pairs: the coordinator's CPU and open descriptors side by side), then
+#       N=65536 REPS_64K times (default 3; 64 member processes of 1024, a relay and its
+#       children in one process): latency, the coordinator's peak RSS and open descriptors
 #       (sampled every 50 ms: held sessions plus the VERIFY connections in flight), resets
+#   (h) the floor: bare TCP exchanges in a fresh netns on loopback, no protocol at all
+#       (bench_floor E 32: connect, 100 bytes each way, close), for each scale row the same
+#       connections: E = 2 (N - 1) (a member makes two: phase 1 and its VERIFY), N = 1024,
+#       8192, 16384 (also with a busy loop per core, as that row runs; the two alternated run
+#       by run), 65536; FLOOR_REPS runs each (default 3): what the kernel alone charges the
+#       server and all processes per connection, and how much longer the busy loops make it
 #   (i) what --preflight adds: N gxboot init on loopback (N = 8, 64, 256), every pod its own
 #       127.0.9.k/32 on lo in a private netns (root; --iface that address, so that each pod's
 #       probe service has its own address), with and without --preflight alternated, REPS runs
 #       (N=256: 3): the latency after the last start, the preflight's own time (the
 #       coordinator's line), the job median of the streams and bytes / that median, against
 #       the target 1 s + bytes / throughput at N=64
-#   (h) the floor (issue 26): bare TCP exchanges on this loopback, no protocol at all
-#       (bench_floor 16384 32: connect, 100 bytes each way, close), 3 runs: what the kernel
-#       alone charges the server and all processes per connection. A member makes two
-#       connections, so the summary prints each row's floor beside its target
-#   (i) the transport watcher (agent/fabric) during a running job: gxboot --supervise over
+#   (j) the transport watcher (agent/fabric) during a running job: gxboot --supervise over
 #       fabric_load.py (FABRIC_PROCS processes with FABRIC_CONNS connections each streaming
 #       on loopback, FABRIC_CHURN short connections a second per process, FABRIC_SECS
 #       seconds; defaults 16 x 8, 0/s, 60 s; then again with 2/s), gxboot as PID 1 of its
@@ -44,10 +52,20 @@
 #       the rendezvous is not the watcher's; the watcher dumps 4 times a second then) and
 #       over the rest but its last 3 s (target <= 1%), and the watcher's own account
 #       (fabric.json "watcher")
+# The table at the end: one line per scale row that ran,
+#   <row>: <figure> <unit>, floor <floor> <unit>, ratio <R>x (target <T>x)
+# the floor computed from (h)'s per-connection figures of this run for that row's N,
+# connections per member and load ("floor not measured" when (h) did not run: such a row
+# does not pass). Exit 1 when a row is over its target or has no floor (both named), else 0.
+# A full run (no BENCH_ONLY) writes the table into README.md between <!-- bench:begin -->
+# and <!-- bench:end --> with its date, machine and commit; BENCH_README=1 writes it after
+# a partial run too, BENCH_README=0 never.
 # --smoke: tiny N only, prints one PASS/FAIL line (make check runs it).
-# BENCH_ONLY=a|b|c|d|e|f|g|h|i (letters, e.g. "de"): those sections only. GXBOOT=path, BENCH_BUILD=dir
+# BENCH_ONLY=a|b|...|j (letters, e.g. "bh"): those sections only. GXBOOT=path, BENCH_BUILD=dir
 # (default build: the bench tools are $BENCH_BUILD/release/bench/bench_*), REPS (default 5),
 # DNS_DELAYS (ms, default "500 3000"). Every section header prints the load average.
+# Trying the table quickly (a few minutes):
+#   BENCH_ONLY=bfgh REPS=1 REPS_16K=2 REPS_64K=1 CHECK_NS=24 BENCH_README=0 tests/bench/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LC_ALL=C
@@ -65,7 +83,7 @@ procs() { # members' processes for N: BENCH_PROCS, else 256 members each, 2 to 6
   [ "$p" -gt 64 ] && p=64
   echo "$p"
 }
-ONLY=${BENCH_ONLY:-abcdefghi}
+ONLY=${BENCH_ONLY:-abcdefghij}
 want() { [[ "$ONLY" == *"$1"* ]]; }
 load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 tmp=$(mktemp -d /tmp/gxbench.XXXXXX)
@@ -190,11 +208,11 @@ listen_figs() { # SYNS
     "$([ -n "$lms" ] && echo $((lms * 1000 + 500 - tf)) || echo -)"
 }
 med() { sort -n | awk '{v[NR]=$1} END{if (NR) print v[int((NR+1)/2)]; else print "-"}'; }
-LISTEN_LAST='' SYN_RATE='' # the summary prints them
+SYN_RATE='' # the summary prints it
 
 if [ $smoke -eq 1 ]; then
   a=$(gx_run 2 "$port")
-  if [ "$(id -u)" -eq 0 ]; then # a rendezvous ends without a RST (issue 26)
+  if [ "$(id -u)" -eq 0 ]; then # a rendezvous ends without a RST (a reset is a member lost)
     b=$(unshare -n bash -c "ip link set lo up; nstat -n; $BENCH 64 4 2>&1; nstat -az \
       TcpEstabResets | awk '/TcpEstabResets/{print \"resets=\" \$2}'" | tr '\n' ' ')
     t=$(unshare -n bash -c "ip link set lo up; $BENCH 96 4 16 2>&1" | tr '\n' ' ')
@@ -205,22 +223,29 @@ if [ $smoke -eq 1 ]; then
   fi
   d=$("$BOOT" first "$GXBOOT" "$tmp/token" "$tmp/boot" 2>&1)
   f=$("$FLOOR" 256 4 2>&1)
-  # the tree (issue 26): 96 pods, fan-out 16: 75 members through 5 relays
+  # check's floor: 4 pods on loopback, every pod probes the 3 others and serves their probes
+  pa="127.0.5.1 127.0.5.2 127.0.5.3 127.0.5.4"
+  pp="for i in 3 2 1 0; do $FLOOR pairs \$i $((port + 3)) $pa & done; wait"
+  if [ "$(id -u)" -eq 0 ]; then pp=$(unshare -n bash -c "ip link set lo up; $pp" 2>&1); else pp=$(bash -c "$pp" 2>&1); fi
+  [ "$(echo "$pp" | grep -c 'probed 3 served 3 ')" = 4 ] && pp="pairs: 4 pods probed 3 served 3" ||
+    pp="pairs failed: $pp"
+  # the relay tree: 96 pods, fan-out 16: 75 members through 5 relays
   if [ "$a" != fail ] && [[ "$b" == *failed=0* ]] && [[ "$b" != *expected* ]] &&
     [[ "$t" == *failed=0*via_relay=75* ]] && [[ "$d" == exec_to_accept_us=* ]] &&
-    [[ "$f" == "floor: N=256 "*total_us=* ]]; then
-    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; tree: $t; $d; $f)"
+    [[ "$f" == "floor: N=256 "*total_us=* ]] && [[ "$pp" == pairs:* ]]; then
+    echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; tree: $t; $d; $f; $pp)"
   else
-    echo "FAIL bench smoke: a=$a b=$b t=$t d=$d f=$f"; exit 1
+    echo "FAIL bench smoke: a=$a b=$b t=$t d=$d f=$f pp=$pp"; exit 1
   fi
   exit 0
 fi
 
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-echo "gxboot bench — $(nproc) cores (${cpu:-?}), $(uname -sr), $(date -u +%F); absolute times are this machine's"
+CPU_MODEL=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "gxboot bench — $(nproc) cores (${CPU_MODEL:-?}), $(uname -sr), $(date -u +%F); absolute times are this machine's"
 echo "binary: $(stat -c %s "$GXBOOT") bytes stripped static ($GXBOOT)"
 declare -A GX_MED
-TREE_US= ORDER_LAST= PROFILE= MEMBER_RSS= COORD_RSS_8192= LAT_1024= LAT_8192= RES_16384= FIRST= DNS_LAG=
+STAR_US= TREE_US= TREE_RELAYS= LAT_65536= RSS_65536= FDS_65536= RES_65536= PROFILE= MEMBER_RSS= COORD_RSS_8192= LAT_1024= LAT_8192= RES_16384= FIRST= DNS_LAG=
 LAT_16384='' P90_16384='' RST_16384=''
 if want a; then
   echo
@@ -240,7 +265,7 @@ if want a; then
     [ "$n" = 2 ] && MEMBER_RSS=$(cat "$tmp/rss.2")
     printf '%8s %10s %8s %16s %16s\n' "$n" "$med" "$p90" "$(cat "$tmp/rss.1")" "$(cat "$tmp/rss.2")"
   done
-  # start orders (issue 26): members retry a refused connect every max(5 ms, N/2000 s), the
+  # start orders: members retry a refused connect every max(5 ms, N/2000 s), the
   # first time after a random phase; the latency counts from the last process start (the
   # coordinator's, when last)
   echo "  start orders: latency after the last start (ms), $REPS runs (N=1024: 3); syns/run ="
@@ -280,8 +305,6 @@ if want a; then
       [ "$n" -gt 64 ] && tgt=250
       printf '  %6s %8s %10s %8s %10s %8s %12s %8s %8s %11s\n' "$n" "$order" "$med" "$p90" \
         "$(printf '%s\n' "${syns[@]}" | med)" "<= $tgt" "$lmed" "$lp90" "$rate" "$wrate"
-      [ "$order" = last ] && ORDER_LAST+="${ORDER_LAST:+, }N=$n $med ms (target $tgt)"
-      [ "$order" = last ] && LISTEN_LAST+="${LISTEN_LAST:+, }N=$n $lmed ms (target $tgt)"
       [ "$rate" != - ] && [ "$rate" -gt "$syn_max" ] && syn_max=$rate syn_at="N=$n $order"
       [ "$wrate" != - ] && [ "$wrate" -gt "$wait_max" ] && wait_max=$wrate wait_at="N=$n $order"
     done
@@ -308,7 +331,7 @@ nofile=\$(ulimit -n)\"; nstat -n; $BENCH $1 $(procs "$1") ${2:-}; nstat -az TcpA
 if want b; then
   echo
   echo "(b) coordinator process vs members in N/256 processes (2 to 64; real member code), a fresh netns per run; $(load)"
-  # the coordinator's cost per member (issue 26): syscalls by name under strace, CPU plain
+  # the coordinator's cost per member: syscalls by name under strace, CPU plain
   if [ "$(id -u)" -eq 0 ] && command -v strace >/dev/null; then
     tests/bench/profile.sh 1024 | sed 's/^/  /' | tee "$tmp/profile"
     PROFILE=$(grep -o 'syscalls per member: [0-9.]*' "$tmp/profile" | cut -d' ' -f4)
@@ -316,7 +339,7 @@ if want b; then
   fi
   for n in 1024 8192 16384; do
     reps=$REPS busy=()
-    if [ "$n" -ge 16384 ]; then # issue 26: on a loaded machine, a busy loop per core
+    if [ "$n" -ge 16384 ]; then # a loaded machine: a busy loop per core
       reps=${REPS_16K:-10}
       for _ in $(seq "$(nproc)"); do
         (while :; do :; done) &
@@ -439,15 +462,32 @@ if want e; then
     echo "   the lag is the rest of the current backoff; dnsmasq_reload = SIGHUP -> our own lookup answers)"
   fi
 fi
+CHECK_ROW='' CHECK_FIG='' CHECK_FLOOR='' CHECK_START=''
 if want f; then
   echo
-  echo "(f) gxboot check, all pairs, N healthy netns pods, a busy loop per core; $(load)"
+  echo "(f) gxboot check, all pairs, N healthy netns pods, a busy loop per core, then its floor in the" \
+    "same pods; $(load)"
   if [ "$(id -u)" -ne 0 ]; then
     echo "  skipped: needs root (network namespaces)"
   else
     # shellcheck disable=SC2086
-    REPS=${CHECK_REPS:-1} BUSY=1 GXBOOT=$GXBOOT tests/bench/check_scale.sh ${CHECK_NS:-24 120 512} |
-      sed 's/^/  /'
+    env REPS="${CHECK_REPS:-1}" BUSY=1 FLOOR=1 GXBOOT="$GXBOOT" FLOOR_BIN="$FLOOR" \
+      tests/bench/check_scale.sh ${CHECK_NS:-24 120 512} 2>&1 | tee "$tmp/f" | sed 's/^/  /'
+    # the table's row: the largest N; the medians of its runs (wall s, start s; floor wall s)
+    CHECK_ROW=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {print $1}' "$tmp/f" | sort -n | tail -1)
+    if [ -n "$CHECK_ROW" ]; then
+      # a run counts when every pod exited 0 ("512/512"); the floor's likewise
+      CHECK_FIG=$(awk -v n="$CHECK_ROW" '$1 == n && $2 ~ /^[0-9]+$/ && $3 == n "/" n {print $4 * 1000}' \
+        "$tmp/f" | med)
+      CHECK_START=$(awk -v n="$CHECK_ROW" '$1 == n && $2 ~ /^[0-9]+$/ && $3 == n "/" n && $5 != "-" \
+        {print $5 * 1000}' "$tmp/f" | med)
+      CHECK_FLOOR=$(awk -v n="$CHECK_ROW" '$1 == "floor:" && $2 == n && $7 == n "/" n {print $9 * 1000}' \
+        "$tmp/f" | med)
+      for v in CHECK_FIG CHECK_START CHECK_FLOOR; do
+        [ "${!v}" = - ] && printf -v "$v" '%s' ''
+        [ -n "${!v}" ] && printf -v "$v" '%s' "$(awk -v x="${!v}" 'BEGIN{printf "%.1f", x / 1000}')"
+      done
+    fi
   fi
 fi
 if want g; then
@@ -464,7 +504,10 @@ if want g; then
   echo "  N=16384, best of 2 each: latency star $(med16 star latency_ms) ms, tree $(med16 256 latency_ms) ms;" \
     "coordinator CPU star $(med16 star coord_cpu_ms) ms, tree $(med16 256 coord_cpu_ms) ms" \
     "($(awk -v a="$(med16 256 coord_cpu_ms)" -v b="$(med16 star coord_cpu_ms)" 'BEGIN{printf "%.2f", a/b}')x)"
-  TREE_US=$(awk -v a="$(med16 256 coord_cpu_ms)" 'BEGIN{if (a != "") printf "%.0f", a * 1000 / 16383}')
+  # the table's CPU rows: best of 2, per member (16,383 of them), and the tree's relays
+  STAR_US=$(awk -v a="$(med16 star coord_cpu_ms)" 'BEGIN{if (a != "") printf "%.1f", a * 1000 / 16383}')
+  TREE_US=$(awk -v a="$(med16 256 coord_cpu_ms)" 'BEGIN{if (a != "") printf "%.1f", a * 1000 / 16383}')
+  TREE_RELAYS=$(med16 256 relays)
   : >"$tmp/g.65536"
   for r in $(seq "${REPS_64K:-3}"); do
     b_run 65536 256 >>"$tmp/g.65536"
@@ -476,6 +519,7 @@ if want g; then
   nrun=$(echo "$lat" | grep -c .)
   LAT_65536=$(echo "$lat" | awk -v n="$nrun" 'NR==int((n+1)/2)')
   FDS_65536=$(grep -o 'coord_peak_fds=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | sort -n | tail -1)
+  RSS_65536=$(grep -o 'coord_peak_rss_kb=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | sort -n | tail -1)
   RES_65536="$nrun runs, failed runs $(grep -c 'failed=[1-9]' "$tmp/g.65536"),"
   RES_65536+=" resets $(grep -o 'EstabResets=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | awk '{s+=$1} END{print s+0}'),"
   RES_65536+=" relays lost $(grep -o 'relays_lost=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | awk '{s+=$1} END{print s+0}'),"
@@ -484,6 +528,59 @@ if want g; then
   RES_65536+=" coordinator CPU $(grep -o 'coord_cpu_ms=[0-9]*' "$tmp/g.65536" | cut -d= -f2 | sort -n | head -1) ms (best)"
   echo "  N=65536: median $LAT_65536 ms; $RES_65536; coordinator peak open descriptors $FDS_65536"
 fi
+# (h) one bench_floor run of E exchanges in a fresh netns (root): its "floor:" line
+floor_once() { # floor_once E
+  if [ "$(id -u)" -eq 0 ]; then
+    unshare -n bash -c "ip link set lo up; sysctl -qw net.core.somaxconn=65535 \
+      net.ipv4.tcp_max_syn_backlog=65535; ulimit -n \$(ulimit -Hn); $FLOOR $1 32" 2>&1
+  else
+    "$FLOOR" "$1" 32 2>&1
+  fi
+}
+# the per-connection figures by row key (N, or N "L" with a busy loop per core): the median
+# server_us, total_us and wall_ms of its runs, and the least server_us (the CPU rows' figures
+# are the best of their runs too); "" when (h) did not run or its runs failed
+declare -A FL_SRV FL_TOT FL_WALL FL_SRV_BEST
+slowdown() { # the bare exchanges' wall at N=16384 with a busy loop per core / without, >= 1
+  awk -v a="${FL_WALL[16384L]:-}" -v b="${FL_WALL[16384]:-}" \
+    'BEGIN{if (a > 0 && b > 0) printf "%.2f", (a > b ? a / b : 1)}'
+}
+if want h; then
+  echo
+  echo "(h) the floor: bare TCP exchanges on loopback, no protocol at all (bench_floor E 32:" \
+    "connect, 100 bytes each way, close), E = 2 (N - 1) for each row's N, a fresh netns per run; $(load)"
+  # N=16384 with and without a busy loop per core alternated, run by run, so that both see
+  # the same load from outside the bench (their ratio is the loaded row's slowdown)
+  for key in 1024 8192 16384 65536; do
+    : >"$tmp/h.$key"
+    [ "$key" = 16384 ] && : >"$tmp/h.${key}L"
+    for r in $(seq "${FLOOR_REPS:-3}"); do
+      floor_once $((2 * (key - 1))) >>"$tmp/h.$key"
+      [ "$key" = 16384 ] || continue
+      busy=()
+      for _ in $(seq "$(nproc)"); do
+        (while :; do :; done) &
+        busy+=("$!")
+        pids+=("$!")
+      done
+      floor_once $((2 * (key - 1))) >>"$tmp/h.${key}L"
+      kill "${busy[@]}" 2>/dev/null
+    done
+  done
+  for key in 1024 8192 16384 16384L 65536; do
+    n=${key%L} e=$((2 * (${key%L} - 1)))
+    fmed() { grep -o "$1=[0-9.]*" "$tmp/h.$key" | cut -d= -f2 | med | sed 's/^-$//'; }
+    FL_SRV[$key]=$(fmed server_us) FL_TOT[$key]=$(fmed total_us) FL_WALL[$key]=$(fmed wall_ms)
+    FL_SRV_BEST[$key]=$(grep -o "server_us=[0-9.]*" "$tmp/h.$key" | cut -d= -f2 | sort -n | head -1)
+    grep -v '^floor:' "$tmp/h.$key" | sort | uniq -c | sed 's/^/  failed: /'
+    printf '  N=%-6s E=%-7s per connection: server %5s us (best %5s), all processes %5s us; wall %6s ms (median of %s)%s\n' \
+      "$n" "$e" "${FL_SRV[$key]:--}" "${FL_SRV_BEST[$key]:--}" "${FL_TOT[$key]:--}" "${FL_WALL[$key]:--}" \
+      "$(grep -c '^floor:' "$tmp/h.$key")" "$([ "$key" != "$n" ] && echo ", a busy loop per core")"
+  done
+  echo "  with a busy loop per core the bare exchanges at N=16384 take $(slowdown)x as long" \
+    "(medians of the walls, with / without; at least 1: below is noise from outside the bench)"
+fi
+
 PF_64=''
 if want i; then
   echo
@@ -522,39 +619,6 @@ if want i; then
       "measured again one at a time)"
   fi
 fi
-FLOOR_SRV='' FLOOR_TOT=''
-if want h; then
-  echo
-  echo "(h) the floor: bare TCP exchanges on this loopback (bench_floor 16384 32: connect, 100 bytes" \
-    "each way, close; no protocol), a fresh netns per run (root); $(load)"
-  : >"$tmp/h"
-  for r in 1 2 3; do
-    if [ "$(id -u)" -eq 0 ]; then
-      unshare -n bash -c "ip link set lo up; sysctl -qw net.core.somaxconn=65535 \
-        net.ipv4.tcp_max_syn_backlog=65535; $FLOOR 16384 32" >>"$tmp/h" 2>&1
-    else
-      "$FLOOR" 16384 32 >>"$tmp/h" 2>&1
-    fi
-    echo "  $(tail -1 "$tmp/h")"
-  done
-  FLOOR_SRV=$(grep -o 'server_us=[0-9.]*' "$tmp/h" | cut -d= -f2 | med)
-  FLOOR_TOT=$(grep -o 'total_us=[0-9.]*' "$tmp/h" | cut -d= -f2 | med)
-  [ "$FLOOR_SRV" = - ] && FLOOR_SRV='' FLOOR_TOT=''
-  [ -n "$FLOOR_SRV" ] && echo "  medians: the server $FLOOR_SRV us, all processes $FLOOR_TOT us per" \
-    "connection; a member makes 2 (phase 1, VERIFY; 1 direct in the tree)"
-fi
-# floor_ms N [LOADED]: N members' two connections' CPU, all processes, over the cores
-# (halved by a busy loop per core when LOADED)
-floor_ms() {
-  [ -n "$FLOOR_TOT" ] || return 0
-  awk -v n="$1" -v t="$FLOOR_TOT" -v c="$(nproc)" -v l="${2:-1}" \
-    'BEGIN{printf "%.0f", n * 2 * t * l / c / 1000}'
-}
-floor_note() { # floor_note WHAT_MS TARGET_MS
-  [ -n "$1" ] && echo "    floor ${1} ms with no protocol at all (h: 2 bare connections per member" \
-    "on $(nproc) cores)$(awk -v f="$1" -v t="$2" 'BEGIN{if (f > t) print ": above the target"}')"
-}
-
 FABRIC_PCT=''
 # fabric_run CHURN: one job under the watcher; prints its lines, sets FABRIC_LAST (% of a core)
 fabric_run() {
@@ -598,51 +662,145 @@ print("    the watcher'"'"'s own account: %.1f ms CPU over %.1f s (%.2f%% of one
       100.0 * w["cpu_us"] / 1e3 / w["elapsed_ms"], w["dumps"], d["processes"]))' "$tmp/i/fabric.json" ||
     echo "    no fabric.json"
 }
-if want i; then
+if want j; then
   echo
-  echo "(i) the transport watcher during a job"
+  echo "(j) the transport watcher during a job"
   fabric_run 0
   FABRIC_PCT=$FABRIC_LAST FABRIC_START_PCT=$FABRIC_FIRST
   fabric_run "${FABRIC_CHURN:-2}"
   FABRIC_CHURN_PCT=$FABRIC_LAST
 fi
 
-echo
-echo "against the targets (issues 10 and 26), $(load):"
 vs() { # vs WHAT FIGURE TARGET UNIT: distance as figure/target
   if [ -n "$2" ]; then
     printf '  %-40s %10s %-3s target %6s %-3s (%sx the target)\n' "$1" "$2" "$4" "$3" "$4" \
       "$(awk -v a="$2" -v b="$3" 'BEGIN{printf "%.2f", a/b}')"
   fi
 }
-vs "N=1024 rendezvous (b), median" "$LAT_1024" 50 ms
-[ -n "$LAT_1024" ] && floor_note "$(floor_ms 1024)" 50
-vs "N=8192 rendezvous (b), median" "$LAT_8192" 500 ms
-[ -n "$LAT_8192" ] && floor_note "$(floor_ms 8192)" 500
-vs "member peak RSS (a, N=2)" "$MEMBER_RSS" 4096 kB
-[ -n "$ORDER_LAST" ] && echo "  coordinator started last (a): $ORDER_LAST"
-[ -n "${LISTEN_LAST:-}" ] && echo "  coordinator last, from its listen (a): $LISTEN_LAST"
-[ -n "${SYN_RATE:-}" ] && echo "  SYN rate (a): $SYN_RATE"
-[ -n "$PROFILE" ] && echo "  coordinator per member at N=1024 (b): $PROFILE (target: <= 40 us)"
-[ -n "${TREE_US:-}" ] && echo "  coordinator per member in the relay tree at N=16384 (g, best of 2):" \
-  "$TREE_US us (target: <= 40 us)"
-[ -n "$FLOOR_SRV" ] && echo "  coordinator per member, floor with no protocol at all (h): $(awk -v s="$FLOOR_SRV" \
-  'BEGIN{printf "%.0f", 2 * s}') us in the star (2 bare connections' server CPU), $FLOOR_SRV us" \
-  "in the tree (1, VERIFY; target <= 40 us)"
-vs "coordinator peak RSS at N=8192 (b)" "$COORD_RSS_8192" 16384 kB
-vs "N=16384 rendezvous (b), median, loaded" "$LAT_16384" 2000 ms
-[ -n "$LAT_16384" ] && floor_note "$(floor_ms 16384 2)" 2000
-[ -n "$LAT_16384" ] && vs "N=16384 (b), p90 / median" "$(awk -v a="$P90_16384" -v b="$LAT_16384" \
-  'BEGIN{printf "%.2f", a/b}')" 1.5 x
-[ -n "$RES_16384" ] && echo "  N=16384 (b): resets $RST_16384 (target 0); $RES_16384"
+others() {
+  vs "member peak RSS (a, N=2)" "$MEMBER_RSS" 4096 kB
+  [ -n "${SYN_RATE:-}" ] && echo "  SYN rate (a): $SYN_RATE"
+  [ -n "$PROFILE" ] && echo "  coordinator per member at N=1024 (b, under strace / plain): $PROFILE"
+  vs "coordinator peak RSS at N=8192 (b)" "$COORD_RSS_8192" 16384 kB
+  [ -n "$RES_16384" ] && echo "  N=16384 (b): $RES_16384"
+  [ -n "${FDS_65536:-}" ] && echo "  N=65536 (g): coordinator peak open descriptors $FDS_65536 (target: a few hundred" \
+    "connections; 255 relays + 255 direct members held, the rest VERIFY connections in flight); ${RES_65536:-}"
+  [ -n "$PF_64" ] && echo "  --preflight at N=64 (i): $PF_64"
+  [ -n "$FIRST" ] && echo "  exec -> first packet (d): $FIRST"
+  [ -n "$DNS_LAG" ] && echo "  DNS late record (e): $DNS_LAG"
+  vs "transport watcher's CPU, a job's start (j)" "${FABRIC_START_PCT:-}" 1 "%"
+  vs "transport watcher's CPU, later (j)" "$FABRIC_PCT" 1 "%"
+  vs "the same with 2 new connections/s/process" "${FABRIC_CHURN_PCT:-}" 1 "%"
+}
+other=$(others)
+[ -n "$other" ] && printf '\nother figures against their targets, %s:\n%s\n' "$(load)" "$other"
 
-vs "N=65536 relay tree (g), median" "${LAT_65536:-}" 10000 ms
-[ -n "${FDS_65536:-}" ] && echo "  N=65536 (g): coordinator peak open descriptors $FDS_65536 (target: a few hundred" \
-  "connections; 255 relays + 255 direct members held, the rest VERIFY connections in flight); ${RES_65536:-}"
-[ -n "$PF_64" ] && echo "  --preflight at N=64 (i): $PF_64"
-[ -n "$FIRST" ] && echo "  exec -> first packet (d): $FIRST"
-[ -n "$DNS_LAG" ] && echo "  DNS late record (e): $DNS_LAG"
-vs "transport watcher's CPU, a job's start (i)" "${FABRIC_START_PCT:-}" 1 "%"
-vs "transport watcher's CPU, later (i)" "$FABRIC_PCT" 1 "%"
-vs "the same with 2 new connections/s/process" "${FABRIC_CHURN_PCT:-}" 1 "%"
-exit 0
+# The scale rows: each figure against its floor from (h) of this run. A latency row's floor:
+# its members' connections (2 each) x all processes' CPU per bare connection at that N,
+# spread over the cores, and for the loaded row times the busy loops' slowdown of bare TCP
+# measured in (h); a coordinator CPU row's floor: its connections per member at the
+# coordinator x the bare server's CPU per connection.
+TABLE=() MD=() OVER=() NOFLOOR=()
+# row SECTION NAME FIGURE UNIT FLOOR TARGET [EXTRA [WHY_OVER [FLOOR_WORD]]]: one table line;
+# nothing when SECTION did not run
+row() {
+  local sec=$1 name=$2 fig=$3 unit=$4 fl=$5 tgt=$6 extra=${7:-} xover=${8:-} fw=${9:-floor} r line
+  want "$sec" || return 0
+  if [ -z "$fig" ]; then
+    line="$name: no figure (section ($sec) ran, its runs failed)"
+    OVER+=("$name: no figure")
+    MD+=("| $name | failed | | | ${tgt}x | |")
+  elif [ -z "$fl" ]; then
+    line="$name: $fig $unit, $fw not measured (target ${tgt}x)"
+    NOFLOOR+=("$name")
+    MD+=("| $name | $fig $unit | not measured | | ${tgt}x | |")
+  else
+    r=$(awk -v a="$fig" -v b="$fl" 'BEGIN{if (b > 0) printf "%.2f", a / b; else print "inf"}')
+    line="$name: $fig $unit, $fw $fl $unit, ratio ${r}x (target ${tgt}x)"
+    awk -v r="$r" -v t="$tgt" 'BEGIN{exit !(r == "inf" || r + 0 > t + 0)}' && OVER+=("$name: ${r}x > ${tgt}x")
+    MD+=("| $name | $fig $unit | $([ "$fw" = floor ] || echo "$fw ")$fl $unit | ${r}x | ${tgt}x | |")
+  fi
+  [ -n "$extra" ] && line+="; $extra" && MD[-1]="${MD[-1]% |} $extra |"
+  [ -n "$xover" ] && OVER+=("$name: $xover")
+  TABLE+=("$line")
+}
+nproc_=$(nproc)
+# lat_floor N KEY: 2 (N - 1) connections x total_us at KEY's N over the cores, in ms (one
+# decimal); KEY with L: times the busy loops' slowdown
+lat_floor() {
+  local n=$1 key=$2 t=${FL_TOT[$1]:-} slow=1
+  [ -n "$t" ] || return 0
+  if [ "$key" != "$n" ]; then
+    slow=$(slowdown)
+    [ -n "$slow" ] || return 0
+  fi
+  awk -v n="$n" -v t="$t" -v c="$nproc_" -v s="$slow" 'BEGIN{printf "%.1f", 2 * (n - 1) * t * s / c / 1000}'
+}
+srv_floor() { # srv_floor CONNS: CONNS x the bare server's CPU per connection at N=16384 (best), us
+  [ -n "${FL_SRV_BEST[16384]:-}" ] && awk -v k="$1" -v s="${FL_SRV_BEST[16384]}" 'BEGIN{printf "%.1f", k * s}'
+}
+# the tree's connections per member at the coordinator: every VERIFY, and phase 1 of the
+# relays and of the members of the coordinator's own group (fan-out 256 - 1)
+tree_conns=$(awk -v r="${TREE_RELAYS:-}" 'BEGIN{if (r != "") printf "%.3f", (16383 + 255 + r) / 16383}')
+row g "coordinator CPU per member, star, N=16384" "$STAR_US" us "$(srv_floor 2)" 1.25 \
+  "2 connections per member"
+row g "coordinator CPU per member, tree, N=16384" "$TREE_US" us \
+  "$([ -n "$tree_conns" ] && srv_floor "$tree_conns")" 1.25 "${tree_conns:-?} connections per member"
+row b "N=1024 rendezvous, median" "$LAT_1024" ms "$(lat_floor 1024 1024)" 1.25
+row b "N=8192 rendezvous, median" "$LAT_8192" ms "$(lat_floor 8192 8192)" 1.25
+p9m=$(awk -v a="$P90_16384" -v b="$LAT_16384" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
+x16=''
+[ -n "$RST_16384" ] && [ "$RST_16384" != 0 ] && x16="$RST_16384 resets (target 0)"
+awk -v r="$p9m" 'BEGIN{exit !(r != "" && r + 0 > 1.5)}' && x16+="${x16:+, }p90/median ${p9m} > 1.5"
+row b "N=16384 rendezvous, median, a busy loop per core" "$LAT_16384" ms "$(lat_floor 16384 16384L)" 1.25 \
+  "resets ${RST_16384:-?} (target 0), p90/median ${p9m:-?} (target 1.5)" "$x16"
+row g "N=65536 rendezvous, tree, median" "${LAT_65536:-}" ms "$(lat_floor 65536 65536)" 1.25
+row g "coordinator RSS per member, N=65536 tree" \
+  "$(awk -v k="${RSS_65536:-}" 'BEGIN{if (k != "") printf "%.0f", k * 1024 / 65535}')" bytes 1024 1.00 \
+  "peak RSS ${RSS_65536:-?} kB" "" limit
+if [ "$(id -u)" -eq 0 ]; then
+  row f "check, ${CHECK_ROW:-?} pods all pairs, busy loops" "$CHECK_FIG" s "$CHECK_FLOOR" 1.5 \
+    "start ${CHECK_START:--} s (until the last pod probes)"
+fi
+
+echo
+echo "scale rows against the floor of this run (h), $(load):"
+[ ${#TABLE[@]} -gt 0 ] || echo "  no scale row ran (sections b, f, g)"
+for l in "${TABLE[@]}"; do echo "  $l"; done
+rc=0
+if [ ${#OVER[@]} -gt 0 ]; then
+  rc=1
+  echo "over the target: $(printf '%s; ' "${OVER[@]}" | sed 's/; $//')"
+fi
+if [ ${#NOFLOOR[@]} -gt 0 ]; then
+  rc=1
+  echo "not proven, floor not measured ((h) did not run, or the floor's runs failed): $(printf '%s; ' "${NOFLOOR[@]}" | sed 's/; $//')"
+fi
+[ $rc -eq 0 ] && [ ${#TABLE[@]} -gt 0 ] && echo "every row at or under its target"
+
+# README.md's measured block: after a full run (or BENCH_ONLY with BENCH_README=1)
+wr=${BENCH_README:-}
+[ -z "$wr" ] && { [ -z "${BENCH_ONLY:-}" ] && wr=1 || wr=0; }
+if [ "$wr" = 1 ] && [ ${#TABLE[@]} -gt 0 ]; then
+  if grep -q '^<!-- bench:begin -->$' README.md && grep -q '^<!-- bench:end -->$' README.md; then
+    commit=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
+    git diff --quiet HEAD -- . ':!README.md' 2>/dev/null || commit+=' with uncommitted changes'
+    {
+      echo "\`make bench\` on $(date -u +%F), $(nproc) cores (${CPU_MODEL:-?}), $(uname -sr), commit $commit;" \
+        "load at the start $LOAD0, at the end $(cut -d' ' -f1-3 /proc/loadavg)${BENCH_ONLY:+; sections $BENCH_ONLY only}."
+      echo "Each floor is the same connections, bytes and closes with no protocol, measured in the same run."
+      echo
+      echo "| row | figure | floor | ratio | target | also |"
+      echo "|---|---|---|---|---|---|"
+      printf '%s\n' "${MD[@]}"
+      [ ${#OVER[@]} -gt 0 ] && echo && echo "Over the target: $(printf '%s; ' "${OVER[@]}" | sed 's/; $//')."
+      [ ${#NOFLOOR[@]} -gt 0 ] && echo && echo "Floor not measured: $(printf '%s; ' "${NOFLOOR[@]}" | sed 's/; $//')."
+    } >"$tmp/block"
+    awk -v f="$tmp/block" '/^<!-- bench:end -->$/ {skip = 0} !skip {print}
+      /^<!-- bench:begin -->$/ {while ((getline l <f) > 0) print l; skip = 1}' README.md >"$tmp/README.md" &&
+      cat "$tmp/README.md" >README.md && echo "README.md: the measured block rewritten"
+  else
+    echo "README.md: no <!-- bench:begin --> / <!-- bench:end --> block, not written"
+  fi
+fi
+exit $rc

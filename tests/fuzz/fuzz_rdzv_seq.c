@@ -21,7 +21,7 @@
  *                       job); bad 1: wrong job id, 2: wrong token, 3: no AUTH
  *   1 JOIN  inc flags a  entry of the connection's name (incarnation inc,
  *                       RDZV_PF_* flags, addr4 127.0.0.a or none, nd_err bit, a & 0x40:
- *                       RDZV_PF_RELAY, so FRAMEs of type 22 (CARRY) reach rdzv_carry.c)
+ *                       RDZV_PF_RELAY, so FRAMEs of type 22 (CARRY) reach rdzv_co_carry)
  *   2 VERIFY inc flags  with the round from ASSIGN (flags & 0x80: a wrong round);
  *                       the only op besides OPEN on a closed connection, for this:
  *                       flags & 0x40: as TVERIFY on a new connection under a ticket

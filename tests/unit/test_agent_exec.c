@@ -18,7 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/launch/exec_int.h"
+#include "agent/launch/launch.h"
+#include "agent/pipeline/run_int.h"
 #include "agent/pipeline/out_int.h"
 #include "rdzv/gx/gx.h"
 

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/cli/cli_int.h"
 #include "agent/pipeline/out_int.h"
 #include "agent/pipeline/run_int.h"
 #include "agent/remote/rsh_int.h"

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/cli/cli_int.h"
 #include "rdzv/gx/gx.h"
 
 static char err[512];

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/launch/rewrite_int.h"
+#include "agent/launch/launch.h"
 #include "agent/peers/peers_int.h"
 #include "rdzv/gx/gx.h"
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sodium.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/peers/peers_int.h"
+#include "agent/pipeline/run_int.h"
 #include "agent/remote/rsh_int.h"
 #include "rdzv/gx/gx.h"
 
@@ -84,11 +86,25 @@ static void test_key_file(void **state)
 	assert_int_equal(agent_rsh_key_derive((const unsigned char *)"tok2", 4, "job-a", k2), 0);
 	assert_memory_not_equal(k, k2, RSH_KEY_LEN); /* and to the token */
 	{
-		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		/* the pipeline writes it into --out: these bytes, 0600 */
+		struct agent_opts o = {.out = dir};
+		struct agent_run r = {.o = &o, .port = 29412 - RSH_PORT_OFFSET, .have_rsh_key = 1};
+		char hex[2 * RSH_KEY_LEN + 1], want[RSH_KEY_TEXT_MAX], got[RSH_KEY_TEXT_MAX] = "";
+		FILE *g;
 
-		assert_true(dfd >= 0);
-		assert_int_equal(agent_rsh_key_write(dfd, dir, k, 29412, err, sizeof(err)), 0);
-		close(dfd);
+		memcpy(r.rsh_key, k, RSH_KEY_LEN);
+		assert_int_equal(agent_run_serve_write_key(&r, err, sizeof(err)), 0);
+		close(r.out_fd);
+		sodium_bin2hex(hex, sizeof(hex), k, RSH_KEY_LEN);
+		snprintf(want, sizeof(want), "key=%s\nport=29412\n", hex);
+		g = fopen(path, "r");
+		assert_non_null(g);
+		assert_true(fread(got, 1, sizeof(got) - 1, g) > 0);
+		fclose(g);
+		assert_string_equal(got, want);
+		assert_int_equal(agent_rsh_key_text(k, 29412, got, sizeof(got)), (int)strlen(want));
+		assert_string_equal(got, want);
+		assert_int_equal(agent_rsh_key_text(k, 29412, got, 20), -ENOSPC);
 	}
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
@@ -137,8 +153,8 @@ static void pair(struct rsh_conn *a, struct rsh_conn *b)
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-	assert_int_equal(agent_rsh_conn_init(a, sv[0]), 0);
-	assert_int_equal(agent_rsh_conn_init(b, sv[1]), 0);
+	agent_rsh_conn_init(a, sv[0]);
+	agent_rsh_conn_init(b, sv[1]);
 	randombytes_buf(c2s, sizeof(c2s));
 	randombytes_buf(s2c, sizeof(s2c));
 	assert_int_equal(agent_rsh_conn_push_init(a, c2s, ha), 0);
@@ -158,7 +174,6 @@ static void test_frames(void **state)
 	pair(&a, &b);
 	assert_int_equal(agent_rsh_conn_send(&a, RSH_EXEC, "echo hi", 7), 0);
 	assert_int_equal(agent_rsh_conn_send(&a, RSH_STDIN_EOF, NULL, 0), 0);
-	assert_int_equal(agent_rsh_conn_fill(&b), 0);
 	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), 1);
 	assert_int_equal(type, RSH_EXEC);
 	assert_int_equal(len, 7);
@@ -171,7 +186,7 @@ static void test_frames(void **state)
 	assert_int_equal(agent_rsh_conn_send(&b, RSH_STDOUT, big, RSH_MAX_PLAIN - 1), 0);
 	assert_int_equal(agent_rsh_conn_send(&b, RSH_STDOUT, big, RSH_MAX_PLAIN), -EINVAL);
 	while (agent_rsh_conn_flush(&b) == 1 || agent_rsh_conn_next(&a, &type, buf, &len) == 0)
-		assert_true(agent_rsh_conn_fill(&a) == 0);
+		;
 	assert_int_equal(type, RSH_STDOUT);
 	assert_int_equal(len, RSH_MAX_PLAIN - 1);
 	agent_rsh_conn_free(&a);
@@ -180,16 +195,26 @@ static void test_frames(void **state)
 	free(big);
 }
 
-/* Feed raw bytes to b's input as if they came from the socket. */
+/* Bytes as if they came from the socket: the connection reads fed input (p stays valid until
+ * the next read says "not yet"). */
 static void inject(struct rsh_conn *b, const unsigned char *p, size_t n)
 {
-	memcpy(b->in + b->ilen, p, n);
-	b->ilen += n;
+	b->f.fed = 1;
+	gx_frame_feed(&b->f, p, n);
+}
+
+/* One sealed frame as it goes on the wire, read off the peer's socket. */
+static size_t capture(int fd, unsigned char *frame, size_t cap)
+{
+	ssize_t n = recv(fd, frame, cap, 0);
+
+	assert_true(n > 4);
+	return (size_t)n;
 }
 
 static void test_frames_hostile(void **state)
 {
-	unsigned char *buf = malloc(RSH_MAX_PLAIN), frame[256];
+	unsigned char *buf = malloc(RSH_MAX_PLAIN), frame[256], bad[4];
 	struct rsh_conn a, b;
 	uint32_t n;
 	size_t len, flen;
@@ -199,11 +224,9 @@ static void test_frames_hostile(void **state)
 	pair(&a, &b);
 	/* capture one sealed frame */
 	assert_int_equal(agent_rsh_conn_send(&a, RSH_STDIN, "abc", 3), 0);
-	assert_int_equal(agent_rsh_conn_fill(&b), 0);
-	flen = b.ilen;
-	memcpy(frame, b.in, flen);
+	flen = capture(b.f.fd, frame, sizeof(frame));
+	assert_int_equal(flen, 4 + 1 + 3 + crypto_secretstream_xchacha20poly1305_ABYTES);
 	/* partial input: nothing yet, then the rest */
-	b.ilen = 0;
 	inject(&b, frame, 5);
 	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), 0);
 	inject(&b, frame + 5, flen - 5);
@@ -217,42 +240,53 @@ static void test_frames_hostile(void **state)
 	/* a flipped bit */
 	pair(&a, &b);
 	assert_int_equal(agent_rsh_conn_send(&a, RSH_STDIN, "abc", 3), 0);
-	assert_int_equal(agent_rsh_conn_fill(&b), 0);
-	b.in[b.ilen - 1] ^= 0x40;
+	flen = capture(b.f.fd, frame, sizeof(frame));
+	frame[flen - 1] ^= 0x40;
+	inject(&b, frame, flen);
 	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), GX_EMAC);
-	/* lengths: over the bound and under the minimum, refused before reading on */
-	b.ilen = 0;
+	agent_rsh_conn_free(&b);
+	/* lengths: over the bound and under the minimum, refused at the length, before a byte
+	 * of the body is read or allocated */
+	agent_rsh_conn_init(&b, -1);
+	b.sealed = 2;
 	n = htonl(RSH_MAX_CT + 1);
-	inject(&b, (unsigned char *)&n, 4);
+	memcpy(bad, &n, 4);
+	inject(&b, bad, 4);
 	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), GX_EPROTO);
-	b.ilen = 0;
+	assert_null(b.f.body);
+	agent_rsh_conn_free(&b);
+	agent_rsh_conn_init(&b, -1);
+	b.sealed = 2;
 	n = htonl(3);
-	inject(&b, (unsigned char *)&n, 4);
+	memcpy(bad, &n, 4);
+	inject(&b, bad, 4);
 	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), GX_EPROTO);
 	/* no frames before the streams are up */
 	agent_rsh_conn_free(&a);
-	assert_int_equal(agent_rsh_conn_init(&a, -1), 0);
+	agent_rsh_conn_init(&a, -1);
 	inject(&a, frame, flen);
 	assert_int_equal(agent_rsh_conn_next(&a, &type, buf, &len), 0);
+	assert_int_equal(a.f.inlen, flen); /* not read */
 	assert_int_equal(agent_rsh_conn_send(&a, RSH_STDIN, "x", 1), -EINVAL);
 	agent_rsh_conn_free(&a);
 	agent_rsh_conn_free(&b);
 	free(buf);
 }
 
+/* Raw handshake bytes: exactly n of them, never a byte more (the next record stays). */
 static void test_take(void **state)
 {
 	unsigned char out[8];
 	struct rsh_conn c;
 
 	(void)state;
-	assert_int_equal(agent_rsh_conn_init(&c, -1), 0);
+	agent_rsh_conn_init(&c, -1);
 	inject(&c, (const unsigned char *)"GXRSH", 5);
 	assert_int_equal(agent_rsh_conn_take(&c, out, 8), 0);
 	inject(&c, (const unsigned char *)"1\n\0x", 4);
 	assert_int_equal(agent_rsh_conn_take(&c, out, 8), 1);
 	assert_memory_equal(out, RSH_MAGIC, 8);
-	assert_int_equal(c.ilen, 1);
+	assert_int_equal(c.f.inlen, 1);
 	agent_rsh_conn_free(&c);
 }
 
@@ -327,11 +361,17 @@ static void test_rsh_names_the_file(void **state)
 		dprintf(fd, "{\"peers\":[{\"name\":\"w-0\",\"addr4\":\"192.168.2.10\"}]}");
 		close(fd);
 	}
-	fd = open(a, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(agent_rsh_key_write(fd, a, k, 29412, err, sizeof(err)), 0);
-	close(fd);
 	snprintf(key, sizeof(key), "%s/rsh.key", a);
+	{
+		char text[RSH_KEY_TEXT_MAX];
+		int n = agent_rsh_key_text(k, 29412, text, sizeof(text));
+
+		assert_true(n > 0);
+		fd = open(key, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, text, (size_t)n), n);
+		close(fd);
+	}
 	memset(&o, 0, sizeof(o));
 	o.cmd = AGENT_CMD_RSH;
 	o.rsh_host = "elsewhere";

@@ -4,7 +4,8 @@
  * a stranger (127.0.0.2, never proving) fills the 128 connections; a client at an address
  * outside the table that once proved the key (127.0.0.3: an MPI launcher that is an
  * observer) is then a known peer: its new connection pushes out a stranger's and is itself
- * never pushed out by the stranger's next ones.
+ * never pushed out by the stranger's next ones. A client that resets while its command does
+ * not read stdin ends its session.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/remote/rsh_int.h"
@@ -80,12 +84,11 @@ static int hello(struct gx_ev *ev, int fd, unsigned char nc[RSH_NONCE_LEN],
 	return 0;
 }
 
-/* The whole client handshake; 0 when the server accepted the proof. */
-static int prove(struct gx_ev *ev, int fd)
+/* The whole client handshake, its push stream into st; 0 when the server accepted the proof. */
+static int prove_st(struct gx_ev *ev, int fd, crypto_secretstream_xchacha20poly1305_state *st)
 {
 	unsigned char nc[RSH_NONCE_LEN], ns[RSH_NONCE_LEN], a[RSH_AUTH_LEN], acc[RSH_ACCEPT_LEN];
 	unsigned char c2s[32], s2c[32];
-	crypto_secretstream_xchacha20poly1305_state st;
 	size_t got = 0;
 	ssize_t n;
 	int k;
@@ -94,7 +97,7 @@ static int prove(struct gx_ev *ev, int fd)
 		return -1;
 	agent_rsh_proof(KEY, 'C', nc, ns, a);
 	agent_rsh_stream_keys(KEY, nc, ns, c2s, s2c);
-	crypto_secretstream_xchacha20poly1305_init_push(&st, a + 32, c2s);
+	crypto_secretstream_xchacha20poly1305_init_push(st, a + 32, c2s);
 	if (write(fd, a, sizeof(a)) != (ssize_t)sizeof(a))
 		return -1;
 	for (k = 0; k < 200 && got < sizeof(acc); k++) {
@@ -106,6 +109,40 @@ static int prove(struct gx_ev *ev, int fd)
 			got += (size_t)n;
 	}
 	return got == sizeof(acc) && acc[0] == 0 ? 0 : -1;
+}
+
+static int prove(struct gx_ev *ev, int fd)
+{
+	crypto_secretstream_xchacha20poly1305_state st;
+
+	return prove_st(ev, fd, &st);
+}
+
+/* One sealed client frame, written whole while the server's loop runs. */
+static void send_frame(struct gx_ev *ev, int fd, crypto_secretstream_xchacha20poly1305_state *st,
+		       uint8_t type, const void *p, size_t len)
+{
+	static unsigned char plain[RSH_MAX_PLAIN], wire[4 + RSH_MAX_CT];
+	unsigned long long clen = 0;
+	size_t off = 0;
+	uint32_t n;
+	ssize_t w;
+	int k;
+
+	assert_true(len + 1 <= RSH_MAX_PLAIN);
+	plain[0] = type;
+	memcpy(plain + 1, p, len);
+	crypto_secretstream_xchacha20poly1305_push(st, wire + 4, &clen, plain, len + 1, NULL, 0, 0);
+	n = htonl((uint32_t)clen);
+	memcpy(wire, &n, 4);
+	for (k = 0; k < 5000 && off < 4 + clen; k++) {
+		w = send(fd, wire + off, 4 + clen - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w > 0)
+			off += (size_t)w;
+		else
+			pump(ev, 1);
+	}
+	assert_int_equal(off, 4 + clen);
 }
 
 static void test_learned_launcher_not_pushed_out(void **state)
@@ -229,11 +266,68 @@ static void test_stranger_pool(void **state)
 	gx_ev_free(ev);
 }
 
+/*
+ * A client that resets its connection while its command does not read stdin (the server's
+ * queue for it full, the rest of its frames left in the socket): the hang-up is the end of
+ * the session, its command is killed. Nothing more is read from that socket, so the
+ * hang-up itself must end it: otherwise it is reported again at every loop turn and the
+ * command runs on.
+ */
+static void test_reset_while_stdin_full(void **state)
+{
+	static unsigned char chunk[RSH_CHUNK];
+	crypto_secretstream_xchacha20poly1305_state st;
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	struct agent_serve_cfg cfg;
+	struct agent_serve *sv = NULL;
+	struct gx_ev *ev = NULL;
+	char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+	const char *cmd = "exec sleep 30";
+	int fd, k, rc = -1, status = 0;
+	pid_t pid = 0;
+
+	(void)state;
+	assert_true(sodium_init() >= 0);
+	assert_int_equal(gx_ev_new(&ev), 0);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.addr4 = "127.0.0.1";
+	cfg.key = KEY;
+	cfg.envp = envp;
+	for (k = 0; k < 50 && rc < 0; k++) {
+		cfg.port = (uint16_t)(30000 + (getpid() * 17 + k * 157) % 20000);
+		rc = agent_serve_start(ev, &cfg, &sv, (char[256]){0}, 256);
+	}
+	assert_int_equal(rc, 0);
+	fd = conn(cfg.port, "127.0.0.3");
+	assert_int_equal(prove_st(ev, fd, &st), 0);
+	send_frame(ev, fd, &st, RSH_EXEC, cmd, strlen(cmd));
+	/* more stdin than the pipe and the server's queue hold together */
+	for (k = 0; k < (int)((2 * RSH_OUT_HIGH) / sizeof(chunk)); k++)
+		send_frame(ev, fd, &st, RSH_STDIN, chunk, sizeof(chunk));
+	pump(ev, 200);
+	assert_int_equal(agent_serve_running(sv), 1);
+	assert_int_equal(waitpid(-1, &status, WNOHANG), 0); /* the command runs */
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	close(fd); /* a reset */
+	for (k = 0; k < 500 && pid == 0; k++) {
+		pump(ev, 10);
+		pid = waitpid(-1, &status, WNOHANG);
+	}
+	assert_true(pid > 0);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGTERM);
+	assert_int_equal(agent_serve_reaped(sv, pid, status), 1);
+	assert_int_equal(agent_serve_running(sv), 0);
+	agent_serve_free(sv);
+	gx_ev_free(ev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_learned_launcher_not_pushed_out),
 	    cmocka_unit_test(test_stranger_pool),
+	    cmocka_unit_test(test_reset_while_stdin_full),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -523,8 +523,8 @@ static void test_rsh_frames(void **state)
 	(void)state;
 	rsh_nonces(k, nc, ns);
 	sock_pair(fds);
-	assert_int_equal(agent_rsh_conn_init(&a, fds[0]), 0);
-	assert_int_equal(agent_rsh_conn_init(&b, fds[1]), 0);
+	agent_rsh_conn_init(&a, fds[0]);
+	agent_rsh_conn_init(&b, fds[1]);
 	assert_int_equal(agent_rsh_conn_push_init(&a, k, hdr), 0);
 	assert_int_equal(crypto_secretstream_xchacha20poly1305_init_pull(&st, hdr, k), 0);
 	assert_int_equal(agent_rsh_conn_send(&a, RSH_STDOUT, "hello", 5), 0);
@@ -554,7 +554,6 @@ static void test_rsh_frames(void **state)
 	wire[0] = wire[1] = wire[2] = 0;
 	wire[3] = (unsigned char)clen;
 	assert_int_equal(send(fds[0], wire, 4 + clen, 0), (ssize_t)(4 + clen));
-	assert_int_equal(agent_rsh_conn_fill(&b), 0);
 	assert_int_equal(agent_rsh_conn_next(&b, &type, buf, &len), 1);
 	assert_int_equal(type, RSH_STDERR);
 	assert_int_equal(len, 4);

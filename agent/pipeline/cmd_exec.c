@@ -7,7 +7,7 @@
  * other user can move it (agent_out_open) and its env read relative to that descriptor, and only
  * the variables gxboot writes are applied (a file naming LD_PRELOAD or BASH_ENV is refused).
  */
-#include "agent/launch/exec_int.h"
+#include "agent/launch/launch.h"
 #include "agent/pipeline/out_int.h"
 #include "agent/pipeline/run_int.h"
 
