@@ -53,12 +53,6 @@ ENFORCED_CIRCLES = ('rdzv',)
 # Includes of another folder's internals still allowed in an enforced folder, each with why.
 # An entry that no longer occurs fails as well: the list only shrinks.
 PENDING = {
-    ('agent/pipeline/run.c', 'agent/fabric/fabric_int.h'):
-        'fabric has no face yet: its types are being reworked',
-    ('agent/pipeline/run_fabric.c', 'agent/fabric/fabric_int.h'):
-        'fabric has no face yet: its types are being reworked',
-    ('agent/pipeline/run_int.h', 'agent/fabric/fabric_int.h'):
-        'fabric has no face yet: its types are being reworked',
     ('agent/preflight/preflight_int.h', 'agent/check/check_int.h'):
         "check's probes get a face once their frame reading sits on the shared connection type",
 }

@@ -3,7 +3,7 @@
  * run.c - the pipeline of `gxboot -- CMD` and `gxboot init`: peers, token,
  * netdetect, rendezvous, files, then exec or supervise.
  */
-#include "agent/fabric/fabric_int.h"
+#include "agent/fabric/fabric.h"
 #include "agent/pipeline/run_int.h"
 #include "agent/peers/peers.h"
 #include "agent/launch/launch.h"

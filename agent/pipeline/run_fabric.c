@@ -7,7 +7,7 @@
  * that verified. Ends in agent_run_fabric_finish: the last line, and GX_EFABRIC (exit 6) when
  * --expect-fabric ended the job.
  */
-#include "agent/fabric/fabric_int.h"
+#include "agent/fabric/fabric.h"
 #include "agent/pipeline/out_int.h"
 #include "agent/pipeline/run_int.h"
 

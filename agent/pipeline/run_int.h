@@ -5,7 +5,7 @@
 
 #include "agent/agent.h"
 #include "agent/pipeline/pipeline.h"
-#include "agent/fabric/fabric_int.h"
+#include "agent/fabric/fabric.h"
 #include "agent/peers/peers.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/gx/gx.h"
