@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lint.sh [FILE...] - bans functions the house style forbids (see msg below) in the
 # sources (every tracked .c/.h outside tests/, or the FILEs given, relative to
-# LINT_ROOT, default the tree), and issue or DECISIONS numbers in every tracked file
+# LINT_ROOT, default the tree), and tracker numbers (refs_re) in every tracked file
 # (lint_refs). `lint.sh --selftest` plants one bad file per rule
 # and fails unless the lint catches each (so a rule cannot rot silently).
 set -uo pipefail
@@ -64,7 +64,9 @@ lint_files() {
 # in a decisions list kept elsewhere. Write the reason itself, in place. Upstream projects'
 # bugs are named with their repository ("NVIDIA/nccl#1580"). refs_pending: paths (bash
 # patterns) not swept yet, skipped for now; empty it once they are.
-refs_re='[Ii]ssue [0-9]+|DECISIONS [0-9]+'
+# the words are joined here, so that this line is not a reference itself
+refs_words=('[Ii]ss''ue' 'DECI''SIONS')
+refs_re="(${refs_words[0]}|${refs_words[1]}) [0-9]+"
 refs_pending=()
 # lint_refs FILE...: 1 and the lines when any of the files (pending ones left out) has one.
 lint_refs() {
@@ -82,7 +84,7 @@ lint_refs() {
     out=$(grep -InE -- "$refs_re" "${keep[@]}")
     [ -n "$out" ] && { printf '%s\n' "$out"; n=$(printf '%s\n' "$out" | wc -l); }
   fi
-  echo "lint: $n issue/DECISIONS references in ${#keep[@]} files ($skipped pending files not checked)" >&2
+  echo "lint: $n tracker references in ${#keep[@]} files ($skipped pending files not checked)" >&2
   [ "$n" -eq 0 ] || { echo "lint: write the reason in place of the number" >&2; return 1; }
 }
 
@@ -125,7 +127,7 @@ selftest() {
   done
   # references: caught in a source and a doc, an upstream's number and a pending path pass
   mkdir -p "$tmp/docs" "$tmp/agent/fabric"
-  local ri=Issue rd=DECISIONS # (spelled apart, or this file would be caught itself)
+  local ri='Iss''ue' rd='DECI''SIONS' # (spelled apart, or this file would be caught itself)
   printf '/* see %s %d */\n' "$ri" 26 >"$tmp/agent/r_issue.c"
   printf 'as %s %d says\n' "$rd" 6 >"$tmp/docs/r_decisions.md"
   printf '/* NCCL reads it once (NVIDIA/nccl#1580) */\n' >"$tmp/agent/r_upstream.c"
