@@ -150,7 +150,7 @@ static int same_host(const struct rdzv_coord *co, long other, const struct cconn
 {
 	if (other)
 		return strcmp(co->tab[other].primary, cc->rc.peer_str) == 0;
-	return cc->rc.carried ? 1 : local_addr(cc->rc.peer_str); /* carried: not accused */
+	return cc->rc.f.carried ? 1 : local_addr(cc->rc.peer_str); /* carried: not accused */
 }
 
 int rdzv_co_addrs_check(struct rdzv_coord *co, uint32_t slot, const struct rdzv_peer *p,

@@ -3,8 +3,8 @@
  * rdzv_carry.c - the coordinator's side of the relay tree, which lets a
  * coordinator with few connections reach large jobs (PROTOCOL.md "Relays"). A relay is a member
  * whose JOIN said RDZV_PF_RELAY; its phase-1 session then also carries CARRY frames: records (id,
- * kind, bytes) of its children's TCP streams. Each child is a cconn without an fd (rc.carried): its
- * input is fed from the records (rdzv_coord_io.c), its output is moved into records (here), and
+ * kind, bytes) of its children's TCP streams. Each child is a cconn without an fd (rc.f.carried):
+ * its input is fed from the records (rdzv_coord_io.c), its output is moved into records (here), and
  * from there on it is a connection like any other (handshake, deadlines, JOIN, COMMIT), end to end
  * with the child: the relay carries MAC'd frames it cannot forge.
  */
@@ -80,22 +80,19 @@ void rdzv_co_carry_out(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct cconn *r = cc->relay;
 	struct rdzv_conn *c = &cc->rc;
+	const unsigned char *p;
+	size_t n;
 
 	if (!r || cc->close_sent) { /* its relay is gone, or the child is told to go */
-		c->ooff = c->olen = 0;
+		gx_frame_out_drop(&c->f, gx_frame_pending(&c->f));
 		return;
 	}
-	while (c->ooff < c->olen) {
-		size_t n = c->olen - c->ooff, room = RDZV_CARRY_MAX - RDZV_CARRY_REC;
-
-		if (n > room)
-			n = room;
-		rdzv_co_carry_rec(co, r, cc->kid, CK_DATA, c->out + c->ooff, n);
-		c->ooff += n;
+	while ((n = gx_frame_out_peek(&c->f, &p)) > 0) {
+		if (n > RDZV_CARRY_MAX - RDZV_CARRY_REC)
+			n = RDZV_CARRY_MAX - RDZV_CARRY_REC;
+		rdzv_co_carry_rec(co, r, cc->kid, CK_DATA, p, n);
+		gx_frame_out_drop(&c->f, n);
 	}
-	c->ooff = c->olen = c->ocap = 0;
-	free(c->out);
-	c->out = NULL;
 	if (c->state == RC_CLOSING) {
 		rdzv_co_carry_rec(co, r, cc->kid, CK_CLOSE, NULL, 0);
 		cc->close_sent = 1;
@@ -185,7 +182,7 @@ int rdzv_co_star_room(struct rdzv_coord *co, struct cconn *cc, const struct rdzv
 	struct rdzv_buf b = {0};
 	char why[300], note[200];
 
-	if (f < 2 || co->cfg.elastic || cc->rc.carried || p->index < f || p->index % f == 0 ||
+	if (f < 2 || co->cfg.elastic || cc->rc.f.carried || p->index < f || p->index % f == 0 ||
 	    (p->flags & (RDZV_PF_SERVES | RDZV_PF_OBSERVER)) ||
 	    co->nconns + direct_missing(co) + slack <= co->maxconns)
 		return 0;

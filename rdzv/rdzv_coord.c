@@ -140,10 +140,10 @@ static void deadline_fired(struct gx_ev *ev, uint64_t id, void *arg)
  * extension per step (RDZV_PREAUTH_GRACE_MS). Not for closing ones. */
 static int waiting_input(const struct cconn *cc)
 {
-	int n = 0, fd = cc->rc.fd;
+	int n = 0, fd = cc->rc.f.fd;
 
-	if (cc->rc.carried) /* its frames may wait in its relay's socket */
-		fd = cc->relay ? cc->relay->rc.fd : -1;
+	if (cc->rc.f.carried) /* its frames may wait in its relay's socket */
+		fd = cc->relay ? cc->relay->rc.f.fd : -1;
 	if (cc->rc.state == RC_CLOSING || fd < 0)
 		return 0;
 	return ioctl(fd, FIONREAD, &n) == 0 && n > 0;
@@ -159,14 +159,14 @@ static void conn_deadline(struct rdzv_coord *co, struct cconn *cc, int64_t now, 
 	unsigned step = 1u << cc->rc.state;
 	int waiting = waiting_input(cc);
 	/* unauthenticated: in the budget, or carried (a relay's children hold no fd of ours) */
-	int pre =
-	    cc->pa.in || (cc->rc.carried && (cc->rc.state == RC_HELLO || cc->rc.state == RC_AUTH));
+	int pre = cc->pa.in ||
+		  (cc->rc.f.carried && (cc->rc.state == RC_HELLO || cc->rc.state == RC_AUTH));
 
 	room = room && (cc->rc.state == RC_HELLO || cc->rc.state == RC_AUTH);
 	/* a carried child's "unread input" is its relay's socket, which holds some child's
 	 * bytes whenever the relay is busy: while there is room it is a slow member first (the
 	 * 1 s grace made 1-6% of N=65536 reconnect when the bench's member processes lagged) */
-	if (cc->rc.carried && room)
+	if (cc->rc.f.carried && room)
 		waiting = 0;
 
 	if (pre && !(cc->spared & step) && (waiting || room)) {

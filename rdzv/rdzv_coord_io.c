@@ -229,7 +229,7 @@ static void rdzv_co_conn_new(struct rdzv_coord *co, int fd, const union gx_socka
 		return;
 	}
 	rdzv_conn_init(&cc->rc, fd, 1);
-	cc->rc.buffered = 1;
+	cc->rc.f.fed = 1;
 	gx_addr_str(sa, cc->rc.peer_str, sizeof(cc->rc.peer_str));
 	if (co_admit(co, cc) < 0 || gx_ev_add(co->ev, fd, EPOLLIN, conn_event, cc) < 0) {
 		gx_pa_del(&co->pa, &cc->pa);
@@ -281,10 +281,10 @@ static void read_error(struct rdzv_coord *co, struct cconn *cc, int rc)
  */
 static int relay_shut(struct rdzv_coord *co, struct cconn *cc)
 {
-	if (!cc->is_relay || cc->shut || cc->rc.fd < 0)
+	if (!cc->is_relay || cc->shut || cc->rc.f.fd < 0)
 		return 0;
 	cc->shut = 1;
-	(void)shutdown(cc->rc.fd, SHUT_WR);
+	(void)shutdown(cc->rc.f.fd, SHUT_WR);
 	rdzv_co_update_out(co, cc);
 	return 1;
 }
@@ -305,18 +305,17 @@ static int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned
 
 	if (cc->rc.state == RC_CLOSING)
 		return 0;
-	cc->rc.in = buf;
-	cc->rc.inlen = n;
+	gx_frame_feed(&cc->rc.f, buf, n);
 	/* carried: each answer becomes a record at once, so that an ABORT this input causes
 	 * for everyone reaches the relay's record stream ahead of the relay's own */
-	cc->rc.cork = !cc->rc.carried;
+	cc->rc.f.cork = !cc->rc.f.carried;
 	while (cc->rc.state != RC_CLOSING) {
 		rc = rdzv_conn_read(&cc->rc, &type, &body, &len);
 		if (rc <= 0)
 			break;
 		/* it measures the peer's silence, not our backlog; before the proof it stays short
 		 */
-		if (cc->deadline && cc->rc.session)
+		if (cc->deadline && rdzv_conn_up(&cc->rc))
 			cc->deadline = gx_now_ms() + RDZV_HANDSHAKE_MS;
 		/* CARRY is records, not a message: a relay's children, each fed back in here */
 		if (type == RDZV_CARRY && cc->rc.state == RC_SESSION)
@@ -327,14 +326,13 @@ static int rdzv_co_input(struct rdzv_coord *co, struct cconn *cc, const unsigned
 		if (rc == 1) /* cc is gone */
 			return 1;
 	}
-	cc->rc.in = NULL;
-	cc->rc.inlen = 0;
-	cc->rc.cork = 0;
+	gx_frame_feed(&cc->rc.f, NULL, 0); /* buf is the caller's, for this event only */
+	cc->rc.f.cork = 0;
 	if (rc < 0) {
 		read_error(co, cc, rc);
 		return 1;
 	}
-	if (cc->rc.carried) {
+	if (cc->rc.f.carried) {
 		rdzv_co_update_out(co, cc);
 		if (cc->rc.state == RC_CLOSING) { /* its CK_CLOSE is queued behind its bytes */
 			rdzv_co_drop(co, cc, NULL);
@@ -370,6 +368,7 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	int rc = 0;
 
 	(void)ev;
+	(void)fd; /* cc->rc.f's */
 	if (events & EPOLLOUT) {
 		rc = rdzv_conn_flush(&cc->rc);
 		if (rc == 0 && cc->rc.state == RC_CLOSING && relay_shut(co, cc))
@@ -382,26 +381,17 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	}
 	if (cc->shut && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
 		/* what a closing relay still sends is read and dropped, up to its EOF */
-		n = recv(fd, co->rbuf, sizeof(co->rbuf), 0);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+		if (gx_frame_drain(&cc->rc.f) != 0)
 			rdzv_co_drop(co, cc, NULL);
 		goto out;
 	}
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || cc->rc.state == RC_CLOSING)
 		goto out;
-	n = recv(fd, co->rbuf, sizeof(co->rbuf), 0);
-	if (n > 0) {
+	n = gx_frame_recv(&cc->rc.f, co->rbuf, sizeof(co->rbuf));
+	if (n > 0)
 		(void)rdzv_co_input(co, cc, co->rbuf, (size_t)n);
-		goto out;
-	}
-	if (n == 0)
-		rc = -ECONNRESET;
-	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-		rc = -errno;
-	else
-		rc = 0;
-	if (rc < 0)
-		read_error(co, cc, rc);
+	else if (n < 0)
+		read_error(co, cc, (int)n);
 out:
 	rdzv_co_maybe_done(co);
 }
@@ -455,8 +445,7 @@ static int kid_open(struct rdzv_coord *co, struct cconn *r, uint32_t id, const u
 	if (!k)
 		return -ENOMEM;
 	rdzv_conn_init(&k->rc, -1, 1);
-	k->rc.buffered = 1;
-	k->rc.carried = 1;
+	k->rc.f.carried = 1;
 	gx_strlcpy(k->rc.peer_str, norm, sizeof(k->rc.peer_str));
 	gx_pa_add(&co->pa_kids, &k->pa, norm, known);
 	k->co = co;

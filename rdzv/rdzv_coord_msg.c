@@ -27,7 +27,7 @@ static void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, co
 	/* a trace, not an error print: the agent reports the outcome. Before the session
 	 * anyone can cause it: rate-limited, and never a note on the claimed peer (a
 	 * stranger must not choose whom the failure line blames) */
-	if (!cc->rc.session) {
+	if (!rdzv_conn_up(&cc->rc)) {
 		gx_rl_log(&co->rl_pre, "rdzv: rejected JOIN of %s from %s: %s", who,
 			  cc->rc.peer_str, why);
 		co->nunauth_refused++;
@@ -36,7 +36,7 @@ static void rdzv_co_reject(struct rdzv_coord *co, struct cconn *cc, int code, co
 	} else {
 		gx_warn("rdzv: rejected JOIN of %s from %s: %s", who, cc->rc.peer_str, why);
 	}
-	if (cc->rc.session && cc->claimed > 0 && !co->st[cc->claimed].joined) {
+	if (rdzv_conn_up(&cc->rc) && cc->claimed > 0 && !co->st[cc->claimed].joined) {
 		snprintf(note, sizeof(note), "rejected JOIN from %s: %s", cc->rc.peer_str, why);
 		free(co->st[cc->claimed].note);
 		co->st[cc->claimed].note = strdup(note);
@@ -278,7 +278,7 @@ static int local_is_secondary(struct rdzv_coord *co, struct cconn *cc, char *why
 	char local[INET6_ADDRSTRLEN] = "?";
 
 	memset(&sa, 0, sizeof(sa));
-	if (getsockname(cc->rc.fd, &sa.sa, &sl) == 0)
+	if (getsockname(cc->rc.f.fd, &sa.sa, &sl) == 0)
 		gx_addr_str(&sa, local, sizeof(local));
 	if (!(co->tab[0].addr4[0] && strcmp(local, co->tab[0].addr4) == 0) &&
 	    !(co->tab[0].addr6[0] && strcmp(local, co->tab[0].addr6) == 0)) {

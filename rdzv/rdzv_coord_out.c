@@ -17,12 +17,12 @@ void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc)
 {
 	int want = rdzv_conn_pending(&cc->rc);
 
-	if (cc->rc.carried) { /* into its relay's records (rdzv_co_input uncorks) */
-		if (!cc->rc.cork)
+	if (cc->rc.f.carried) { /* into its relay's records (rdzv_co_input uncorks) */
+		if (!cc->rc.f.cork)
 			rdzv_co_carry_out(co, cc);
 		return;
 	}
-	if (cc->rc.fd < 0 || cc->rc.cork) /* conn_event flushes, then comes back here */
+	if (cc->rc.f.fd < 0 || cc->rc.f.cork) /* conn_event flushes, then comes back here */
 		return;
 	if (want != cc->out_pending) {
 		cc->out_pending = want;
@@ -33,7 +33,7 @@ void rdzv_co_update_out(struct rdzv_coord *co, struct cconn *cc)
 	}
 	/* a closing connection waits for EPOLLOUT even with nothing queued (a relay's, once
 	 * shut, only for its EOF) */
-	gx_ev_mod(co->ev, cc->rc.fd,
+	gx_ev_mod(co->ev, cc->rc.f.fd,
 		  EPOLLIN | (want || (cc->rc.state == RC_CLOSING && !cc->shut) ? EPOLLOUT : 0));
 }
 
@@ -54,7 +54,7 @@ int rdzv_co_send(struct rdzv_coord *co, struct cconn *cc, uint16_t type, const s
 
 void rdzv_co_pa_del(struct rdzv_coord *co, struct cconn *cc)
 {
-	gx_pa_del(cc->rc.carried ? &co->pa_kids : &co->pa, &cc->pa);
+	gx_pa_del(cc->rc.f.carried ? &co->pa_kids : &co->pa, &cc->pa);
 }
 
 /* Flush what is queued, then close: never frees cc here (callers iterate). */

@@ -52,7 +52,7 @@ static void rdzv_co_slot_unlink(struct rdzv_coord *co, struct cconn *cc)
 
 void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
 {
-	int carried = cc->rc.carried;
+	int carried = cc->rc.f.carried;
 
 	if (why)
 		gx_debug("rdzv: closing connection from %s: %s", cc->rc.peer_str, why);
@@ -63,8 +63,8 @@ void rdzv_co_drop(struct rdzv_coord *co, struct cconn *cc, const char *why)
 	cc->out_pending = 0;
 	rdzv_co_pa_del(co, cc);
 	rdzv_co_carry_drop(co, cc);
-	if (cc->rc.fd >= 0)
-		gx_ev_del(co->ev, cc->rc.fd);
+	if (cc->rc.f.fd >= 0)
+		gx_ev_del(co->ev, cc->rc.f.fd);
 	rdzv_conn_reset(&cc->rc);
 	if (cc->prev)
 		cc->prev->next = cc->next;
@@ -187,7 +187,7 @@ void rdzv_co_check_commit(struct rdzv_coord *co)
 		uint32_t via = 0;
 
 		for (i = 1; i < co->world; i++)
-			via += co->st[i].conn && co->st[i].conn->rc.carried;
+			via += co->st[i].conn && co->st[i].conn->rc.f.carried;
 		gx_info("rdzv: %u of %u members joined through %u relays", via, co->world - 1,
 			co->nrelays_open);
 	}
@@ -380,7 +380,7 @@ static void rdzv_co_carry_drop(struct rdzv_coord *co, struct cconn *cc)
 {
 	struct cconn *r = cc->relay, **pp;
 
-	if (cc->rc.carried)
+	if (cc->rc.f.carried)
 		co->ncarried--;
 	if (r) {
 		if (!cc->close_sent && r->rc.state == RC_SESSION)

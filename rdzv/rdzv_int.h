@@ -281,32 +281,20 @@ enum rdzv_conn_state {
 };
 
 struct rdzv_conn {
-	int fd;
+	/* the socket and its frames (rdzv/gx/gx.h): f.fd; f.fed, the coordinator's (its input
+	 * is what one recv per readiness brought, fed in; never a recv of its own); f.cork,
+	 * rdzv_conn_send queues without writing and the caller flushes once per event;
+	 * f.carried, the coordinator's side of a child behind a relay (no fd: input fed from the
+	 * relay's CARRY records, output moved into them). f.sealed_tx / f.sealed_rx: frames go
+	 * out / come in with the session MAC (rdzv_conn_up, rdzv_conn_early). */
+	struct gx_frame f;
 	enum rdzv_conn_state state;
 	int is_coord; /* our side */
-	int session;
-	int tx_early; /* member: MAC'd sending before the peer's PROOF (pipelined AUTH) */
-	unsigned char hdr[RDZV_HDR_LEN];
-	size_t hoff;
-	struct rdzv_hdr h;
-	unsigned char *body;
-	size_t boff;
-	unsigned char *out;
-	size_t olen, ooff, ocap;
 	unsigned char nm[RDZV_NONCE_LEN], nc[RDZV_NONCE_LEN];
 	unsigned char skey[RDZV_KEY_LEN];
 	uint64_t seq_tx, seq_rx;
-	uint8_t peer_vmaj, peer_vmin;
+	uint8_t peer_vmaj, peer_vmin; /* from the last header read (a version refusal names it) */
 	char peer_str[INET6_ADDRSTRLEN];
-	/* buffered (the coordinator's: fewer syscalls per member): frames come from in/inlen, what
-	 * one recv per readiness brought (rdzv_conn_read never calls recv then); cork:
-	 * rdzv_conn_send queues without writing, the caller flushes once per event */
-	int buffered, cork;
-	const unsigned char *in;
-	size_t inlen;
-	/* carried (the coordinator's side of a child behind a relay): no fd; input
-	 * comes buffered from the relay's CARRY records, output is moved into them */
-	int carried;
 };
 
 void rdzv_conn_init(struct rdzv_conn *c, int fd, int is_coord);
@@ -322,7 +310,17 @@ int rdzv_conn_send(struct rdzv_conn *c, uint16_t type, const unsigned char *body
 int rdzv_conn_flush(struct rdzv_conn *c);
 static inline int rdzv_conn_pending(const struct rdzv_conn *c)
 {
-	return c->ooff < c->olen;
+	return gx_frame_pending(&c->f) > 0;
+}
+/* The session is up: MAC'd frames both ways. */
+static inline int rdzv_conn_up(const struct rdzv_conn *c)
+{
+	return c->f.sealed_rx;
+}
+/* The member's sending half only (rdzv_conn_session_tx): MAC'd out, clear in. */
+static inline int rdzv_conn_early(const struct rdzv_conn *c)
+{
+	return c->f.sealed_tx && !c->f.sealed_rx;
 }
 /* The owner's loop watches c's fd for input, and for output while some is queued. */
 void rdzv_conn_watch(struct gx_ev *ev, const struct rdzv_conn *c);

@@ -115,7 +115,7 @@ void rdzv_mb_ticket_end(struct rdzv_member *m)
 static void relay_failed(struct rdzv_member *m, const char *why)
 {
 	int64_t now = gx_now_ms();
-	int reached = m->c1.rc.fd >= 0 && m->c1.rc.state != RC_CONNECTING;
+	int reached = m->c1.rc.f.fd >= 0 && m->c1.rc.state != RC_CONNECTING;
 	int failed = !(reached && m->c1_late), carried = m->relay_drops > 0;
 
 	if (m->c1_up)
@@ -240,7 +240,7 @@ void rdzv_mb_fail(struct rdzv_member *m, struct mconn *c, const char *why)
 int rdzv_mb_keepalive(struct mconn *c, int idle, int intvl, int cnt)
 {
 	unsigned int uto = (unsigned int)(idle + intvl * cnt) * 1000u;
-	int on = 1, fd = c->rc.fd;
+	int on = 1, fd = c->rc.f.fd;
 
 	/* TCP_USER_TIMEOUT: the same bound while our own bytes wait for an ACK */
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0 ||
@@ -299,7 +299,7 @@ static int mc_open(struct rdzv_member *m, struct mconn *c, int phase, const unio
 			close(fd);
 	}
 	if (rc == 0)
-		c->rc.fd = fd;
+		c->rc.f.fd = fd;
 	return rc;
 }
 
@@ -449,7 +449,7 @@ static void conn_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	(void)ev;
 	(void)fd;
 	if (c->rc.state == RC_CONNECTING) {
-		rc = gx_sock_error(c->rc.fd);
+		rc = gx_sock_error(c->rc.f.fd);
 		if (rc == 0 && !(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
 			return;
 		if (rc == 0)
@@ -502,12 +502,12 @@ static void tick(struct gx_ev *ev, uint64_t id, void *arg)
 
 	(void)id;
 	m->tick_id = 0;
-	if (m->c2.rc.fd >= 0 && !m->rdma_checking && hs_late(&m->c2, now))
+	if (m->c2.rc.f.fd >= 0 && !m->rdma_checking && hs_late(&m->c2, now))
 		rdzv_mb_fail(m, &m->c2, "timed out");
 	m->c1_late = 1; /* a failure from here is lateness, not a refusal (relay_failed) */
-	if (m->c1.rc.fd >= 0 && hs_late(&m->c1, now))
+	if (m->c1.rc.f.fd >= 0 && hs_late(&m->c1, now))
 		io_fail(m, &m->c1, -ETIMEDOUT);
-	else if (m->c1.rc.fd >= 0 && !m->c1.keepalive && now - m->c1.last_rx >= M_SILENCE_MS)
+	else if (m->c1.rc.f.fd >= 0 && !m->c1.keepalive && now - m->c1.last_rx >= M_SILENCE_MS)
 		rdzv_mb_fail(m, &m->c1, "silent for 16 s");
 	m->c1_late = 0;
 	m->tick_id = gx_ev_timer(ev, M_TICK_MS, tick, m);

@@ -60,14 +60,14 @@ static int send_auth(struct rdzv_member *m, struct mconn *c, struct rdzv_buf *b)
 {
 	int early = c->phase == 1 || !rdma_check_due(m), rc, frc;
 
-	c->rc.cork = early;
+	c->rc.f.cork = early;
 	rc = rdzv_mb_send(m, c, RDZV_AUTH, b);
 	if (rc == 0 && early) {
 		rdzv_conn_session_tx(&c->rc, m->k);
 		rc = c->phase == 1 ? send_join(m, c) : put_verify(m, c, RDZV_VERIFY, 0);
 	}
-	if (c->rc.cork) {
-		c->rc.cork = 0;
+	if (c->rc.f.cork) {
+		c->rc.f.cork = 0;
 		frc = rdzv_conn_flush(&c->rc);
 		if (rc == 0 && frc < 0)
 			rc = frc;
@@ -195,7 +195,7 @@ static int on_proof(struct rdzv_member *m, struct mconn *c, const struct rdzv_ms
 		auth_fail(m, c, m->has_token ? "wrong proof of the token" : "wrong proof");
 		return 1;
 	}
-	early = c->rc.tx_early; /* JOIN / VERIFY already went with the AUTH */
+	early = rdzv_conn_early(&c->rc); /* JOIN / VERIFY already went with the AUTH */
 	rdzv_conn_session(&c->rc, m->k);
 	m->ever_answered = 1;
 	m->auth_failed = 0;
@@ -342,7 +342,7 @@ int rdzv_member_end(struct rdzv_member *m, int status)
 
 int rdzv_member_flushed(const struct rdzv_member *m)
 {
-	return !m || m->c1.rc.fd < 0 || !rdzv_conn_pending(&m->c1.rc);
+	return !m || m->c1.rc.f.fd < 0 || !rdzv_conn_pending(&m->c1.rc);
 }
 
 static int on_commit(struct rdzv_member *m, struct rdzv_msg *msg)
@@ -479,7 +479,7 @@ int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 	if (!msg || rdzv_msg_decode(type, body, len, msg) < 0)
 		goto out;
 	c->last_rx = gx_now_ms();
-	if (type == RDZV_REJECT && m->has_token && !c->rc.session) {
+	if (type == RDZV_REJECT && m->has_token && !rdzv_conn_up(&c->rc)) {
 		/* in clear: anyone on the path can send it; it cannot end a member that holds a
 		 * token: retried until the deadline, reported if it persists, its
 		 * words quoted as someone else's */
@@ -488,7 +488,7 @@ int rdzv_mb_on_frame(struct rdzv_member *m, struct mconn *c, uint16_t type,
 		m->reject_phase = c->phase;
 		rdzv_mb_fail(m, c, m->rejected);
 		rc = 1;
-	} else if (type == RDZV_REJECT && (!m->has_token || !c->rc.session)) {
+	} else if (type == RDZV_REJECT && (!m->has_token || !rdzv_conn_up(&c->rc))) {
 		/* no token: nothing proves who sent it (the job id is public) */
 		reject_text(text, sizeof(text), msg);
 		if (msg->code == GX_EVERSION)

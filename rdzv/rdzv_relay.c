@@ -24,10 +24,10 @@
 
 struct rkid {
 	struct mrelay *r;
-	int fd;
+	/* its socket: bytes as they are both ways (no fmt: the relay reads none of its frames),
+	 * at most RDZV_RELAY_KID_OUT queued to it (f.omax) */
+	struct gx_frame f;
 	uint32_t id;
-	unsigned char *out;
-	size_t olen, ooff;
 	int closing;  /* the coordinator ended it: close once out is written */
 	int spoke;    /* its first bytes came: CK_OPEN went, the coordinator knows it */
 	int answered; /* the coordinator wrote to it */
@@ -62,9 +62,9 @@ struct mrelay {
 static void kid_update(struct rkid *k)
 {
 	uint32_t ev =
-	    (k->r->paused || k->closing ? 0 : EPOLLIN) | (k->ooff < k->olen ? EPOLLOUT : 0);
+	    (k->r->paused || k->closing ? 0 : EPOLLIN) | (gx_frame_pending(&k->f) ? EPOLLOUT : 0);
 
-	gx_ev_mod(k->r->m->ev, k->fd, ev);
+	gx_ev_mod(k->r->m->ev, k->f.fd, ev);
 }
 
 static void silent_del(struct rkid *k)
@@ -90,11 +90,10 @@ static void kid_free(struct rkid *k)
 	struct mrelay *r = k->r;
 
 	silent_del(k);
-	gx_ev_del(r->m->ev, k->fd);
-	close(k->fd);
+	gx_ev_del(r->m->ev, k->f.fd);
+	gx_frame_reset(&k->f); /* closes it */
 	r->kids[k->id % RDZV_RELAY_KIDS] = NULL;
 	r->nkids--;
-	free(k->out);
 	free(k);
 }
 
@@ -132,23 +131,9 @@ static void kid_gone(struct rkid *k)
 
 static int kid_flush(struct rkid *k)
 {
-	while (k->ooff < k->olen) {
-		ssize_t n = send(k->fd, k->out + k->ooff, k->olen - k->ooff, MSG_NOSIGNAL);
+	int rc = gx_frame_flush(&k->f);
 
-		if (n > 0) {
-			k->ooff += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 1;
-		return -EPIPE;
-	}
-	k->ooff = k->olen = 0;
-	free(k->out);
-	k->out = NULL;
-	return 0;
+	return rc < 0 ? -EPIPE : rc;
 }
 
 static void kid_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
@@ -158,6 +143,7 @@ static void kid_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	ssize_t n;
 
 	(void)ev;
+	(void)fd; /* k->f's */
 	if (events & EPOLLOUT) {
 		int rc = kid_flush(k);
 
@@ -184,10 +170,10 @@ static void kid_event(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	}
 	if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || r->paused || k->closing)
 		return;
-	n = recv(fd, r->buf, sizeof(r->buf), 0);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+	n = gx_frame_recv(&k->f, r->buf, sizeof(r->buf));
+	if (n == 0)
 		return;
-	if (n <= 0) {
+	if (n < 0) {
 		kid_gone(k);
 		return;
 	}
@@ -274,7 +260,8 @@ static void on_accept(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 		for (j = 0; j < RDZV_RELAY_KIDS && r->kids[r->next_id % RDZV_RELAY_KIDS]; j++)
 			r->next_id++;
 		k->r = r;
-		k->fd = cfd;
+		gx_frame_init(&k->f, cfd, NULL, NULL, k);
+		k->f.omax = RDZV_RELAY_KID_OUT;
 		k->id = r->next_id++;
 		if (gx_ev_add(r->m->ev, cfd, r->paused ? 0 : EPOLLIN, kid_event, k) < 0) {
 			close(cfd);
@@ -303,7 +290,7 @@ static int kid_unread(const struct rkid *k)
 {
 	int n = 0;
 
-	return ioctl(k->fd, FIONREAD, &n) == 0 && n > 0;
+	return ioctl(k->f.fd, FIONREAD, &n) == 0 && n > 0;
 }
 
 /*
@@ -375,7 +362,7 @@ void rdzv_mb_relay_push(struct rdzv_member *m)
 	struct mrelay *r = m->relay;
 	size_t off = 0;
 
-	if (!r || m->c1.rc.state != RC_SESSION || !m->c1.rc.session)
+	if (!r || m->c1.rc.state != RC_SESSION || !rdzv_conn_up(&m->c1.rc))
 		return;
 	if (r->up.err) { /* out of memory: what it lost cannot be told apart */
 		r->lost(m, "relay: out of memory");
@@ -402,7 +389,7 @@ void rdzv_mb_relay_push(struct rdzv_member *m)
 	if (off && off < r->up.len)
 		memmove(r->up.p, r->up.p + off, r->up.len - off);
 	r->up.len -= off;
-	set_paused(r, m->c1.rc.olen - m->c1.rc.ooff > RDZV_RELAY_UP_HIGH);
+	set_paused(r, gx_frame_pending(&m->c1.rc.f) > RDZV_RELAY_UP_HIGH);
 }
 
 static void push_fired(struct gx_ev *ev, uint64_t id, void *arg)
@@ -417,22 +404,13 @@ static void push_fired(struct gx_ev *ev, uint64_t id, void *arg)
 
 static int kid_write(struct rkid *k, const unsigned char *p, size_t n)
 {
-	unsigned char *np;
+	int rc;
 
 	if (k->closing)
 		return 0;
 	k->answered = 1;
-	if (k->olen - k->ooff + n > RDZV_RELAY_KID_OUT)
-		return -ENOBUFS;
-	if (k->ooff == k->olen)
-		k->ooff = k->olen = 0;
-	np = realloc(k->out, k->olen + n);
-	if (!np)
-		return -ENOMEM;
-	k->out = np;
-	memcpy(k->out + k->olen, p, n);
-	k->olen += n;
-	return kid_flush(k) < 0 ? -EPIPE : 0;
+	rc = gx_frame_send_raw(&k->f, p, n); /* -ENOBUFS past RDZV_RELAY_KID_OUT */
+	return rc == -ENOBUFS || rc == -ENOMEM ? rc : rc < 0 ? -EPIPE : 0;
 }
 
 int rdzv_mb_relay_carry(struct rdzv_member *m, const unsigned char *body, size_t len)
@@ -458,7 +436,7 @@ int rdzv_mb_relay_carry(struct rdzv_member *m, const unsigned char *body, size_t
 			}
 		} else if (kind == CK_CLOSE && k) {
 			k->closing = 1; /* not read any more: kid_update below */
-			if (k->ooff == k->olen) {
+			if (!gx_frame_pending(&k->f)) {
 				kid_free(k);
 				maybe_end(r);
 				k = NULL;
@@ -591,7 +569,7 @@ static void relay_end(struct rdzv_member *m)
 	/* our children's last records (their CLOSEs) first: the coordinator counts a child
 	 * still carried when our session ends as one whose COMMIT may be lost */
 	rdzv_mb_relay_push(m);
-	if (m->c1.rc.fd >= 0)
+	if (m->c1.rc.f.fd >= 0)
 		(void)rdzv_conn_flush(&m->c1.rc);
 	rdzv_mb_relay_free(m);
 	if (m->relay_only && m->st == M_STAYING) {

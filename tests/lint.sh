@@ -8,10 +8,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
 # Connections read and write through gx_frame. Besides it: the probes' raw streams (check's
-# throughput stream, the transport report's sock_diag reads) and the rendezvous, whose
-# connection has not moved onto gx_frame yet (its four files leave this list when it has).
+# throughput stream, the transport report's sock_diag reads).
 sock_io_exempt='^rdzv/gx/gx_frame\.c$|^agent/check/check_stream\.c$|^agent/fabric/fabric_tcp\.c$'
-sock_io_exempt+='|^rdzv/rdzv_(conn|coord_io|relay)\.c$'
 
 # One ban per index: the regex, the paths it allows (a regex; "" none), the message.
 re=(

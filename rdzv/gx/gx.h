@@ -240,7 +240,8 @@ struct gx_frame {
 	size_t omax; /* refuse (-ENOBUFS) to queue beyond this many bytes; 0: no cap */
 };
 
-/* An empty connection on fd (-1: none); fmt and seal are borrowed (const, static). */
+/* An empty connection on fd (-1: none); fmt and seal are borrowed (const, static). fmt NULL:
+ * a byte stream with no frames (gx_frame_send_raw, gx_frame_flush, gx_frame_recv only). */
 void gx_frame_init(struct gx_frame *f, int fd, const struct gx_frame_fmt *fmt,
 		   const struct gx_frame_seal *seal, void *owner);
 /* Closes fd, frees both buffers (a charged body is released); f stays usable: fd -1, its
@@ -258,6 +259,11 @@ int gx_frame_read(struct gx_frame *f, unsigned *type, unsigned char **body, size
 /* Exactly n clear bytes into buf: 1 when all came (with the same n each call until then),
  * 0 not yet, < 0 as gx_frame_read (-EBUSY inside a frame). */
 int gx_frame_read_raw(struct gx_frame *f, void *buf, size_t n);
+/* One recv of up to cap bytes into the owner's buffer, for bytes it forwards as they are or
+ * feeds back (gx_frame_feed: one recv per readiness for all of a connection's frames):
+ * n > 0, 0 not yet (EAGAIN, EINTR: readiness comes back), -ECONNRESET at EOF (f->eof),
+ * -EBADF with no fd, -errno. */
+ssize_t gx_frame_recv(struct gx_frame *f, void *buf, size_t cap);
 /* Read and drop what the peer still sends (a lingering close, after a half-close): 1 at its
  * EOF or an error, 0 not yet (EAGAIN, or GX_FRAME_BURST reads made), -EBADF with no fd. */
 int gx_frame_drain(struct gx_frame *f);

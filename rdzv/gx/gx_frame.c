@@ -260,6 +260,22 @@ int gx_frame_read_raw(struct gx_frame *f, void *buf, size_t n)
 	return 1;
 }
 
+ssize_t gx_frame_recv(struct gx_frame *f, void *buf, size_t cap)
+{
+	ssize_t n;
+
+	if (f->fd < 0)
+		return -EBADF;
+	n = recv(f->fd, buf, cap, 0);
+	if (n > 0)
+		return n;
+	if (n == 0) {
+		f->eof = 1;
+		return -ECONNRESET;
+	}
+	return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+}
+
 int gx_frame_drain(struct gx_frame *f)
 {
 	ssize_t n;
@@ -410,7 +426,7 @@ int gx_frame_flush(struct gx_frame *f)
 
 size_t gx_frame_out_peek(const struct gx_frame *f, const unsigned char **p)
 {
-	*p = f->out + f->ooff;
+	*p = f->out ? f->out + f->ooff : NULL; /* a drained queue holds no buffer */
 	return gx_frame_pending(f);
 }
 

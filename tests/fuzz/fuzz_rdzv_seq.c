@@ -338,7 +338,7 @@ static void op_raw(struct fz *z, struct fconn *f, struct fin *in)
 	const uint8_t *p;
 	size_t n = in_take(in, in_byte(in), &p);
 
-	if (f->open && n && send(f->c.fd, p, n, MSG_NOSIGNAL) < 0)
+	if (f->open && n && send(f->c.f.fd, p, n, MSG_NOSIGNAL) < 0)
 		fc_close(f);
 	pump(z);
 	drain(f);

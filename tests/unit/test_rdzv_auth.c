@@ -220,7 +220,7 @@ static size_t capture(struct pair *p, const char *text, unsigned char *out, size
 	rdzv_put_str(&b, T_TEXT, text);
 	assert_int_equal(rdzv_conn_send(&p->a, RDZV_VFAIL, b.p, b.len), 0);
 	rdzv_buf_free(&b);
-	n = (size_t)recv(p->b.fd, out, cap, 0);
+	n = (size_t)recv(p->b.f.fd, out, cap, 0);
 	assert_true(n > RDZV_HDR_LEN + RDZV_MAC_LEN);
 	return n;
 }

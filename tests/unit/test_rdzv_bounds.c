@@ -130,7 +130,7 @@ static void send_all(int fd, const unsigned char *p, size_t n)
  * sizes past the bounds can be sent at all (rdzv_conn_send refuses them). */
 static void cli_send(struct cli *x, uint16_t type, const unsigned char *body, size_t len)
 {
-	size_t mac = x->c.session ? RDZV_MAC_LEN : 0;
+	size_t mac = rdzv_conn_up(&x->c) ? RDZV_MAC_LEN : 0;
 	unsigned char *f = malloc(RDZV_HDR_LEN + len + mac);
 
 	assert_non_null(f);
@@ -138,7 +138,7 @@ static void cli_send(struct cli *x, uint16_t type, const unsigned char *body, si
 	memcpy(f + RDZV_HDR_LEN, body, len);
 	if (mac)
 		rdzv_mac(x->c.skey, 'M', x->c.seq_tx++, type, body, len, f + RDZV_HDR_LEN + len);
-	send_all(x->c.fd, f, RDZV_HDR_LEN + len + mac);
+	send_all(x->c.f.fd, f, RDZV_HDR_LEN + len + mac);
 	free(f);
 }
 
@@ -189,7 +189,7 @@ static int cli_closed(struct cli *x)
 	ssize_t n;
 
 	for (;;) {
-		n = recv(x->c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+		n = recv(x->c.f.fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n > 0)
 			continue;
 		return n == 0 || (errno != EAGAIN && errno != EINTR);
@@ -369,8 +369,8 @@ static int raw_header(struct rdzv_conn *tx, struct rdzv_conn *rx, uint16_t type,
 	size_t got;
 	int rc;
 
-	rdzv_hdr_encode(hdr, type, (uint32_t)(len + (rx->session ? RDZV_MAC_LEN : 0)));
-	send_all(tx->fd, hdr, sizeof(hdr));
+	rdzv_hdr_encode(hdr, type, (uint32_t)(len + (rdzv_conn_up(rx) ? RDZV_MAC_LEN : 0)));
+	send_all(tx->f.fd, hdr, sizeof(hdr));
 	rc = rdzv_conn_read(rx, &t, &in, &got);
 	free(in);
 	return rc;
@@ -394,12 +394,12 @@ static void test_max_table_body(void **state)
 	assert_int_equal(rdzv_conn_send(&tx, RDZV_COMMIT, body, RDZV_MAX_TABLE_BODY + 1),
 			 GX_EPROTO);
 	assert_int_equal(raw_header(&tx, &rx, RDZV_COMMIT, RDZV_MAX_TABLE_BODY + 1), GX_EPROTO);
-	assert_null(rx.body); /* nothing was allocated for it */
+	assert_null(rx.f.body); /* nothing was allocated for it */
 	rdzv_conn_reset(&tx);
 	rdzv_conn_reset(&rx);
 	/* before the session even a COMMIT is held to RDZV_MAX_BODY (no table from strangers) */
 	conn_pair(&tx, 1, &rx, 0);
-	tx.session = rx.session = 0;
+	tx.f.sealed_tx = tx.f.sealed_rx = rx.f.sealed_tx = rx.f.sealed_rx = 0;
 	assert_int_equal(move_frame(&tx, &rx, RDZV_COMMIT, body, RDZV_MAX_BODY, &got), 1);
 	assert_int_equal(raw_header(&tx, &rx, RDZV_COMMIT, RDZV_MAX_BODY + 1), GX_EPROTO);
 	rdzv_conn_reset(&tx);
@@ -652,14 +652,14 @@ static void test_hello_deadline(void **state)
 	cli_open(&h, &silent);
 	cli_open(&h, &late);
 	pump(&h, T_HELLO_MS + 500);
-	p = (struct pollfd){.fd = silent.c.fd, .events = POLLIN};
+	p = (struct pollfd){.fd = silent.c.f.fd, .events = POLLIN};
 	assert_int_equal(poll(&p, 1, 0), 0); /* past RDZV_HELLO_MS, spared: still open */
 	cli_hello(&late, 128);		     /* the slow member's HELLO is answered */
 	assert_int_equal(cli_expect(&h, &late, 1500), RDZV_CHALLENGE); /* 5 s from accept */
 	assert_true(h.co->res.nslow >= 1);
 	/* closed at RDZV_HANDSHAKE_MS from accept, by the next sweeps (slack 1 s) */
-	assert_true(wait_readable(&h, silent.c.fd, RDZV_HANDSHAKE_MS + 1000) >= 0);
-	assert_int_equal(recv(silent.c.fd, &c, 1, 0), 0); /* closed */
+	assert_true(wait_readable(&h, silent.c.f.fd, RDZV_HANDSHAKE_MS + 1000) >= 0);
+	assert_int_equal(recv(silent.c.f.fd, &c, 1, 0), 0); /* closed */
 	assert_true(gx_now_ms() - t0 >= RDZV_HANDSHAKE_MS);
 	assert_int_equal(h.co->res.nhs_late, 1);
 	rdzv_conn_reset(&silent.c);
@@ -730,7 +730,7 @@ static void test_hello_deadline_flood(void **state)
 	t0 = gx_now_ms();
 	f = cli_open_many(&h, T_FLOOD);
 	for (i = 0; i < T_FLOOD; i++) /* closed by the sweeps after RDZV_HELLO_MS (slack 2 s) */
-		assert_true(wait_readable(&h, f[i].c.fd, t0 + T_HELLO_MS + 2000 - gx_now_ms()) >=
+		assert_true(wait_readable(&h, f[i].c.f.fd, t0 + T_HELLO_MS + 2000 - gx_now_ms()) >=
 			    0);
 	assert_true(gx_now_ms() - t0 >= T_HELLO_MS);
 	assert_int_equal(h.co->res.nslow, 0);
@@ -781,7 +781,7 @@ static void test_handshake_deadline(void **state)
 	cli_join(&late, 256); /* inside the bound: joined */
 	assert_int_equal(cli_expect(&h, &late, 800), RDZV_ASSIGN);
 	/* past it: the session without a JOIN loses its slot */
-	assert_true(wait_readable(&h, idle.c.fd, 2500) >= 0);
+	assert_true(wait_readable(&h, idle.c.f.fd, 2500) >= 0);
 	assert_int_equal(cli_expect(&h, &idle, 100), 0);
 	assert_true(gx_now_ms() - t0 >= RDZV_HANDSHAKE_MS - 200); /* idle's HELLO came first */
 	rdzv_conn_reset(&idle.c);
@@ -1094,7 +1094,7 @@ static void test_member_deadlines(void **state)
 		int on = 0, idle = 0, cnt = 0;
 		unsigned int uto = 0;
 		socklen_t sl = sizeof(on);
-		int fd = h.s[2].m->c1.rc.fd;
+		int fd = h.s[2].m->c1.rc.f.fd;
 
 		assert_true(fd >= 0);
 		assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &sl), 0);
@@ -1294,7 +1294,7 @@ static void test_commit_waits_for_lost_session(void **state)
 	assert_int_equal(h.co->nverified, 1);
 	assert_non_null(h.co->st[1].conn);
 	/* the session breaks under the COMMIT: its write fails (EPIPE) */
-	assert_int_equal(shutdown(h.co->st[1].conn->rc.fd, SHUT_WR), 0);
+	assert_int_equal(shutdown(h.co->st[1].conn->rc.f.fd, SHUT_WR), 0);
 	start_member(&h, 2);
 	until = gx_now_ms() + 5000;
 	while (!h.s[2].done && gx_now_ms() < until)

@@ -332,7 +332,7 @@ static void test_relay_pending_own_name(void **state)
 	start_member(&w, 8); /* the relay joins */
 	pump(&w, 100, 500);
 	/* its pod hangs: no PONG from it */
-	gx_ev_del(w.h.ev, w.h.s[8].m->c1.rc.fd);
+	gx_ev_del(w.h.ev, w.h.s[8].m->c1.rc.f.fd);
 	/* a second job-worker-8 that relays, listening elsewhere: pending (PING window) */
 	member_cfg(&w, 8, &cfg);
 	assert_int_equal(gx_addr_parse("127.0.3.9", 0, &cfg.relay_listen, &cfg.relay_listen_len),
@@ -850,7 +850,7 @@ static void test_relay_dies_after_commit(void **state)
 	start_members(&w, w.h.n - 1);
 	pump(&w, 100, 1000);
 	/* the relay's pod freezes: it reads nothing more */
-	gx_ev_del(w.h.ev, w.h.s[8].m->c1.rc.fd);
+	gx_ev_del(w.h.ev, w.h.s[8].m->c1.rc.f.fd);
 	start_member(&w, w.h.n - 1);
 	t0 = gx_now_ms();
 	while (!w.h.co->committed && gx_now_ms() - t0 < 5000)
