@@ -106,7 +106,7 @@ void rdzv_conn_reset(struct rdzv_conn *c)
 void rdzv_conn_session(struct rdzv_conn *c, const unsigned char k[RDZV_KEY_LEN])
 {
 	rdzv_session_key(k, c->nm, c->nc, c->skey);
-	if (!c->f.sealed_tx) /* else the sequence goes on from rdzv_conn_session_tx */
+	if (!rdzv_conn_early(c)) /* else the sequence goes on from rdzv_conn_session_tx */
 		c->seq_tx = 0;
 	c->f.sealed_tx = c->f.sealed_rx = 1;
 	c->seq_rx = 0;

@@ -901,6 +901,46 @@ static void test_drain(void **state)
 	close(fds[1]);
 }
 
+/*
+ * A byte stream (no fmt: a relay's child) and the owner's own recv (the coordinator's one
+ * recv per readiness): what came, 0 on EAGAIN, -ECONNRESET and eof at the peer's close,
+ * -EBADF after the reset; raw bytes queued past omax are refused whole.
+ */
+static void test_recv_and_stream(void **state)
+{
+	unsigned char buf[64], big[100];
+	struct gx_frame f;
+	int fds[2];
+
+	(void)state;
+	memset(big, 7, sizeof(big));
+	pair(fds, 1);
+	gx_frame_init(&f, fds[0], NULL, NULL, NULL);
+	f.omax = 150;
+	assert_int_equal(gx_frame_recv(&f, buf, sizeof(buf)), 0);
+	assert_int_equal(write(fds[1], "abcdef", 6), 6);
+	assert_int_equal(gx_frame_recv(&f, buf, 4), 4);
+	assert_memory_equal(buf, "abcd", 4);
+	assert_int_equal(gx_frame_recv(&f, buf, sizeof(buf)), 2);
+	assert_memory_equal(buf, "ef", 2);
+	assert_int_equal(gx_frame_send_raw(&f, big, sizeof(big)), 0);
+	assert_int_equal(read(fds[1], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	assert_int_equal(unread(fds[1]), (int)sizeof(big) - (int)sizeof(buf));
+	f.cork = 1;
+	assert_int_equal(gx_frame_send_raw(&f, big, sizeof(big)), 0);
+	assert_int_equal(gx_frame_send_raw(&f, big, 51), -ENOBUFS); /* 151 > omax: none of it */
+	assert_int_equal(gx_frame_pending(&f), sizeof(big));
+	assert_int_equal(gx_frame_flush(&f), 0);
+	assert_int_equal(gx_frame_pending(&f), 0);
+	assert_null(f.out); /* drained: no buffer held */
+	assert_int_equal(shutdown(fds[1], SHUT_WR), 0);
+	assert_int_equal(gx_frame_recv(&f, buf, sizeof(buf)), -ECONNRESET);
+	assert_int_equal(f.eof, 1);
+	gx_frame_reset(&f);
+	assert_int_equal(gx_frame_recv(&f, buf, sizeof(buf)), -EBADF);
+	close(fds[1]);
+}
+
 /* Bad magic, another version, an unknown type: the decoder's codes. */
 static void test_bad_headers(void **state)
 {
@@ -949,6 +989,7 @@ int main(void)
 	    cmocka_unit_test(test_raw),
 	    cmocka_unit_test(test_bad_headers),
 	    cmocka_unit_test(test_drain),
+	    cmocka_unit_test(test_recv_and_stream),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
