@@ -168,4 +168,50 @@ void agent_check_blame(const struct check_world *w, unsigned char *blame, size_t
  */
 int agent_check_known_good(const struct check_world *w, unsigned char *good);
 
+/* ---- a pod's probes for another module (check_prober.c; the preflight) ---- */
+/*
+ * One pod's probes of a plan, in the caller's loop, into a world the caller owns (row 0 this
+ * pod, then its targets, whose table entries give their addresses): the TCP echoes, then one
+ * STREAM at a time, then RDMA WRITEs, each stage started by the caller when the one before
+ * is done; and the check service (the echo and the stream sink) on the plan's port. From
+ * this pod's secondary address, bound to its interface and checked against the kernel's
+ * route, as `gxboot check` probes. Each done(arg) comes once, from the loop or from within the
+ * call that started its stage.
+ */
+struct rdzv_peer;
+struct rdzv_rdma_ctx;
+struct agent_check_probes;
+/* ifname: the interface the probes leave on ("" none); routes: the run's route answers (NULL:
+ * no route check); arg: every done's. 0 and *ret, or -ENOMEM. */
+int agent_check_probes_new(struct gx_ev *ev, const char *ifname, struct nd_routes *routes,
+			   void *arg, struct agent_check_probes **ret);
+/* The next plan (what the one before still runs stops): w and table (w->n entries, row and
+ * entry 0 this pod) are borrowed until the next plan, clear or free; the service's port; the
+ * attempts of a probe that timed out (0: 3). */
+void agent_check_probes_plan(struct agent_check_probes *p, struct check_world *w,
+			     const struct rdzv_peer *table, uint16_t port, int tries);
+/* The check service at the plan's port, once (later plans keep it): 0, or < 0 with err. */
+int agent_check_probes_serve(struct agent_check_probes *p, char *err, size_t errlen);
+/* The echo probes of row 0 to the other rows, and the loop-lag monitor: 0 and done(arg) when
+ * they are over (at once when there is nothing to probe), or < 0 and no done. */
+int agent_check_probes_echo(struct agent_check_probes *p, void (*done)(void *arg));
+/*
+ * Throughput: one STREAM of bytes to each target whose echo passed, one at a time, each
+ * stopped at its bytes or after bound_ms (then what the peer's kernel acknowledged counts),
+ * the best of reps kept, into the probe's bytes and stream_us: 0 and done(arg), or < 0 and
+ * no done.
+ */
+int agent_check_probes_streams(struct agent_check_probes *p, int64_t bytes, int64_t bound_ms,
+			       int reps, void (*done)(void *arg));
+/* RDMA WRITEs of size bytes to the targets whose entries name a device, through ctx (this
+ * pod's RDMA-CM context, and this pod's entry naming its device): done(arg) when over. */
+void agent_check_probes_rdma(struct agent_check_probes *p, struct rdzv_rdma_ctx *ctx, size_t size,
+			     void (*done)(void *arg));
+/* The loop-lag monitor stops: the longest the loop stalled since the plan (ms). */
+int64_t agent_check_probes_lag_end(struct agent_check_probes *p);
+/* Every probe stops (the service stays). */
+void agent_check_probes_clear(struct agent_check_probes *p);
+/* The probes and the service stop; p is freed (NULL: nothing). */
+void agent_check_probes_free(struct agent_check_probes *p);
+
 #endif
