@@ -18,6 +18,7 @@
 #define AGENT_CHECK_INT_H
 
 #include "agent/agent.h"
+#include "agent/check/check.h"
 #include "rdzv/gx/gx.h"
 #include "rdzv/rdzv.h"
 
@@ -25,14 +26,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/*
- * A refused / reset probe is retried until check start + CHECK_GRACE_MS(n): a pod's
- * check service opens when its COMMIT reaches it, and the coordinator's COMMIT loop and
- * its own service come O(N) later. 512 pods on 2 cores (every pod starved): the members
- * got their COMMITs over 17 s, the coordinator's service opened 31 s after its COMMIT,
- * and with a flat 5 s, 30-149 healthy pairs failed "refused". The probe budget counts it.
- */
-#define CHECK_GRACE_MS(n) (5000 + (int64_t)(n)*60)
 #define CHECK_ECHO_K 5	  /* echo round trips per TCP probe */
 #define CHECK_ECHO_MIN 16 /* echo payload bounds (bytes) */
 #define CHECK_ECHO_MAX 64
@@ -43,9 +36,6 @@
 #define CHECK_MAX_PROBE (1u << 20)   /* PROBE body cap (a target list) */
 #define CHECK_MATRIX_FULL 16	     /* full cells up to this N, one-char cells up to ... */
 #define CHECK_MATRIX_MAX 64	     /* ... this N; beyond: failures only */
-#define CHECK_MAX_RAILS 16	     /* rails probed (check --rails) */
-#define CHECK_SAMPLE_MAX 64	     /* check --mode sampled: peers per pod at most */
-#define CHECK_RAIL_NAME 72	     /* a rail's name: its netdev, else "dev:port" */
 #define CHECK_OVERLOAD_MS 1000	     /* a pod whose loop stalled this long: overloaded */
 #define CHECK_OVERLOADED "overloaded, probes incomplete"
 #define CHECK_MAC_LEN 32
@@ -63,67 +53,6 @@ enum check_type {
 	CHECK_PROBED = 5, /* member -> coordinator, the same connection: MAC | rank | report JSON */
 	CHECK_STREAM = 6, /* throughput: body of its length's bytes, read and dropped */
 	CHECK_STREAMED = 7, /* its answer once all came: u64 byte count */
-};
-#define CHECK_STREAM_MAX (64u << 20) /* STREAM body cap (--preflight-bytes) */
-
-/* The second pass's verdict on a pod, carried in the result's peers. */
-enum check_second {
-	CHECK_SECOND_NONE = 0, /* not probed again */
-	CHECK_SECOND_OK = 1,   /* a known-good pod reached it in the second pass */
-};
-
-enum check_proto {
-	CHECK_TCP = 0,
-	CHECK_RDMA = 1,
-};
-
-/* A pod's RDMA state in its report. */
-enum check_rdma_state {
-	CHECK_RDMA_NONE = 0,  /* no usable device on its iface */
-	CHECK_RDMA_OK = 1,    /* device and RDMA-CM probe context */
-	CHECK_RDMA_UNAVL = 2, /* device, but RDMA-CM not available here */
-};
-
-/* One directed probe from a row's pod to `to`. */
-struct check_probe {
-	uint32_t to;
-	int proto; /* enum check_proto */
-	int ok;
-	int gid_index;			   /* RDMA: SGID index used, -1 unknown */
-	int mtu;			   /* RDMA: active path MTU; TCP: 0 */
-	int64_t min_us, median_us, max_us; /* TCP echo RTT; RDMA: send/recv latency */
-	int64_t write_us;		   /* RDMA WRITE of --size bytes, 0 */
-	char why[96];			   /* short reason when !ok ("refused", "timeout") */
-	int rail; /* 0: the bootstrap iface; k >= 1: rail w->rails[k - 1] (check --rails) */
-	int64_t bytes, stream_us; /* TCP: a STREAM's bytes through and its time (0: none) */
-};
-
-/* One pod's report. */
-struct check_row {
-	int reported;	/* its report arrived (the own row counts as reported) */
-	int mtu;	/* its iface MTU, 0 unknown */
-	int rdma;	/* enum check_rdma_state */
-	char why[256];	/* its own netdetect / verification failure, "" */
-	int64_t lag_ms; /* the longest its event loop stalled while probing (CPU starvation) */
-	int second;	/* enum check_second (coordinator's second pass) */
-	int good;	/* known good in the coordinator's whole world (result "good") */
-	struct check_probe *probes;
-	size_t nprobes, cap;
-};
-
-struct check_world {
-	uint32_t n;
-	int star;	  /* --mode star */
-	int star_default; /* star because N > CHECK_MATRIX_MAX and no --mode was given */
-	/* --mode sampled: i probes i + offs[k] (mod n) for k < sample_k, and the coordinator */
-	uint32_t sample_k;
-	uint32_t offs[CHECK_SAMPLE_MAX];
-	int ring; /* the offsets alone (the preflight's ring and chord): no coordinator star */
-	char *const *names;	/* n names, rank order (borrowed) */
-	struct check_row *rows; /* n rows */
-	/* check --rails: the rails probed, by name (a probe's rail k is rails[k - 1]) */
-	char rails[CHECK_MAX_RAILS][CHECK_RAIL_NAME];
-	uint32_t nrails;
 };
 
 /* One rail of a peer, from its JOIN rails text "dev:port/netdev/addr" (rdzv_peer.rails). */
@@ -145,8 +74,6 @@ struct check_summary {
 
 /* ---- check_report.c: world, (de)serialisation, MAC (agent_check_summarize: check_render.c) ----
  */
-int agent_check_world_init(struct check_world *w, uint32_t n, int star, char *const *names);
-void agent_check_world_free(struct check_world *w);
 /*
  * --mode sampled: k distinct ring offsets in 1..n-1 drawn from seed (the
  * round id: every pod draws the same), so pod i probes i + offs (mod n) and
@@ -158,15 +85,9 @@ void agent_check_world_sample(struct check_world *w, uint32_t k, uint64_t seed);
 size_t agent_check_pairs_probed(const struct check_world *w);
 /* 1 when the mode probes from -> to. */
 int agent_check_pair_probed(const struct check_world *w, uint32_t from, uint32_t to);
-/* Append a probe to row `from` (copied). 0 / -ENOMEM / -EINVAL. */
-int agent_check_row_add(struct check_world *w, uint32_t from, const struct check_probe *p);
-const struct check_probe *agent_check_find(const struct check_world *w, uint32_t from, uint32_t to,
-					   int proto);
 /* The same for one rail (0: the bootstrap iface). */
 const struct check_probe *agent_check_find_rail(const struct check_world *w, uint32_t from,
 						uint32_t to, int proto, int rail);
-/* Fill every expected TCP pair that has no probe: "no report" / "not probed". */
-int agent_check_world_finish(struct check_world *w);
 /* 1 when a failed probe says only that an end was too slow ("timeout", "no echo", ...). */
 int agent_check_probe_timed_out(const struct check_probe *p);
 /*
@@ -176,31 +97,6 @@ int agent_check_probe_timed_out(const struct check_probe *p);
  */
 void agent_check_world_overload(struct check_world *w);
 
-/* Who is to blame for the failed bootstrap TCP pairs. */
-enum agent_check_blame {
-	CHECK_BLAME_NONE = 0,
-	CHECK_BLAME_OWN = 1,	 /* failed its own checks (row why), overloaded included */
-	CHECK_BLAME_MISSING = 2, /* sent no report */
-	CHECK_BLAME_POD = 3,	 /* a failed pair with a known-good pod, and no good pair itself */
-	CHECK_BLAME_BOTH = 4,	 /* a failed pair between two pods neither known good */
-};
-/*
- * Blame the failed (bootstrap, TCP) pairs: a pod is known good when it has an
- * OK probe out and an OK probe in with some third pod, or a known-good pod
- * reached it in the second pass (row second), and no own failure.
- * For a failed pair a -> b: when one end is known good the other is blamed
- * (its pairs with good pods fail too, so the path is not the suspect); when
- * both are known good only the pair's path is (*npaths counts those; they
- * are named by agent_check_blame_text); when neither, both ends. blame: n entries.
- */
-void agent_check_blame(const struct check_world *w, unsigned char *blame, size_t *npaths);
-/*
- * The known-good pods (n bytes): no own failure, and an OK pair out and in, or
- * reached in the second pass, or marked good by the coordinator's result (a
- * member's world above CHECK_MATRIX_MAX holds only the failed probes, so
- * blaming there needs the coordinator's view).
- */
-int agent_check_known_good(const struct check_world *w, unsigned char *good);
 /* " pod (why)" for each blamed pod, then " a -> b (path)" for each blamed path; count named. */
 size_t agent_check_blame_text(const struct check_world *w, char *buf, size_t len);
 void agent_check_summarize(const struct check_world *w, struct check_summary *s);

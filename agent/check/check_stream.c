@@ -7,6 +7,8 @@
  * binding and route as the echo probe before it (check_probe.c). A slow link is measured,
  * not waited for: after bound_ms the stream stops and what the peer's kernel acknowledged
  * (tcp_info's bytes_acked, not what sat in our send buffer) over the time is the figure.
+ * The connection is a gx_frame: the STREAM header alone, then its zeros raw, and the answer
+ * read through stream_fmt, which takes a STREAMED and nothing else.
  */
 #include "agent/check/check_int.h"
 
@@ -16,7 +18,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #define ST_CONNECT_MS 2000
 #define ST_CHUNK 65536
@@ -34,26 +35,45 @@ struct check_st {
 	uint32_t *order; /* targets in ring order from this pod */
 	size_t norder, next;
 	uint32_t to;
-	int fd;
+	struct gx_frame f; /* the STREAM out (header, then its zeros raw), the STREAMED back */
 	enum st_state state;
 	int64_t total, sent, t0, bound_ms;
 	int reps, nrep, got, again; /* best of reps streams to one target (one that finished) */
 	uint64_t timer, end_timer;
-	unsigned char in[CHECK_HDR_LEN + 8];
-	size_t inoff;
 };
 
 static unsigned char zeros[ST_CHUNK]; /* bss: in no file */
+
+/* What a prober reads: the STREAMED answer (its length is bounded to 8 by the header's
+ * reader); anything else is no check service's answer to a STREAM. */
+static int stream_decode(struct gx_frame *f, const unsigned char *hdr, unsigned *type, size_t *blen)
+{
+	uint32_t len = 0;
+	int t = 0, rc = agent_check_hdr_get(hdr, &t, &len);
+
+	(void)f;
+	if (rc < 0)
+		return rc;
+	if (t != CHECK_STREAMED)
+		return GX_EPROTO;
+	*type = (unsigned)t;
+	*blen = len;
+	return 0;
+}
+
+static const struct gx_frame_fmt stream_fmt = {
+    .hdr_len = CHECK_HDR_LEN,
+    .decode = stream_decode,
+    .encode = agent_check_frame_encode,
+};
 
 static void st_next(struct check_st *st);
 
 static void st_close(struct check_st *st)
 {
-	if (st->fd >= 0) {
-		gx_ev_del(st->n->ev, st->fd);
-		close(st->fd);
-	}
-	st->fd = -1;
+	if (st->f.fd >= 0)
+		gx_ev_del(st->n->ev, st->f.fd);
+	gx_frame_reset(&st->f); /* closes; a chunk still queued is dropped */
 	gx_ev_timer_cancel(st->n->ev, st->timer);
 	st->timer = 0;
 }
@@ -107,7 +127,7 @@ static void st_bound(struct gx_ev *ev, uint64_t id, void *arg)
 		return;
 	}
 	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(st->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0)
+	if (getsockopt(st->f.fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0)
 		acked = (int64_t)ti.tcpi_bytes_acked - CHECK_HDR_LEN;
 	if (acked <= 0)
 		st_result(st, 0, 0, "stream stalled");
@@ -115,53 +135,51 @@ static void st_bound(struct gx_ev *ev, uint64_t id, void *arg)
 		st_result(st, acked > st->total ? st->total : acked, gx_now_us() - st->t0, NULL);
 }
 
+/*
+ * The zeros, a chunk at a time, each handed over only once the one before it is all written:
+ * gx_frame writes it straight from zeros, keeps what a full socket did not take (less than a
+ * chunk) and EPOLLOUT flushes that first. st->sent counts what was handed over.
+ */
 static void st_send(struct check_st *st)
 {
-	unsigned char hdr[CHECK_HDR_LEN];
-	ssize_t put;
+	int rc = gx_frame_flush(&st->f);
 	size_t want;
 
-	if (st->sent == 0) {
-		agent_check_hdr_put(hdr, CHECK_STREAM, (uint32_t)st->total);
-		/* 12 bytes into an empty send buffer: never short */
-		if (write(st->fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
-			st_result(st, 0, 0, agent_check_errno_why(-errno));
-			return;
-		}
-	}
-	while (st->sent < st->total) {
+	while (rc == 0 && st->sent < st->total) {
 		want = (size_t)(st->total - st->sent) < ST_CHUNK ? (size_t)(st->total - st->sent)
 								 : ST_CHUNK;
-		put = send(st->fd, zeros, want, MSG_NOSIGNAL);
-		if (put < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (put <= 0) {
-			st_result(st, 0, 0, agent_check_errno_why(put < 0 ? -errno : -EPIPE));
-			return;
+		rc = gx_frame_send_raw(&st->f, zeros, want);
+		if (rc == 0) {
+			st->sent += (int64_t)want;
+			rc = gx_frame_pending(&st->f) > 0;
 		}
-		st->sent += put;
 	}
+	if (rc < 0) {
+		st_result(st, 0, 0, agent_check_errno_why(rc));
+		return;
+	}
+	if (rc > 0)
+		return; /* the socket is full: EPOLLOUT */
 	st->state = ST_WAIT;
-	gx_ev_mod(st->n->ev, st->fd, EPOLLIN);
+	gx_ev_mod(st->n->ev, st->f.fd, EPOLLIN);
 }
 
 static void st_read(struct check_st *st)
 {
-	ssize_t got = read(st->fd, st->in + st->inoff, sizeof(st->in) - st->inoff);
-	uint32_t len;
-	int type;
+	unsigned char *body = NULL;
+	unsigned type = 0;
+	size_t len = 0;
+	int rc = gx_frame_read(&st->f, &type, &body, &len);
 
-	if (got < 0 && errno == EAGAIN)
+	free(body);
+	if (rc == 0)
 		return;
-	if (got <= 0) {
-		st_result(st, 0, 0, agent_check_errno_why(got < 0 ? -errno : -ECONNRESET));
+	if (rc == GX_EPROTO || rc == GX_EVERSION) {
+		st_result(st, 0, 0, "bad stream answer");
 		return;
 	}
-	st->inoff += (size_t)got;
-	if (st->inoff < sizeof(st->in))
-		return;
-	if (agent_check_hdr_get(st->in, &type, &len) < 0 || type != CHECK_STREAMED || len != 8) {
-		st_result(st, 0, 0, "bad stream answer");
+	if (rc < 0) {
+		st_result(st, 0, 0, agent_check_errno_why(rc));
 		return;
 	}
 	st_result(st, st->total, gx_now_us() - st->t0, NULL);
@@ -175,13 +193,16 @@ static void st_io(struct gx_ev *ev, int fd, uint32_t events, void *arg)
 	(void)ev;
 	(void)fd;
 	if (st->state == ST_CONNECT) {
-		rc = gx_sock_error(st->fd);
+		rc = gx_sock_error(st->f.fd);
+		if (rc == 0 && !(events & EPOLLOUT))
+			return;
+		/* 12 bytes into an empty send buffer: written at once */
+		if (rc == 0)
+			rc = gx_frame_send_hdr(&st->f, CHECK_STREAM, (size_t)st->total);
 		if (rc < 0) {
 			st_result(st, 0, 0, agent_check_errno_why(rc));
 			return;
 		}
-		if (!(events & EPOLLOUT))
-			return;
 		st->state = ST_SEND;
 		st->t0 = gx_now_us(); /* the stream's clock, after the handshake */
 		gx_ev_timer_cancel(st->n->ev, st->timer);
@@ -219,17 +240,14 @@ static void st_next(struct check_st *st)
 		}
 		st->again = 0;
 		st->sent = 0;
-		st->inoff = 0;
 		why = agent_check_addrs(n, st->to, &src, &slen, &dst, &dlen);
 		if (why) {
 			st_result(st, 0, 0, why);
 			return;
 		}
-		rc = agent_check_connect(n->ifname, &src, slen, &dst, dlen, &st->fd);
-		if (rc == 0 && (rc = gx_ev_add(n->ev, st->fd, EPOLLOUT, st_io, st)) < 0) {
-			close(st->fd);
-			st->fd = -1;
-		}
+		rc = agent_check_connect(n->ifname, &src, slen, &dst, dlen, &st->f.fd);
+		if (rc == 0 && (rc = gx_ev_add(n->ev, st->f.fd, EPOLLOUT, st_io, st)) < 0)
+			gx_frame_reset(&st->f);
 		if (rc < 0) {
 			st_result(st, 0, 0, agent_check_errno_why(rc));
 			return;
@@ -258,7 +276,7 @@ int agent_check_streams_start(struct check_net *n, int64_t bytes, int64_t bound_
 		return -ENOMEM;
 	}
 	st->n = n;
-	st->fd = -1;
+	gx_frame_init(&st->f, -1, &stream_fmt, NULL, st);
 	st->done = done;
 	st->total = bytes < CHECK_STREAM_MAX ? bytes : CHECK_STREAM_MAX;
 	st->bound_ms = bound_ms;

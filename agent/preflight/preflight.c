@@ -32,15 +32,14 @@ struct pf_buf {
 /* Every pod: its plan's probes and its service (open from the first plan to the end). */
 struct pf_prober {
 	struct agent_pf *pf;
-	struct check_net net;
-	struct check_world lw; /* row 0: this pod; then its targets */
+	struct agent_check_probes *probes; /* check's: echo, streams, RDMA WRITEs, service */
+	struct check_world lw;		   /* row 0: this pod; then its targets */
 	char **lnames;
 	struct rdzv_peer *ltab;
 	uint32_t *lmap; /* local index -> participant index */
 	struct agent_pf_plan plan;
 	int serving;
 	struct rdzv_rdma_ctx *ctx; /* RDMA-CM server and probes, WRITEs of the plan's bytes */
-	struct check_rdma rdma;
 	uint64_t timer;
 };
 
@@ -131,12 +130,8 @@ static int buf_take(struct pf_buf *b, char kind, const unsigned char *p, size_t 
 
 static void pr_clear(struct pf_prober *pr)
 {
-	agent_check_rdma_stop(&pr->rdma);
-	memset(&pr->rdma, 0, sizeof(pr->rdma));
-	agent_check_streams_stop(&pr->net);
-	agent_check_probes_reset(&pr->net);
-	agent_check_lag_stop(&pr->net);
-	gx_ev_timer_cancel(pr->net.ev, pr->timer);
+	agent_check_probes_clear(pr->probes);
+	gx_ev_timer_cancel(pr->pf->h.ev, pr->timer);
 	pr->timer = 0;
 	agent_check_world_free(&pr->lw);
 	free(pr->lnames);
@@ -148,23 +143,21 @@ static void pr_clear(struct pf_prober *pr)
 	agent_pf_plan_free(&pr->plan);
 }
 
-static void pr_rdma_done(struct check_rdma *r)
+static void pr_rdma_done(void *arg)
 {
-	pr_finish(&((struct agent_pf *)r->n->probes_arg)->pr);
+	pr_finish(&((struct agent_pf *)arg)->pr);
 }
 
 /* After the streams: RDMA WRITEs to the targets that verified RDMA, where we did. */
-static void pr_streams_done(struct check_net *n)
+static void pr_streams_done(void *arg)
 {
-	struct pf_prober *pr = &((struct agent_pf *)n->probes_arg)->pr;
+	struct pf_prober *pr = &((struct agent_pf *)arg)->pr;
 
 	if (!pr->ctx) {
 		pr_finish(pr);
 		return;
 	}
-	agent_check_rdma_init(n, pr->ctx, (size_t)pr->plan.bytes, &pr->rdma);
-	pr->rdma.done_cb = pr_rdma_done;
-	agent_check_rdma_go(&pr->rdma);
+	agent_check_probes_rdma(pr->probes, pr->ctx, (size_t)pr->plan.bytes, pr_rdma_done);
 }
 
 static void pr_streams(struct gx_ev *ev, uint64_t id, void *arg)
@@ -175,18 +168,18 @@ static void pr_streams(struct gx_ev *ev, uint64_t id, void *arg)
 	(void)id;
 	pr->timer = 0;
 	if (!pr->plan.bytes ||
-	    agent_check_streams_start(&pr->net, pr->plan.bytes, pr->plan.bound_ms, pr->plan.reps,
-				      pr_streams_done) < 0)
-		pr_streams_done(&pr->net);
+	    agent_check_probes_streams(pr->probes, pr->plan.bytes, pr->plan.bound_ms, pr->plan.reps,
+				       pr_streams_done) < 0)
+		pr_streams_done(pr->pf);
 }
 
 /* The echoes are done (inside a probe's end: the streams start from a timer). */
-static void pr_echo_done(struct check_net *n)
+static void pr_echo_done(void *arg)
 {
-	struct pf_prober *pr = &((struct agent_pf *)n->probes_arg)->pr;
+	struct pf_prober *pr = &((struct agent_pf *)arg)->pr;
 
 	if (!pr->timer)
-		pr->timer = gx_ev_timer(n->ev, 0, pr_streams, pr);
+		pr->timer = gx_ev_timer(pr->pf->h.ev, 0, pr_streams, pr);
 }
 
 static void pr_log(const struct pf_prober *pr)
@@ -222,14 +215,13 @@ static void pr_finish(struct pf_prober *pr)
 	struct agent_pf *pf = pr->pf;
 	char *text = NULL;
 	size_t len = 0;
+	int64_t lag_ms = agent_check_probes_lag_end(pr->probes);
 	int rc;
 
-	agent_check_lag_stop(&pr->net);
 	if (!pr->lmap)
 		return;
 	pr_log(pr);
-	rc =
-	    agent_pf_report_encode(&pr->lw, pr->lmap, pr->plan.id, pr->net.lag_max_ms, &text, &len);
+	rc = agent_pf_report_encode(&pr->lw, pr->lmap, pr->plan.id, lag_ms, &text, &len);
 	if (rc == 0 && pf->is_coord)
 		coord_take(pf, 0, text, len);
 	else if (rc == 0)
@@ -249,7 +241,7 @@ static void pr_serve(struct pf_prober *pr)
 	if (pr->serving)
 		return;
 	pr->serving = 1;
-	if (agent_check_serve_start(&pr->net, err, sizeof(err)) < 0) {
+	if (agent_check_probes_serve(pr->probes, err, sizeof(err)) < 0) {
 		/* its peers' probes fail and name it; its own still run */
 		gx_warn("preflight: %s", err);
 		return;
@@ -258,7 +250,7 @@ static void pr_serve(struct pf_prober *pr)
 		return;
 	if (rdzv_rdma_ctx_new(rdzv_rdma_cm_real(), (size_t)pr->plan.bytes, &pr->ctx) < 0 ||
 	    rdzv_rdma_share_key(pr->ctx, *h->rdma_ctx) < 0 ||
-	    rdzv_rdma_serve(pr->ctx, pr->net.ev, &pr->ltab[0], (uint16_t)pr->plan.port, err,
+	    rdzv_rdma_serve(pr->ctx, h->ev, &pr->ltab[0], (uint16_t)pr->plan.port, err,
 			    sizeof(err)) < 0) {
 		gx_warn("preflight: no RDMA-CM server (%s): TCP probes only", err);
 		rdzv_rdma_ctx_free(pr->ctx);
@@ -296,7 +288,6 @@ static int pr_world(struct pf_prober *pr)
 static void pr_start(struct agent_pf *pf, struct agent_pf_plan *plan)
 {
 	struct pf_prober *pr = &pf->pr;
-	struct check_net *n = &pr->net;
 	int rc;
 
 	pr_clear(pr);
@@ -307,23 +298,16 @@ static void pr_start(struct agent_pf *pf, struct agent_pf_plan *plan)
 		gx_warn("preflight: %s", gx_strerror(rc));
 		return;
 	}
-	n->w = &pr->lw;
-	n->table = pr->ltab;
-	n->self = 0;
-	n->port = (uint16_t)pr->plan.port;
-	n->tries = pr->plan.tries;
-	n->t0 = gx_now_ms();
-	n->lag_max_ms = 0;
+	agent_check_probes_plan(pr->probes, &pr->lw, pr->ltab, (uint16_t)pr->plan.port,
+				pr->plan.tries);
 	pr_serve(pr);
 	if (!pr->ctx)
 		pr->ltab[0].rdma_dev[0] = '\0'; /* no RDMA probes from here */
-	n->probes_cb = pr_echo_done;
-	agent_check_lag_start(n);
-	rc = agent_check_probes_start(n);
-	if (rc < 0)
+	rc = agent_check_probes_echo(pr->probes, pr_echo_done);
+	if (rc < 0) {
 		gx_warn("preflight: %s", gx_strerror(rc));
-	if (rc < 0 || n->probes_done)
-		pr_echo_done(n);
+		pr_echo_done(pf);
+	}
 }
 
 /* ---- member ---- */
@@ -909,7 +893,6 @@ int agent_pf_hook(const struct agent_pf_host *h, struct rdzv_config *cfg, struct
 {
 	const struct agent_opts *o = h->o;
 	struct agent_pf *pf = calloc(1, sizeof(*pf));
-	int i;
 
 	*ret = NULL;
 	if (!pf)
@@ -922,15 +905,13 @@ int agent_pf_hook(const struct agent_pf_host *h, struct rdzv_config *cfg, struct
 	pf->world = cfg->world;
 	pf->rdzv_deadline = cfg->deadline_ms;
 	pf->pr.pf = pf;
-	pf->pr.net.ev = h->ev;
-	pf->pr.net.probes_arg = pf;
-	for (i = 0; i < CHECK_LISTEN_MAX; i++)
-		pf->pr.net.lfd[i] = -1;
-	if (h->nd)
-		gx_strlcpy(pf->pr.net.ifname, h->nd->iface, sizeof(pf->pr.net.ifname));
 	if (!*h->routes && !h->routes_off && nd_routes_open(h->routes) < 0)
 		gx_debug("preflight: no route answers: probes are not checked against the routes");
-	pf->pr.net.routes = *h->routes;
+	if (agent_check_probes_new(h->ev, h->nd ? h->nd->iface : "", *h->routes, pf,
+				   &pf->pr.probes) < 0) {
+		free(pf);
+		return -ENOMEM;
+	}
 	if (pf->all && h->npeers > AGENT_PF_ALL_MAX) {
 		gx_warn("--preflight-shape all: %zu pods, more than %d: ring + chord instead",
 			h->npeers, AGENT_PF_ALL_MAX);
@@ -958,9 +939,7 @@ void agent_pf_end(struct agent_pf *pf, const struct rdzv_result *res, int rdzv_r
 		gx_warn("preflight: the job starts with %u pods, without %s", res->world,
 			res->note);
 	pr_clear(&pf->pr);
-	agent_check_probes_stop(&pf->pr.net);
-	if (pf->pr.serving)
-		agent_check_serve_stop(&pf->pr.net);
+	agent_check_probes_free(pf->pr.probes);
 	rdzv_rdma_ctx_free(pf->pr.ctx);
 	gx_ev_timer_cancel(pf->h.ev, pf->timer);
 	free(pf->in.p);

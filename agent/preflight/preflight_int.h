@@ -17,7 +17,7 @@
 #ifndef AGENT_PREFLIGHT_INT_H
 #define AGENT_PREFLIGHT_INT_H
 
-#include "agent/check/check_int.h"
+#include "agent/check/check.h"
 #include "agent/preflight/preflight.h"
 #include "netdetect/netdetect.h"
 #include "rdzv/rdzv.h"

@@ -336,6 +336,28 @@ static int can_send(const struct gx_frame *f)
 	return f->fd >= 0 || f->carried ? 0 : -EBADF;
 }
 
+/* As much of p as the socket takes now (EINTR retried, EAGAIN ends it): the count, or < 0
+ * a write error. */
+static ssize_t write_some(int fd, const unsigned char *p, size_t n)
+{
+	size_t off = 0;
+
+	while (off < n) {
+		ssize_t k = send(fd, p + off, n - off, MSG_NOSIGNAL);
+
+		if (k > 0) {
+			off += (size_t)k;
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		return k < 0 ? -errno : -EIO;
+	}
+	return (ssize_t)off;
+}
+
 /* After a frame is queued: written at once unless corked or carried. */
 static int send_now(struct gx_frame *f)
 {
@@ -390,35 +412,45 @@ int gx_frame_send_hdr(struct gx_frame *f, unsigned type, size_t blen)
 
 int gx_frame_send_raw(struct gx_frame *f, const void *p, size_t n)
 {
-	int rc = can_send(f);
+	int rc = can_send(f), direct = !f->cork && f->fd >= 0 && !gx_frame_pending(f);
+	size_t put = 0;
+	ssize_t k;
 
-	if (rc == 0)
-		rc = out_room(f, n);
+	if (rc == 0 && f->omax && n > f->omax)
+		rc = -ENOBUFS; /* refused whole, as out_room refuses a queued one */
 	if (rc < 0)
 		return rc;
-	if (n)
-		memcpy(f->out + f->olen, p, n);
-	f->olen += n;
-	return send_now(f);
+	/* nothing queued: written straight from p, and only what the socket does not take now
+	 * is copied (a throughput stream's chunks are not copied twice; libuv's uv_write) */
+	if (direct) {
+		k = write_some(f->fd, p, n);
+		if (k < 0)
+			return (int)k;
+		put = (size_t)k;
+		if (put == n)
+			return 0;
+	}
+	rc = out_room(f, n - put);
+	if (rc < 0)
+		return rc;
+	if (n > put)
+		memcpy(f->out + f->olen, (const unsigned char *)p + put, n - put);
+	f->olen += n - put;
+	return direct ? 0 : send_now(f); /* direct: the socket took what it could */
 }
 
 int gx_frame_flush(struct gx_frame *f)
 {
+	ssize_t n;
+
 	if (f->fd < 0)
 		return f->carried ? gx_frame_pending(f) > 0 : -EBADF;
-	while (f->ooff < f->olen) {
-		ssize_t n = send(f->fd, f->out + f->ooff, f->olen - f->ooff, MSG_NOSIGNAL);
-
-		if (n > 0) {
-			f->ooff += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 1;
-		return n < 0 ? -errno : -EIO;
-	}
+	n = write_some(f->fd, f->out + f->ooff, f->olen - f->ooff);
+	if (n < 0)
+		return (int)n;
+	f->ooff += (size_t)n;
+	if (f->ooff < f->olen)
+		return 1;
 	/* idle connections hold no buffer: a coordinator keeps thousands open */
 	out_free(f);
 	return 0;

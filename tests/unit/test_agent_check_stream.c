@@ -4,7 +4,8 @@
  * check service comes back STREAMED with every byte counted (the best of 3); a stream to a
  * peer that never reads stops at its time bound with what the peer's kernel acknowledged
  * (tcp_info), neither zero nor the whole, and is not repeated; a pair whose echo failed gets no
- * stream; the service refuses a STREAM past its cap at the header.
+ * stream; an answer other than STREAMED fails the stream; the service refuses a STREAM past its
+ * cap at the header.
  */
 #include "tests/unit/check_fixture.h"
 
@@ -119,6 +120,63 @@ static void test_stream_needs_echo(void **state)
 	gx_ev_free(ev);
 }
 
+/* A peer that takes the whole STREAM and answers anything but STREAMED (an ECHO's header, a
+ * STREAMED of the wrong length): the stream fails with "bad stream answer". */
+static void test_stream_bad_answer(void **state)
+{
+	static unsigned char sink[1 << 16];
+	static const struct {
+		int type;
+		uint32_t len;
+	} bad[] = {{CHECK_ECHO, 8}, {CHECK_STREAMED, 9}};
+	unsigned char ans[CHECK_HDR_LEN + 9];
+	union gx_sockaddr sa;
+	socklen_t len;
+	struct cf_pod cli;
+	struct gx_ev *ev;
+	const struct check_probe *p;
+	size_t k, got;
+	ssize_t r;
+	int lfd = -1, fd, i;
+
+	(void)state;
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		assert_int_equal(gx_ev_new(&ev), 0);
+		assert_int_equal(gx_addr_parse("127.0.0.1", 0, &sa, &len), 0);
+		assert_int_equal(gx_tcp_listen(&sa, len, &lfd), 0);
+		len = sizeof(sa);
+		assert_int_equal(getsockname(lfd, &sa.sa, &len), 0);
+		prober(&cli, ev, ntohs(sa.in4.sin_port), 1);
+		done = 0;
+		assert_int_equal(agent_check_streams_start(&cli.n, 100000, 2000, 1, on_done), 0);
+		fd = -1;
+		got = 0;
+		for (i = 0; i < 400 && got < CHECK_HDR_LEN + 100000; i++) {
+			cf_pump(ev, 5);
+			if (fd < 0)
+				fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			while (fd >= 0 && (r = recv(fd, sink, sizeof(sink), 0)) > 0)
+				got += (size_t)r;
+		}
+		assert_int_equal(got, CHECK_HDR_LEN + 100000);
+		memset(ans, 0, sizeof(ans));
+		agent_check_hdr_put(ans, bad[k].type, bad[k].len);
+		assert_int_equal(write(fd, ans, CHECK_HDR_LEN + bad[k].len),
+				 CHECK_HDR_LEN + bad[k].len);
+		cf_run_until(ev, &done, 2000);
+		assert_true(done);
+		p = agent_check_find(&cli.w, 0, 1, CHECK_TCP);
+		assert_false(p->ok);
+		assert_string_equal(p->why, "bad stream answer");
+		assert_int_equal(p->bytes, 0);
+		agent_check_streams_stop(&cli.n);
+		cf_pod_free(&cli);
+		close(fd);
+		close(lfd);
+		gx_ev_free(ev);
+	}
+}
+
 /* A STREAM header past the cap: the service closes the connection unanswered. */
 static void test_stream_cap(void **state)
 {
@@ -149,9 +207,8 @@ static void test_stream_cap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_stream_full),
-	    cmocka_unit_test(test_stream_bound),
-	    cmocka_unit_test(test_stream_needs_echo),
+	    cmocka_unit_test(test_stream_full),	      cmocka_unit_test(test_stream_bound),
+	    cmocka_unit_test(test_stream_needs_echo), cmocka_unit_test(test_stream_bad_answer),
 	    cmocka_unit_test(test_stream_cap),
 	};
 

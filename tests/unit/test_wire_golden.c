@@ -2,8 +2,9 @@
 /*
  * test_wire_golden.c - the bytes of the three stream wires, pinned: the rendezvous (a clear
  * HELLO, session frames with their BLAKE2b MAC both ways, read direct, buffered and carried),
- * check (the ECHO and STREAM headers, sealed REPORT and RESULT frames, and what the real
- * check service answers to an ECHO and to a STREAM) and remote exec (handshake sizes and
+ * check (the ECHO and STREAM headers, sealed REPORT and RESULT frames, what the real
+ * check service answers to an ECHO and to a STREAM, and what a prober sends as its STREAM)
+ * and remote exec (handshake sizes and
  * proofs, the 4-byte length prefix of secretstream frames checked against a reference push
  * and pull written here, and the real server's handshake). Fixed keys, nonces, sequences,
  * rounds and ranks give fixed bytes: a change to how frames are read or written that moves
@@ -433,6 +434,8 @@ static void test_check_frames(void **state)
 	"4758434b0107000000000008"                                                                 \
 	"0000000000011170"
 #define STREAM_BYTES 70000
+/* STREAM, length 70,000: the header a prober sends before its zeros */
+#define STREAM_HDR_70000_HEX "4758434b0106000000011170"
 
 /*
  * The real service: an ECHO comes back byte for byte, its reserved header bytes too (a
@@ -467,6 +470,72 @@ static void test_check_service(void **state)
 	expect_hex(ans, sizeof(ans), STREAMED_HEX);
 	close(fd);
 	cf_pod_free(&p);
+	gx_ev_free(ev);
+}
+
+static int streamed;
+
+static void on_streamed(struct check_net *n)
+{
+	(void)n;
+	streamed = 1;
+}
+
+/*
+ * The prober's side of a STREAM (the preflight's throughput): to a target whose echo passed it
+ * sends the STREAM header and exactly that many zero bytes, nothing else; the STREAMED answer
+ * ends it with every byte counted.
+ */
+static void test_check_streamer(void **state)
+{
+	static unsigned char body[STREAM_BYTES], nil[STREAM_BYTES];
+	struct check_probe pr = cf_probe(1, 0, 1, NULL);
+	unsigned char h[CHECK_HDR_LEN], ans[CHECK_HDR_LEN + 8];
+	const struct check_probe *p;
+	union gx_sockaddr sa;
+	struct gx_ev *ev = NULL;
+	struct cf_pod cli;
+	size_t bin_len = 0;
+	socklen_t sl;
+	int lfd = -1, fd = -1, k;
+
+	(void)state;
+	assert_int_equal(gx_ev_new(&ev), 0);
+	assert_int_equal(gx_addr_parse("127.0.0.1", 0, &sa, &sl), 0);
+	assert_int_equal(gx_tcp_listen(&sa, sl, &lfd), 0);
+	sl = sizeof(sa);
+	assert_int_equal(getsockname(lfd, &sa.sa, &sl), 0);
+	cf_pod_init(&cli, ev, 2, 0, ntohs(sa.in4.sin_port));
+	assert_int_equal(agent_check_row_add(&cli.w, 0, &pr), 0);
+	streamed = 0;
+	assert_int_equal(agent_check_streams_start(&cli.n, STREAM_BYTES, 5000, 1, on_streamed), 0);
+	for (k = 0; k < 400 && fd < 0; k++) {
+		pump(ev, 5);
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	}
+	assert_true(fd >= 0);
+	assert_int_equal(recv_pumped(ev, fd, h, sizeof(h)), sizeof(h));
+	expect_hex(h, sizeof(h), STREAM_HDR_70000_HEX);
+	assert_int_equal(recv_pumped(ev, fd, body, sizeof(body)), sizeof(body));
+	assert_memory_equal(body, nil, sizeof(body));
+	pump(ev, 20);
+	/* nothing after the body: it waits for the answer */
+	assert_int_equal(recv(fd, h, 1, MSG_DONTWAIT), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(sodium_hex2bin(ans, sizeof(ans), STREAMED_HEX, strlen(STREAMED_HEX), NULL,
+					&bin_len, NULL),
+			 0);
+	assert_int_equal(bin_len, sizeof(ans));
+	send_pumped(ev, fd, ans, sizeof(ans));
+	cf_run_until(ev, &streamed, 2000);
+	assert_true(streamed);
+	p = agent_check_find(&cli.w, 0, 1, CHECK_TCP);
+	assert_true(p->ok);
+	assert_int_equal(p->bytes, STREAM_BYTES);
+	agent_check_streams_stop(&cli.n);
+	cf_pod_free(&cli);
+	close(fd);
+	close(lfd);
 	gx_ev_free(ev);
 }
 
@@ -632,10 +701,10 @@ static int setup(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rdzv_hello),		cmocka_unit_test(test_rdzv_session),
-	    cmocka_unit_test(test_check_frames),	cmocka_unit_test(test_check_service),
-	    cmocka_unit_test(test_rsh_handshake_bytes), cmocka_unit_test(test_rsh_frames),
-	    cmocka_unit_test(test_rsh_server),
+	    cmocka_unit_test(test_rdzv_hello),	   cmocka_unit_test(test_rdzv_session),
+	    cmocka_unit_test(test_check_frames),   cmocka_unit_test(test_check_service),
+	    cmocka_unit_test(test_check_streamer), cmocka_unit_test(test_rsh_handshake_bytes),
+	    cmocka_unit_test(test_rsh_frames),	   cmocka_unit_test(test_rsh_server),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
