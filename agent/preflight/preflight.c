@@ -670,12 +670,24 @@ static void slow_step(struct agent_pf *pf)
 static void slow_next(struct agent_pf *pf)
 {
 	uint32_t s, *v;
+	char why[300];
+	double ratio;
 
 	pf->nbatch = 0;
 	for (s = 0; s < pf->n && pf->nbatch < PF_BATCH_MAX; s++) {
 		v = pf->vant + (size_t)s * AGENT_PF_VANTAGES;
-		if (!(pf->sus[s] & PF_SUS_SLOW) || pf->blamed[s] || pf->looked[s] || v[0] >= pf->n)
+		if (!(pf->sus[s] & PF_SUS_SLOW) || pf->blamed[s] || pf->looked[s])
 			continue;
+		if (v[0] >= pf->n) {
+			/* nobody to look from but itself (the one known-good pod without a
+			 * connectivity suspicion): its first pass stands, as when nobody has a
+			 * vantage (first_end), rather than a slow pod starting the job unlooked */
+			pf->looked[s] = 1;
+			if (agent_pf_slow_verdict(&pf->w, NULL, NULL, s, pf->sus[s], pf->slow, why,
+						  sizeof(why), &ratio))
+				name(pf, s, why);
+			continue;
+		}
 		if (!pf->nbatch) {
 			pf->g[0] = v[0];
 			pf->g[1] = v[1];

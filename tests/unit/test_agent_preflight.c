@@ -117,6 +117,49 @@ static void test_suspects_and_vantages(void **state)
 	agent_check_world_free(&w);
 }
 
+/*
+ * A slow pod that no pod can look at again: 5 pods all pairs, 3 and 4 failed their own
+ * checks (an overloaded loop), 0 and 2 are unreachable, so 1, throttled to 4 Mbit/s, is the
+ * only known-good pod without a connectivity suspicion. Its suspicion has no vantage while
+ * the others' do (1 looks at them), and its first pass alone must name it, as when nobody
+ * has a vantage: else the second look skips it and a slow pod starts the job.
+ */
+static void test_slow_without_vantage(void **state)
+{
+	uint32_t vant[5 * AGENT_PF_VANTAGES], a, b;
+	unsigned char sus[5];
+	struct check_world w;
+	char why[300];
+	double ratio;
+
+	(void)state;
+	assert_int_equal(agent_check_world_init(&w, 5, 0, names), 0);
+	agent_pf_shape(&w, 1);
+	for (a = 0; a < 5; a++)
+		for (b = 0; b < 5; b++)
+			if (a != b)
+				pair(&w, a, b,
+				     a == 0 || b == 0 || a == 2 || b == 2 ? 0
+				     : a == 1 || b == 1			  ? 4e6
+									  : G,
+				     "connect timeout");
+	w.rows[0].reported = w.rows[2].reported = 0;
+	snprintf(w.rows[3].why, sizeof(w.rows[3].why), "overloaded");
+	snprintf(w.rows[4].why, sizeof(w.rows[4].why), "overloaded");
+	assert_int_equal(agent_check_world_finish(&w), 0);
+	assert_true(agent_pf_suspects(&w, 0.5, sus) >= 1);
+	assert_int_equal(sus[1] & PF_SUS_CONN, 0);
+	assert_true(sus[1] & PF_SUS_SLOW);
+	assert_true(agent_pf_vantages(&w, sus, vant) >= 1);
+	assert_int_equal(vant[1 * AGENT_PF_VANTAGES], 5); /* nobody to look at 1 */
+	assert_int_equal(vant[0 * AGENT_PF_VANTAGES], 1); /* 1 looks at the others */
+	assert_int_equal(
+	    agent_pf_slow_verdict(&w, NULL, NULL, 1, sus[1], 0.5, why, sizeof(why), &ratio), 1);
+	assert_string_equal(why,
+			    "slow: 4.0 Mbit/s to its peers against the job median 10.0 Gbit/s");
+	agent_check_world_free(&w);
+}
+
 /* The second look of suspect 5 from vantages 7 and 3: each to 5 and to the other, 5 to both. */
 static void look(struct check_world *ws, double to5, double ctl, double from5)
 {
@@ -360,9 +403,13 @@ static void test_report_document(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_shape),	  cmocka_unit_test(test_suspects_and_vantages),
-	    cmocka_unit_test(test_slow_verdict),  cmocka_unit_test(test_conn_verdict),
-	    cmocka_unit_test(test_plan_document), cmocka_unit_test(test_report_document),
+	    cmocka_unit_test(test_shape),
+	    cmocka_unit_test(test_suspects_and_vantages),
+	    cmocka_unit_test(test_slow_without_vantage),
+	    cmocka_unit_test(test_slow_verdict),
+	    cmocka_unit_test(test_conn_verdict),
+	    cmocka_unit_test(test_plan_document),
+	    cmocka_unit_test(test_report_document),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
