@@ -54,7 +54,8 @@
 /* After a member's final failure, the others' outcomes are awaited this long before the
  * line is decided: the coordinator may be the odd one (rdzv_blame.c) */
 #define RDZV_BLAME_WAIT_MS 1500
-#define RDZV_FRAMES_PER_EVENT 16
+/* a member reads at most this much per readiness (one recv), then handles every whole frame */
+#define RDZV_MB_RBUF 4096
 /* The relay tree (PROTOCOL.md "Relays") */
 #define RDZV_CARRY_MAX 65536 /* CARRY body: records of child bytes */
 #define RDZV_CARRY_REC 9     /* record header: id u32, kind u8, len u32 */

@@ -45,6 +45,9 @@ struct rdzv_member {
 	unsigned char k[RDZV_KEY_LEN];
 	int has_token;
 	struct mconn c1, c2;
+	/* read_frames' flag on its stack while it hands frames out: cleared when the member is
+	 * freed meanwhile (by the caller's done), so that it stops touching it */
+	int *alive;
 	enum m_state st;
 	int attempt1, attempt2, auth_failed, ever_answered;
 	uint64_t retry1_id, retry2_id, tick_id, deadline_id;

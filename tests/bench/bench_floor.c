@@ -18,6 +18,18 @@
  * coordinator's CPU per connection, and wall_ms of the time to rendezvous N members on the
  * same cores under the same load.
  *
+ *   bench_floor shape M P
+ *       M members of the rendezvous' own message pattern, still with no protocol: the same
+ *       connections, frames (count, sizes and order, as the coordinator sends and receives
+ *       them on loopback) and closes, nothing computed. Phase 1: the client sends 89 bytes
+ *       (HELLO), reads 56 (CHALLENGE), sends 191 (AUTH + JOIN), reads 252 (PROOF + ASSIGN);
+ *       phase 2 while phase 1 stays open: it sends 100 (the ticket VERIFY), reads 52
+ *       (VERIFIED) and the server's close; then the server sends 184 on phase 1 (COMMIT),
+ *       the client reads it and closes, and the server closes. Prints "shape: ..." with the
+ *       same figures per member. Against two bare exchanges it is what these messages cost
+ *       the kernel before any code of ours runs: the least a rendezvous of this pattern can
+ *       reach against the floor.
+ *
  *   bench_floor pairs I PORT ADDR0 ADDR1 ...
  *       pod I of the list (run in its network namespace) does what `gxboot check --mode all`
  *       does per pair, with no protocol: it listens on ADDR_I:PORT and echoes every byte
@@ -32,6 +44,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +165,194 @@ static int client(const struct sockaddr_in *sa, long n, int p, int procs)
 		if (recv(fd, buf, 1, 0) != 0) /* the server's close */
 			return 1;
 		close(fd);
+	}
+	return 0;
+}
+
+/* ---- shape: the rendezvous' frames, sizes from an strace of bench_rdzv on loopback ---- */
+#define SH_HELLO 89
+#define SH_CHALLENGE 56
+#define SH_JOIN 191   /* AUTH + JOIN */
+#define SH_ASSIGN 252 /* PROOF + ASSIGN */
+#define SH_VERIFY 100
+#define SH_VERIFIED 52
+#define SH_COMMIT 184
+
+/* per accepted descriptor: what it is and how far; the first 5 bytes a client sends on
+ * either connection are its member number and which connection it is (inside the frame's
+ * size: no byte more) */
+struct sh_conn {
+	uint16_t got; /* bytes of the frame awaited so far */
+	uint8_t step; /* 0: HELLO, 1: AUTH + JOIN, 2: waits for the COMMIT's turn, then EOF;
+			 3: phase 2's VERIFY */
+	uint8_t used;
+	uint32_t member;
+	unsigned char id[5]; /* the member number, then 'H' (phase 1) or 'V' (phase 2) */
+};
+
+static int sh_serve(int lfd, long n, struct shared *sh)
+{
+	struct sh_conn *cs = calloc(MAXFD, sizeof(*cs));
+	int *p1 = malloc((size_t)n * sizeof(*p1)); /* member -> its phase-1 descriptor */
+	struct epoll_event evs[256], ee = {.events = EPOLLIN};
+	unsigned char buf[512];
+	long closed = 0;
+	ssize_t r;
+	int ep, i, k, fd, rc = 1;
+
+	memset(buf, 'y', sizeof(buf));
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (!cs || !p1)
+		goto out;
+	ee.data.fd = lfd;
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ee) < 0)
+		goto out;
+	while (closed < 2 * n) { /* every member's two connections closed */
+		k = epoll_wait(ep, evs, 256, 10000);
+		if (k <= 0)
+			goto out;
+		for (i = 0; i < k; i++) {
+			struct sh_conn *c;
+			size_t want;
+
+			fd = evs[i].data.fd;
+			if (fd == lfd) {
+				int j;
+
+				for (j = 0; j < 256; j++) {
+					fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+					if (fd < 0)
+						break;
+					if (fd >= MAXFD)
+						goto out;
+					memset(&cs[fd], 0, sizeof(cs[fd]));
+					cs[fd].used = 1;
+					ee.data.fd = fd;
+					if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee) < 0)
+						goto out;
+				}
+				continue;
+			}
+			c = &cs[fd];
+			/* the first frame: a HELLO (the shorter) until its 5th byte says VERIFY */
+			want = c->step == 1			? SH_JOIN
+			       : c->got >= 5 && c->id[4] == 'V' ? SH_VERIFY
+								: SH_HELLO;
+			if (c->step == 2) { /* phase 1 after its COMMIT: the member's close */
+				r = recv(fd, buf, sizeof(buf), 0);
+				if (r != 0)
+					goto out;
+				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+				close(fd);
+				c->used = 0;
+				closed++;
+				continue;
+			}
+			r = recv(fd, buf, want - c->got, 0);
+			if (r <= 0)
+				goto out;
+			if (c->step == 0 && c->got < 5)
+				memcpy(c->id + c->got, buf,
+				       (size_t)r < 5u - c->got ? (size_t)r : 5u - c->got);
+			c->got += (uint16_t)r;
+			if (c->step == 0 && c->got >= 5 && c->id[4] == 'V')
+				want = SH_VERIFY;
+			if (c->got < want)
+				continue;
+			c->got = 0;
+			memcpy(&c->member, c->id, 4);
+			if (c->member >= (uint32_t)n)
+				goto out;
+			if (c->step == 0) { /* a HELLO or a VERIFY: the first frame says which */
+				if (c->id[4] == 'V') { /* phase 2 */
+					if (send(fd, buf, SH_VERIFIED, MSG_NOSIGNAL) != SH_VERIFIED)
+						goto out;
+					epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+					close(fd);
+					c->used = 0;
+					closed++;
+					/* this member's COMMIT (the real one waits for all: same
+					 * bytes) */
+					if (send(p1[c->member], buf, SH_COMMIT, MSG_NOSIGNAL) !=
+					    SH_COMMIT)
+						goto out;
+					continue;
+				}
+				p1[c->member] = fd;
+				c->step = 1;
+				if (send(fd, buf, SH_CHALLENGE, MSG_NOSIGNAL) != SH_CHALLENGE)
+					goto out;
+				continue;
+			}
+			c->step = 2; /* AUTH + JOIN in: PROOF + ASSIGN out */
+			if (send(fd, buf, SH_ASSIGN, MSG_NOSIGNAL) != SH_ASSIGN)
+				goto out;
+		}
+	}
+	rc = 0;
+out:
+	sh->server_us = cpu_us(RUSAGE_SELF);
+	sh->server_failed = rc;
+	free(cs);
+	free(p1);
+	return rc;
+}
+
+/* Nagle off, as both ends of the rendezvous have it (the coordinator's listener passes it
+ * to what it accepts): frames that follow an unacknowledged one would wait for the peer's
+ * delayed ACK */
+static int nodelay(int fd)
+{
+	int one = 1;
+
+	return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0;
+}
+
+/* exactly n bytes in */
+static int sh_read(int fd, unsigned char *buf, size_t n)
+{
+	size_t got;
+	ssize_t r;
+
+	for (got = 0; got < n; got += (size_t)r) {
+		r = recv(fd, buf + got, n - got, 0);
+		if (r <= 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int sh_client(const struct sockaddr_in *sa, long n, int p, int procs)
+{
+	unsigned char buf[512];
+	uint32_t id;
+	long i;
+	int f1, f2;
+
+	memset(buf, 'x', sizeof(buf));
+	for (i = p; i < n; i += procs) {
+		id = (uint32_t)i;
+		memcpy(buf, &id, 4);
+		buf[4] = 'H';
+		f1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (f1 < 0 || nodelay(f1) ||
+		    connect(f1, (const struct sockaddr *)sa, sizeof(*sa)) < 0 ||
+		    send(f1, buf, SH_HELLO, MSG_NOSIGNAL) != SH_HELLO ||
+		    sh_read(f1, buf + 8, SH_CHALLENGE) ||
+		    send(f1, buf, SH_JOIN, MSG_NOSIGNAL) != SH_JOIN ||
+		    sh_read(f1, buf + 8, SH_ASSIGN))
+			return 1;
+		buf[4] = 'V';
+		f2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (f2 < 0 || nodelay(f2) ||
+		    connect(f2, (const struct sockaddr *)sa, sizeof(*sa)) < 0 ||
+		    send(f2, buf, SH_VERIFY, MSG_NOSIGNAL) != SH_VERIFY ||
+		    sh_read(f2, buf + 8, SH_VERIFIED) || recv(f2, buf + 8, 1, 0) != 0)
+			return 1;
+		close(f2);
+		if (sh_read(f1, buf + 8, SH_COMMIT))
+			return 1;
+		close(f1);
 	}
 	return 0;
 }
@@ -370,7 +571,7 @@ out:
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? strtol(argv[1], NULL, 10) : 16384;
-	int procs = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 32, p, st, bad = 0;
+	int procs = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 32, p, st, bad = 0, shape = 0;
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t sl = sizeof(sa);
 	pid_t server, kids[MAXPROCS];
@@ -388,8 +589,14 @@ int main(int argc, char **argv)
 		}
 		return pairs((int)self, (uint16_t)port, argc - 4, argv + 4);
 	}
+	if (argc > 1 && strcmp(argv[1], "shape") == 0) {
+		shape = 1;
+		n = argc > 2 ? strtol(argv[2], NULL, 10) : 0;
+		procs = argc > 3 ? (int)strtol(argv[3], NULL, 10) : 32;
+	}
 	if (n < 1 || n > 1000000 || procs < 1 || procs > MAXPROCS) {
-		fprintf(stderr, "usage: bench_floor N P (N <= 1000000, P <= %d)\n", MAXPROCS);
+		fprintf(stderr, "usage: bench_floor [shape] N P (N <= 1000000, P <= %d)\n",
+			MAXPROCS);
 		return 1;
 	}
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -403,12 +610,12 @@ int main(int argc, char **argv)
 	t0 = now_us();
 	server = fork();
 	if (server == 0)
-		_exit(serve(lfd, n, sh));
+		_exit(shape ? (nodelay(lfd) ? 1 : sh_serve(lfd, n, sh)) : serve(lfd, n, sh));
 	close(lfd);
 	for (p = 0; p < procs; p++) {
 		kids[p] = fork();
 		if (kids[p] == 0)
-			_exit(client(&sa, n, p, procs));
+			_exit(shape ? sh_client(&sa, n, p, procs) : client(&sa, n, p, procs));
 		if (kids[p] < 0)
 			bad = 1;
 	}
@@ -424,8 +631,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_floor: an exchange failed\n");
 		return 1;
 	}
-	printf("floor: N=%ld procs=%d server_us=%.1f total_us=%.1f wall_ms=%.0f\n", n, procs,
-	       (double)sh->server_us / (double)n, (double)all / (double)n,
-	       (double)(t1 - t0) / 1000.0);
+	printf("%s: N=%ld procs=%d server_us=%.1f total_us=%.1f wall_ms=%.0f\n",
+	       shape ? "shape" : "floor", n, procs, (double)sh->server_us / (double)n,
+	       (double)all / (double)n, (double)(t1 - t0) / 1000.0);
 	return 0;
 }

@@ -36,7 +36,11 @@
 #       connections: E = 2 (N - 1) (a member makes two: phase 1 and its VERIFY), N = 1024,
 #       8192, 16384 (also with a busy loop per core, as that row runs; the two alternated run
 #       by run), 65536; FLOOR_REPS runs each (default 3): what the kernel alone charges the
-#       server and all processes per connection, and how much longer the busy loops make it
+#       server and all processes per connection, and how much longer the busy loops make it.
+#       Then the messages' own floor (bench_floor shape M 32, M = N - 1 for N = 1024, 8192,
+#       16384): each member's two connections with the rendezvous' frames (count, sizes,
+#       order) and closes, still no code. It is printed beside the star rows ("messages"):
+#       what the protocol's round trips cost before any code of ours runs
 #   (i) what --preflight adds: N gxboot init on loopback (N = 8, 64, 256), every pod its own
 #       127.0.9.k/32 on lo in a private netns (root; --iface that address, so that each pod's
 #       probe service has its own address), with and without --preflight alternated, REPS runs
@@ -223,6 +227,7 @@ if [ $smoke -eq 1 ]; then
   fi
   d=$("$BOOT" first "$GXBOOT" "$tmp/token" "$tmp/boot" 2>&1)
   f=$("$FLOOR" 256 4 2>&1)
+  f+="; $("$FLOOR" shape 128 4 2>&1)"
   # check's floor: 4 pods on loopback, every pod probes the 3 others and serves their probes
   pa="127.0.5.1 127.0.5.2 127.0.5.3 127.0.5.4"
   pp="for i in 3 2 1 0; do $FLOOR pairs \$i $((port + 3)) $pa & done; wait"
@@ -232,7 +237,7 @@ if [ $smoke -eq 1 ]; then
   # the relay tree: 96 pods, fan-out 16: 75 members through 5 relays
   if [ "$a" != fail ] && [[ "$b" == *failed=0* ]] && [[ "$b" != *expected* ]] &&
     [[ "$t" == *failed=0*via_relay=75* ]] && [[ "$d" == exec_to_accept_us=* ]] &&
-    [[ "$f" == "floor: N=256 "*total_us=* ]] && [[ "$pp" == pairs:* ]]; then
+    [[ "$f" == "floor: N=256 "*total_us=*"; shape: N=128 "*total_us=* ]] && [[ "$pp" == pairs:* ]]; then
     echo "PASS bench smoke (2 gxboot init: $((a / 1000)) ms; $b; tree: $t; $d; $f; $pp)"
   else
     echo "FAIL bench smoke: a=$a b=$b t=$t d=$d f=$f pp=$pp"; exit 1
@@ -533,13 +538,13 @@ floor_once() { # floor_once E
     unshare -n bash -c "ip link set lo up; sysctl -qw net.core.somaxconn=65535 \
       net.ipv4.tcp_max_syn_backlog=65535; ulimit -n \$(ulimit -Hn); $FLOOR $1 32" 2>&1
   else
-    "$FLOOR" "$1" 32 2>&1
+    $FLOOR $1 32 2>&1 # $1: E, or "shape M"
   fi
 }
 # the per-connection figures by row key (N, or N "L" with a busy loop per core): the median
 # server_us, total_us and wall_ms of its runs, and the least server_us (the CPU rows' figures
 # are the best of their runs too); "" when (h) did not run or its runs failed
-declare -A FL_SRV FL_TOT FL_WALL FL_SRV_BEST
+declare -A FL_SRV FL_TOT FL_WALL FL_SRV_BEST SH_TOT SH_WALL SH_SRV_BEST
 slowdown() { # the bare exchanges' wall at N=16384 with a busy loop per core / without, >= 1
   awk -v a="${FL_WALL[16384L]:-}" -v b="${FL_WALL[16384]:-}" \
     'BEGIN{if (a > 0 && b > 0) printf "%.2f", (a > b ? a / b : 1)}'
@@ -578,6 +583,23 @@ if want h; then
   done
   echo "  with a busy loop per core the bare exchanges at N=16384 take $(slowdown)x as long" \
     "(medians of the walls, with / without; at least 1: below is noise from outside the bench)"
+  echo "  the messages' own floor (bench_floor shape M 32: the rendezvous' frames and closes on" \
+    "two connections per member, no code), M = N - 1:"
+  for key in 1024 8192 16384; do
+    : >"$tmp/s.$key"
+    for r in $(seq "${FLOOR_REPS:-3}"); do
+      floor_once "shape $((key - 1))" >>"$tmp/s.$key"
+    done
+    smed() { grep -o "$1=[0-9.]*" "$tmp/s.$key" | cut -d= -f2 | med | sed 's/^-$//'; }
+    SH_TOT[$key]=$(smed total_us) SH_WALL[$key]=$(smed wall_ms)
+    SH_SRV_BEST[$key]=$(grep -o "server_us=[0-9.]*" "$tmp/s.$key" | cut -d= -f2 | sort -n | head -1)
+    grep -v '^shape:' "$tmp/s.$key" | sort | uniq -c | sed 's/^/  failed: /'
+    printf '  N=%-6s M=%-7s per member: server %5s us (best), all processes %5s us; wall %6s ms (median of %s); against two bare exchanges: server %sx, all processes %sx\n' \
+      "$key" "$((key - 1))" "${SH_SRV_BEST[$key]:--}" "${SH_TOT[$key]:--}" "${SH_WALL[$key]:--}" \
+      "$(grep -c '^shape:' "$tmp/s.$key")" \
+      "$(awk -v a="${SH_SRV_BEST[$key]:-}" -v b="${FL_SRV_BEST[$key]:-}" 'BEGIN{if (a != "" && b > 0) printf "%.2f", a / (2 * b); else print "-"}')" \
+      "$(awk -v a="${SH_TOT[$key]:-}" -v b="${FL_TOT[$key]:-}" 'BEGIN{if (a != "" && b > 0) printf "%.2f", a / (2 * b); else print "-"}')"
+  done
 fi
 
 PF_64=''
@@ -735,6 +757,22 @@ lat_floor() {
   fi
   awk -v n="$n" -v t="$t" -v c="$nproc_" -v s="$slow" 'BEGIN{printf "%.1f", 2 * (n - 1) * t * s / c / 1000}'
 }
+# msg_also FIGURE FLOOR: "messages' floor F, ratio R" for a star row, "" when not measured
+msg_also() {
+  [ -n "$1" ] && [ -n "$2" ] &&
+    awk -v a="$1" -v b="$2" 'BEGIN{if (b > 0) printf "messages'"'"' floor %s, ratio %.2fx", b, a / b}'
+}
+# msg_lat N KEY: the latency row's floor from the messages' own floor (M = N - 1 members x
+# all processes' CPU per member over the cores; KEY with L: times the slowdown), ms
+msg_lat() {
+  local n=$1 key=$2 t=${SH_TOT[$1]:-} slow=1
+  [ -n "$t" ] || return 0
+  if [ "$key" != "$n" ]; then
+    slow=$(slowdown)
+    [ -n "$slow" ] || return 0
+  fi
+  awk -v n="$n" -v t="$t" -v c="$nproc_" -v s="$slow" 'BEGIN{printf "%.1f", (n - 1) * t * s / c / 1000}'
+}
 srv_floor() { # srv_floor CONNS: CONNS x the bare server's CPU per connection at N=16384 (best), us
   [ -n "${FL_SRV_BEST[16384]:-}" ] && awk -v k="$1" -v s="${FL_SRV_BEST[16384]}" 'BEGIN{printf "%.1f", k * s}'
 }
@@ -742,17 +780,19 @@ srv_floor() { # srv_floor CONNS: CONNS x the bare server's CPU per connection at
 # relays and of the members of the coordinator's own group (fan-out 256 - 1)
 tree_conns=$(awk -v r="${TREE_RELAYS:-}" 'BEGIN{if (r != "") printf "%.3f", (16383 + 255 + r) / 16383}')
 row g "coordinator CPU per member, star, N=16384" "$STAR_US" us "$(srv_floor 2)" 1.25 \
-  "2 connections per member"
+  "2 connections per member$(m=$(msg_also "$STAR_US" "${SH_SRV_BEST[16384]:-}"); [ -n "$m" ] && echo "; $m")"
 row g "coordinator CPU per member, tree, N=16384" "$TREE_US" us \
   "$([ -n "$tree_conns" ] && srv_floor "$tree_conns")" 1.25 "${tree_conns:-?} connections per member"
-row b "N=1024 rendezvous, median" "$LAT_1024" ms "$(lat_floor 1024 1024)" 1.25
-row b "N=8192 rendezvous, median" "$LAT_8192" ms "$(lat_floor 8192 8192)" 1.25
+row b "N=1024 rendezvous, median" "$LAT_1024" ms "$(lat_floor 1024 1024)" 1.25 \
+  "$(msg_also "$LAT_1024" "$(msg_lat 1024 1024)")"
+row b "N=8192 rendezvous, median" "$LAT_8192" ms "$(lat_floor 8192 8192)" 1.25 \
+  "$(msg_also "$LAT_8192" "$(msg_lat 8192 8192)")"
 p9m=$(awk -v a="$P90_16384" -v b="$LAT_16384" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
 x16=''
 [ -n "$RST_16384" ] && [ "$RST_16384" != 0 ] && x16="$RST_16384 resets (target 0)"
 awk -v r="$p9m" 'BEGIN{exit !(r != "" && r + 0 > 1.5)}' && x16+="${x16:+, }p90/median ${p9m} > 1.5"
 row b "N=16384 rendezvous, median, a busy loop per core" "$LAT_16384" ms "$(lat_floor 16384 16384L)" 1.25 \
-  "resets ${RST_16384:-?} (target 0), p90/median ${p9m:-?} (target 1.5)" "$x16"
+  "resets ${RST_16384:-?} (target 0), p90/median ${p9m:-?} (target 1.5)$(m=$(msg_also "$LAT_16384" "$(msg_lat 16384 16384L)"); [ -n "$m" ] && echo "; $m")" "$x16"
 row g "N=65536 rendezvous, tree, median" "${LAT_65536:-}" ms "$(lat_floor 65536 65536)" 1.25
 row g "coordinator RSS per member, N=65536 tree" \
   "$(awk -v k="${RSS_65536:-}" 'BEGIN{if (k != "") printf "%.0f", k * 1024 / 65535}')" bytes 1024 1.00 \

@@ -108,6 +108,9 @@ void rh_m_done(void *arg, int rc, const struct rdzv_result *res)
 	s->rank = res->rank;
 	s->res = *res;
 	s->ntable = res->ntable;
+	s->table_named = 0;
+	for (size_t r = 0; res->table && r < res->ntable && r < s->h->n; r++)
+		s->table_named += strcmp(res->table[r].name, s->h->names[r]) == 0;
 	s->res.table = NULL;
 	s->at = gx_now_ms();
 	snprintf(s->err, sizeof(s->err), "%s", res->err);

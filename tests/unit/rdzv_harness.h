@@ -21,6 +21,7 @@ struct rh_slot {
 	int done, rc, rank;
 	struct rdzv_result res; /* copied, table dropped */
 	size_t ntable;
+	size_t table_named; /* rows of the full table whose name is names[row] */
 	char err[1024];
 	int64_t at; /* when done ran */
 	struct rh *h;

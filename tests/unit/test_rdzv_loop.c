@@ -172,6 +172,51 @@ static void test_wildcard_no_token_full_table(void **state)
 	rh_free(&w);
 }
 
+/*
+ * A member reads one buffer of RDZV_MB_RBUF bytes per readiness and handles every whole frame
+ * in it; a body larger than that is read on straight into its own buffer. A full-table
+ * COMMIT of 40 peers with names of about 253 characters is larger than the buffer: the member that
+ * asked for it gets every row, as the one that did not gets its rank.
+ */
+static void test_full_table_larger_than_read(void **state)
+{
+	struct rdzv_config cfg;
+	struct rh w;
+	uint32_t i, n = 40;
+	size_t k;
+
+	(void)state;
+	w_init(&w, n, 20000);
+	for (i = 0; i < n; i++) { /* about 253 characters (the DNS limit), labels of 60 */
+		char *nm = malloc(254);
+		size_t lab;
+
+		assert_non_null(nm);
+		k = (size_t)snprintf(nm, 254, "job-worker-%u", i);
+		while (k + 2 <= 253) {
+			nm[k++] = '.';
+			for (lab = 0; lab < 60 && k < 253; lab++)
+				nm[k++] = 'x';
+		}
+		nm[k] = '\0';
+		free(w.names[i]);
+		w.names[i] = nm;
+	}
+	start_coord(&w);
+	for (i = 1; i < n; i++) {
+		rh_member_cfg(&w, i, &cfg);
+		cfg.full_table = i == 1;
+		start_member_cfg(&w, i, &cfg);
+	}
+	pump(&w, (int)n, 15000);
+	expect_all_ok(&w);
+	assert_true(n * 250 > RDZV_MB_RBUF);
+	assert_int_equal(w.s[1].ntable, n);
+	assert_int_equal(w.s[2].ntable, 0);
+	assert_int_equal(w.s[1].table_named, n);
+	rh_free(&w);
+}
+
 static void test_member_before_coordinator(void **state)
 {
 	struct rh w;
@@ -1162,6 +1207,7 @@ int main(void)
 	    cmocka_unit_test(test_n64),
 	    cmocka_unit_test(test_n1024),
 	    cmocka_unit_test(test_wildcard_no_token_full_table),
+	    cmocka_unit_test(test_full_table_larger_than_read),
 	    cmocka_unit_test(test_member_before_coordinator),
 	    cmocka_unit_test(test_async_resolve),
 	    cmocka_unit_test(test_conn_err),
