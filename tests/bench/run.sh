@@ -757,10 +757,10 @@ lat_floor() {
   fi
   awk -v n="$n" -v t="$t" -v c="$nproc_" -v s="$slow" 'BEGIN{printf "%.1f", 2 * (n - 1) * t * s / c / 1000}'
 }
-# msg_also FIGURE FLOOR: "messages' floor F, ratio R" for a star row, "" when not measured
+# msg_also FIGURE FLOOR UNIT: "messages' floor F UNIT, ratio R" for a star row, "" when not measured
 msg_also() {
   [ -n "$1" ] && [ -n "$2" ] &&
-    awk -v a="$1" -v b="$2" 'BEGIN{if (b > 0) printf "messages'"'"' floor %s, ratio %.2fx", b, a / b}'
+    awk -v a="$1" -v b="$2" -v u="$3" 'BEGIN{if (b > 0) printf "messages'"'"' floor %s %s, ratio %.2fx", b, u, a / b}'
 }
 # msg_lat N KEY: the latency row's floor from the messages' own floor (M = N - 1 members x
 # all processes' CPU per member over the cores; KEY with L: times the slowdown), ms
@@ -780,19 +780,19 @@ srv_floor() { # srv_floor CONNS: CONNS x the bare server's CPU per connection at
 # relays and of the members of the coordinator's own group (fan-out 256 - 1)
 tree_conns=$(awk -v r="${TREE_RELAYS:-}" 'BEGIN{if (r != "") printf "%.3f", (16383 + 255 + r) / 16383}')
 row g "coordinator CPU per member, star, N=16384" "$STAR_US" us "$(srv_floor 2)" 1.25 \
-  "2 connections per member$(m=$(msg_also "$STAR_US" "${SH_SRV_BEST[16384]:-}"); [ -n "$m" ] && echo "; $m")"
+  "2 connections per member$(m=$(msg_also "$STAR_US" "${SH_SRV_BEST[16384]:-}" us); [ -n "$m" ] && echo "; $m")"
 row g "coordinator CPU per member, tree, N=16384" "$TREE_US" us \
   "$([ -n "$tree_conns" ] && srv_floor "$tree_conns")" 1.25 "${tree_conns:-?} connections per member"
 row b "N=1024 rendezvous, median" "$LAT_1024" ms "$(lat_floor 1024 1024)" 1.25 \
-  "$(msg_also "$LAT_1024" "$(msg_lat 1024 1024)")"
+  "$(msg_also "$LAT_1024" "$(msg_lat 1024 1024)" ms)"
 row b "N=8192 rendezvous, median" "$LAT_8192" ms "$(lat_floor 8192 8192)" 1.25 \
-  "$(msg_also "$LAT_8192" "$(msg_lat 8192 8192)")"
+  "$(msg_also "$LAT_8192" "$(msg_lat 8192 8192)" ms)"
 p9m=$(awk -v a="$P90_16384" -v b="$LAT_16384" 'BEGIN{if (b > 0) printf "%.2f", a / b}')
 x16=''
 [ -n "$RST_16384" ] && [ "$RST_16384" != 0 ] && x16="$RST_16384 resets (target 0)"
 awk -v r="$p9m" 'BEGIN{exit !(r != "" && r + 0 > 1.5)}' && x16+="${x16:+, }p90/median ${p9m} > 1.5"
 row b "N=16384 rendezvous, median, a busy loop per core" "$LAT_16384" ms "$(lat_floor 16384 16384L)" 1.25 \
-  "resets ${RST_16384:-?} (target 0), p90/median ${p9m:-?} (target 1.5)$(m=$(msg_also "$LAT_16384" "$(msg_lat 16384 16384L)"); [ -n "$m" ] && echo "; $m")" "$x16"
+  "resets ${RST_16384:-?} (target 0), p90/median ${p9m:-?} (target 1.5)$(m=$(msg_also "$LAT_16384" "$(msg_lat 16384 16384L)" ms); [ -n "$m" ] && echo "; $m")" "$x16"
 row g "N=65536 rendezvous, tree, median" "${LAT_65536:-}" ms "$(lat_floor 65536 65536)" 1.25
 row g "coordinator RSS per member, N=65536 tree" \
   "$(awk -v k="${RSS_65536:-}" 'BEGIN{if (k != "") printf "%.0f", k * 1024 / 65535}')" bytes 1024 1.00 \
@@ -827,7 +827,8 @@ if [ "$wr" = 1 ] && [ ${#TABLE[@]} -gt 0 ]; then
     {
       echo "\`make bench\` on $(date -u +%F), $(nproc) cores (${CPU_MODEL:-?}), $(uname -sr), commit $commit;" \
         "load at the start $LOAD0, at the end $(cut -d' ' -f1-3 /proc/loadavg)${BENCH_ONLY:+; sections $BENCH_ONLY only}."
-      echo "Each floor is the same connections, bytes and closes with no protocol, measured in the same run."
+      echo "Each floor is the row's connections and closes with one 100-byte exchange each and no protocol;" \
+        "the messages' floor is the rendezvous' own frames on them with no code; both measured in the same run."
       echo
       echo "| row | figure | floor | ratio | target | also |"
       echo "|---|---|---|---|---|---|"
