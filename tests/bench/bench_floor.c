@@ -84,6 +84,35 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/*
+ * Up to 256 waiting connections accepted and watched for input (epoll data: tag | fd), each
+ * one's state reset by clear(fd, arg) first. 0, or -EMFILE: a descriptor past MAXFD, or
+ * epoll_ctl failed.
+ */
+static int accept_batch(int ep, int lfd, uint64_t tag, void (*clear)(int fd, void *arg), void *arg)
+{
+	struct epoll_event ee = {.events = EPOLLIN};
+	int j, fd;
+
+	for (j = 0; j < 256; j++) {
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		if (fd >= MAXFD)
+			return -EMFILE;
+		clear(fd, arg);
+		ee.data.u64 = tag | (uint64_t)fd;
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee) < 0)
+			return -EMFILE;
+	}
+	return 0;
+}
+
+static void clear_byte(int fd, void *arg)
+{
+	((unsigned char *)arg)[fd] = 0;
+}
+
 /* a connection's 100 bytes in (one recv on loopback; more are waited for), then send, close */
 static int serve(int lfd, long n, struct shared *sh)
 {
@@ -97,7 +126,7 @@ static int serve(int lfd, long n, struct shared *sh)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (!got)
 		goto out;
-	ee.data.fd = lfd;
+	ee.data.u64 = (uint64_t)lfd;
 	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ee) < 0)
 		goto out;
 	while (done < n) {
@@ -105,21 +134,10 @@ static int serve(int lfd, long n, struct shared *sh)
 		if (k <= 0) /* 10 s without an event: a client is gone */
 			goto out;
 		for (i = 0; i < k; i++) {
-			fd = evs[i].data.fd;
+			fd = (int)evs[i].data.u64;
 			if (fd == lfd) {
-				int j;
-
-				for (j = 0; j < 256; j++) {
-					fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-					if (fd < 0)
-						break;
-					if (fd >= MAXFD)
-						goto out;
-					got[fd] = 0;
-					ee.data.fd = fd;
-					if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee) < 0)
-						goto out;
-				}
+				if (accept_batch(ep, lfd, 0, clear_byte, got) < 0)
+					goto out;
 				continue;
 			}
 			r = recv(fd, buf, MSG - got[fd], 0);
@@ -190,6 +208,14 @@ struct sh_conn {
 	unsigned char id[5]; /* the member number, then 'H' (phase 1) or 'V' (phase 2) */
 };
 
+static void sh_clear(int fd, void *arg)
+{
+	struct sh_conn *c = &((struct sh_conn *)arg)[fd];
+
+	memset(c, 0, sizeof(*c));
+	c->used = 1;
+}
+
 static int sh_serve(int lfd, long n, struct shared *sh)
 {
 	struct sh_conn *cs = calloc(MAXFD, sizeof(*cs));
@@ -204,7 +230,9 @@ static int sh_serve(int lfd, long n, struct shared *sh)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (!cs || !p1)
 		goto out;
-	ee.data.fd = lfd;
+	for (i = 0; i < n; i++) /* a VERIFY for a member whose phase 1 never came fails the run */
+		p1[i] = -1;
+	ee.data.u64 = (uint64_t)lfd;
 	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ee) < 0)
 		goto out;
 	while (closed < 2 * n) { /* every member's two connections closed */
@@ -215,22 +243,10 @@ static int sh_serve(int lfd, long n, struct shared *sh)
 			struct sh_conn *c;
 			size_t want;
 
-			fd = evs[i].data.fd;
+			fd = (int)evs[i].data.u64;
 			if (fd == lfd) {
-				int j;
-
-				for (j = 0; j < 256; j++) {
-					fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-					if (fd < 0)
-						break;
-					if (fd >= MAXFD)
-						goto out;
-					memset(&cs[fd], 0, sizeof(cs[fd]));
-					cs[fd].used = 1;
-					ee.data.fd = fd;
-					if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee) < 0)
-						goto out;
-				}
+				if (accept_batch(ep, lfd, 0, sh_clear, cs) < 0)
+					goto out;
 				continue;
 			}
 			c = &cs[fd];
@@ -273,8 +289,8 @@ static int sh_serve(int lfd, long n, struct shared *sh)
 					closed++;
 					/* this member's COMMIT (the real one waits for all: same
 					 * bytes) */
-					if (send(p1[c->member], buf, SH_COMMIT, MSG_NOSIGNAL) !=
-					    SH_COMMIT)
+					if (p1[c->member] < 0 || send(p1[c->member], buf, SH_COMMIT,
+								      MSG_NOSIGNAL) != SH_COMMIT)
 						goto out;
 					continue;
 				}
@@ -445,6 +461,11 @@ static int probe_event(int ep, struct probe *pr, int slot)
 	return 1;
 }
 
+static void clear_u32(int fd, void *arg)
+{
+	((uint32_t *)arg)[fd] = 0;
+}
+
 static int pairs(int self, uint16_t port, int n, char **addrs)
 {
 	struct sockaddr_in *sa = calloc((size_t)n, sizeof(*sa));
@@ -509,20 +530,10 @@ static int pairs(int self, uint16_t port, int n, char **addrs)
 			ssize_t r;
 
 			if (tag == TAG_LISTEN) {
-				int j;
-
-				for (j = 0; j < 256; j++) {
-					fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-					if (fd < 0)
-						break;
-					ee.data.u64 = TAG_CONN | (uint64_t)fd;
-					if (fd >= MAXFD ||
-					    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee) < 0) {
-						rc = -EMFILE;
-						what = "accept";
-						goto out;
-					}
-					got[fd] = 0;
+				rc = accept_batch(ep, lfd, TAG_CONN, clear_u32, got);
+				if (rc < 0) {
+					what = "accept";
+					goto out;
 				}
 			} else if (tag == TAG_PROBE) {
 				what = "probe";

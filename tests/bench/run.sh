@@ -746,32 +746,28 @@ row() {
   TABLE+=("$line")
 }
 nproc_=$(nproc)
-# lat_floor N KEY: 2 (N - 1) connections x total_us at KEY's N over the cores, in ms (one
-# decimal); KEY with L: times the busy loops' slowdown
-lat_floor() {
-  local n=$1 key=$2 t=${FL_TOT[$1]:-} slow=1
-  [ -n "$t" ] || return 0
-  if [ "$key" != "$n" ]; then
-    slow=$(slowdown)
-    [ -n "$slow" ] || return 0
-  fi
-  awk -v n="$n" -v t="$t" -v c="$nproc_" -v s="$slow" 'BEGIN{printf "%.1f", 2 * (n - 1) * t * s / c / 1000}'
-}
-# msg_also FIGURE FLOOR UNIT: "messages' floor F UNIT, ratio R" for a star row, "" when not measured
-msg_also() {
-  [ -n "$1" ] && [ -n "$2" ] &&
-    awk -v a="$1" -v b="$2" -v u="$3" 'BEGIN{if (b > 0) printf "messages'"'"' floor %s %s, ratio %.2fx", b, u, a / b}'
-}
-# msg_lat N KEY: the latency row's floor from the messages' own floor (M = N - 1 members x
-# all processes' CPU per member over the cores; KEY with L: times the slowdown), ms
-msg_lat() {
-  local n=$1 key=$2 t=${SH_TOT[$1]:-} slow=1
+# cpu_floor N KEY US: (N - 1) members x US (all processes' CPU per member) over the cores, in
+# ms (one decimal); KEY with L: times the busy loops' slowdown; nothing without US
+cpu_floor() {
+  local n=$1 key=$2 t=$3 slow=1
   [ -n "$t" ] || return 0
   if [ "$key" != "$n" ]; then
     slow=$(slowdown)
     [ -n "$slow" ] || return 0
   fi
   awk -v n="$n" -v t="$t" -v c="$nproc_" -v s="$slow" 'BEGIN{printf "%.1f", (n - 1) * t * s / c / 1000}'
+}
+# lat_floor N KEY: a member's 2 bare connections at KEY's N (total_us each)
+lat_floor() {
+  cpu_floor "$1" "$2" "$(awk -v t="${FL_TOT[$1]:-}" 'BEGIN{if (t != "") print 2 * t}')"
+}
+# msg_lat N KEY: the latency row's floor from the messages' own floor (all processes' CPU
+# per member at N)
+msg_lat() { cpu_floor "$1" "$2" "${SH_TOT[$1]:-}"; }
+# msg_also FIGURE FLOOR UNIT: "messages' floor F UNIT, ratio R" for a star row, "" when not measured
+msg_also() {
+  [ -n "$1" ] && [ -n "$2" ] &&
+    awk -v a="$1" -v b="$2" -v u="$3" 'BEGIN{if (b > 0) printf "messages'"'"' floor %s %s, ratio %.2fx", b, u, a / b}'
 }
 srv_floor() { # srv_floor CONNS: CONNS x the bare server's CPU per connection at N=16384 (best), us
   [ -n "${FL_SRV_BEST[16384]:-}" ] && awk -v k="$1" -v s="${FL_SRV_BEST[16384]}" 'BEGIN{printf "%.1f", k * s}'
